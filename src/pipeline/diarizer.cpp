@@ -165,18 +165,11 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
     const std::size_t dimension = models_->embedding->dimension();
     intermediates.embeddings = NdArray<float>({chunk_count, speakers, dimension});
     const std::size_t batch = config_.embedding_batch_size;
-    const auto window = static_cast<std::size_t>(plan.window_samples);
     progress.begin("embedding", chunk_count);
-    // Chunks are cut batch by batch so memory stays at one batch of waveforms.
     for (std::size_t first = 0; first < chunk_count; first += batch) {
       const std::size_t count = std::min(batch, chunk_count - first);
-      NdArray<float> waveforms({count, window});
-      for (std::size_t i = 0; i < count; ++i) {
-        copy_chunk(samples, plan, static_cast<std::int64_t>(first + i),
-                   std::span<float>(waveforms.data() + i * window, window));
-      }
-      const NdArray<float> embedded = models_->embedding->embed_chunks(
-          waveforms, slice_chunks(intermediates.segmentations, first, count));
+      const NdArray<float> embedded = embed_chunk_range(
+          samples, plan, first, slice_chunks(intermediates.segmentations, first, count));
       std::copy(embedded.values().begin(), embedded.values().end(),
                 intermediates.embeddings.data() + first * speakers * dimension);
       progress.update(first + count);
@@ -190,6 +183,20 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
                               uri, times, save_directory);
   result.stage_times = times;
   return result;
+}
+
+NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
+                                           std::size_t first_chunk,
+                                           const NdArray<float>& range_segmentations) {
+  const std::size_t count = range_segmentations.dim(0);
+  const auto window = static_cast<std::size_t>(plan.window_samples);
+  // Chunks are cut range by range so memory stays at one batch of waveforms.
+  NdArray<float> waveforms({count, window});
+  for (std::size_t i = 0; i < count; ++i) {
+    copy_chunk(samples, plan, static_cast<std::int64_t>(first_chunk + i),
+               std::span<float>(waveforms.data() + i * window, window));
+  }
+  return models_->embedding->embed_chunks(waveforms, range_segmentations);
 }
 
 DiarizationResult diarize_from_embeddings(

@@ -90,6 +90,13 @@ class Diarizer {
 
  private:
   struct Models;
+  // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) from their
+  // binarized segmentations [count, frames, speakers]. Called with ascending, contiguous ranges
+  // during one diarize() call, never concurrently.
+  NdArray<float> embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
+                                   std::size_t first_chunk,
+                                   const NdArray<float>& range_segmentations);
+
   DiarizationModels model_paths_;
   DiarizationConfig config_;
   std::unique_ptr<Models> models_;
