@@ -1,7 +1,7 @@
 #include "pipeline/segmentation.h"
 
+#include "models/accelerator_rewrite.h"
 #include "models/onnx_graph.h"
-#include "models/recurrent_state_rewrite.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -119,16 +119,14 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   session_config.provider = config_.provider;
   session_config.provider_options = config_.provider_options;
   if (config_.provider != runtime::ProviderId::kCpu) {
-    // ORT 1.29's CUDA provider crashes on the exported LSTMs' zero-state chain; dropping it is
-    // exact (docs/gpu-segmentation-crash.md).
-    const auto rewrite = models::drop_zero_recurrent_states(models::read_model_bytes(model_path_),
-                                                            model_path_.string());
-    if (rewrite.states_removed > 0) {
-      rewritten_model_ = rewrite.model;
-      spdlog::debug("{}: removed {} zero recurrent states and {} nodes for {}",
-                    model_path_.string(), rewrite.states_removed, rewrite.nodes_removed,
-                    runtime::provider_name(config_.provider));
-    }
+    // ORT 1.29's CUDA provider crashes on the export's SincNet `If` and the LSTMs' zero-state
+    // chain; removing both is exact (docs/gpu-segmentation-crash.md). The batch is made dynamic
+    // so that an accelerator runs `batch_size` chunks per call.
+    const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(model_path_),
+                                                         model_path_.string());
+    if (rewrite.changed()) rewritten_model_ = rewrite.model;
+    spdlog::debug("{}: for {}: {}", model_path_.string(), runtime::provider_name(config_.provider),
+                  rewrite.describe());
   }
   workers_.push_back(std::make_unique<Worker>(model_path_, rewritten_model_, session_config));
   signature_ = SegmentationSignature::from(workers_.front()->session);
