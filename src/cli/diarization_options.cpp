@@ -33,6 +33,44 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_flag("-q,--quiet", flags.quiet, "no progress or summary on standard error");
 }
 
+void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
+  command.add_option("--segmentation-provider", flags.segmentation_provider,
+                     "provider of the segmentation model only (overrides --provider for it)");
+  command.add_option("--embedding-provider", flags.embedding_provider,
+                     "provider of the speaker-embedding model only (overrides --provider for it)");
+  command
+      .add_option("--segmentation-batch", flags.accelerator_segmentation_batch,
+                  "chunks per segmentation call on a GPU (the CPU runs one chunk per worker)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
+                                           runtime::ForceMode force,
+                                           const runtime::ProviderOptions& options,
+                                           const ModelProviderFlags& flags,
+                                           double expected_audio_seconds) {
+  pipeline::ProviderRouting routing;
+  routing.choice = choice;
+  routing.force = force;
+  routing.options = options;
+  routing.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
+  if (expected_audio_seconds > 0.0) routing.expected_audio_seconds = expected_audio_seconds;
+  auto per_model = [force](const std::string& text,
+                           const char* flag) -> std::optional<runtime::ProviderChoice> {
+    if (text.empty()) return std::nullopt;
+    const auto parsed = runtime::ProviderChoice::parse(text);
+    const bool names_cpu = !parsed.automatic && parsed.provider == runtime::ProviderId::kCpu;
+    if (force == runtime::ForceMode::kCpu && !parsed.automatic && !names_cpu) {
+      fail("--force-cpu contradicts {} {}; drop one of them", flag, parsed.to_string());
+    }
+    return parsed;
+  };
+  routing.segmentation_choice = per_model(flags.segmentation_provider, "--segmentation-provider");
+  routing.embedding_choice = per_model(flags.embedding_provider, "--embedding-provider");
+  return routing;
+}
+
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {
   config.clustering.method = cluster::parse_clustering_method(flags.clustering);
   if (flags.ahc_threshold) {

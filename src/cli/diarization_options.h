@@ -27,6 +27,23 @@ struct DiarizationFlags {
 
 void add_diarization_flags(CLI::App& command, DiarizationFlags& flags);
 
+// Per-model provider flags of `parley diarize` (on top of --provider and friends).
+struct ModelProviderFlags {
+  std::string segmentation_provider;  // empty: --provider's choice
+  std::string embedding_provider;
+  std::size_t accelerator_segmentation_batch = 32;
+};
+void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags);
+
+// The pipeline's routing request from --provider, --provider-option, --force-gpu/--force-cpu and
+// the per-model flags; `expected_audio_seconds` is the longest input (0: unknown). Throws naming
+// the flag when they contradict each other.
+pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
+                                           runtime::ForceMode force,
+                                           const runtime::ProviderOptions& options,
+                                           const ModelProviderFlags& flags,
+                                           double expected_audio_seconds);
+
 // Applies the clustering and speaker-count flags to `config`.
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config);
 

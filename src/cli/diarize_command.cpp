@@ -33,6 +33,7 @@ struct DiarizeArguments {
   std::vector<std::string> audio;
   DiarizationFlags flags;
   ProviderArguments provider;
+  ModelProviderFlags model_providers;
   double step = 1.0;
   int threads = 0;
   std::string save_intermediates;
@@ -133,8 +134,10 @@ void run_diarize(const DiarizeArguments& arguments) {
     fail("give either --transcript (an existing transcript) or --asr-cmd (a recognizer to run)");
   }
   // Every input is checked before any model loads, so a typo fails in milliseconds.
+  double longest_input = 0.0;  // what the provider routing weighs
   for (const auto& audio_argument : arguments.audio) {
-    static_cast<void>(audio::open_audio_source(audio_argument));
+    const auto duration = audio::open_audio_source(audio_argument)->info().duration_seconds();
+    longest_input = std::max(longest_input, duration.value_or(0.0));
   }
   pipeline::DiarizationConfig config;
   config.step_seconds = arguments.step;
@@ -143,16 +146,8 @@ void run_diarize(const DiarizeArguments& arguments) {
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   apply_diarization_flags(flags, config);
   const ProviderSelection selection = provider_selection(arguments.provider);
-  if (selection.force != runtime::ForceMode::kCpu) {
-    const runtime::ProviderResolution resolution =
-        runtime::resolve_provider(selection.choice, runtime::provider_statuses());
-    if (selection.force == runtime::ForceMode::kGpu && !resolution.accelerator) {
-      fail("--force-gpu: no GPU provider is usable here: {} (`parley providers` explains)",
-           resolution.problem);
-    }
-    config.embedding_provider = resolution.provider;
-    config.embedding_provider_options = selection.options;
-  }
+  config.routing = provider_routing(selection.choice, selection.force, selection.options,
+                                    arguments.model_providers, longest_input);
 
   // The recognizer starts first so that it runs while parley loads its models and diarizes.
   std::unique_ptr<transcript::RecognizerProcess> recognizer;
@@ -239,6 +234,7 @@ void add_diarize_command(CLI::App& app) {
       ->required();
   add_diarization_flags(*command, arguments->flags);
   add_provider_options(*command, arguments->provider);
+  add_model_provider_flags(*command, arguments->model_providers);
   command
       ->add_option("--step", arguments->step,
                    "seconds between 10 s analysis windows: 1 (pyannote) or 2 (faster)")

@@ -8,6 +8,7 @@
 #include "models/accelerator_rewrite.h"
 #include "models/constant_if_inlining.h"
 #include "models/onnx_graph.h"
+#include "pipeline/output.h"
 #include "pipeline/segmentation_test_support.h"
 #include "runtime/onnx_session.h"
 #include "testing/shared_data.h"
@@ -144,6 +145,44 @@ TEST(AcceleratorModel, Fp16RewriteDecodesToTheSameSpeakers) {
   std::printf("fp16 rewritten vs original: max |log-prob diff| %.4f, decoded frames %.2f %%\n",
               max_difference(before, after), 100.0 * agreement.fraction());
   EXPECT_GE(agreement.fraction(), 0.98);
+}
+
+}  // namespace
+}  // namespace parley::pipeline
+
+namespace parley::pipeline {
+namespace {
+
+// What an accelerator's SegmentationModel does with the rewritten model, run on the CPU: calls
+// padded to buckets (the tail of 7 chunks goes as 4 with one zero row), padding dropped.
+TEST(AcceleratorModel, BucketPaddedCallsEqualOneChunkCalls) {
+  PARLEY_REQUIRE_SHARED(model_path, "models/segmentation-3.0-fp16.onnx");
+  PARLEY_REQUIRE_SHARED(wav, kRecording);
+  PARLEY_REQUIRE_DERIVED_MODEL(upcast_model, "upcast_fp16_model.py", model_path,
+                               "segmentation-3.0-fp32.onnx");
+  PARLEY_REQUIRE_DERIVED_MODEL(folded_model, "fold_sincnet_filters.py", upcast_model,
+                               "segmentation-3.0-fp32-folded.onnx");
+  const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(folded_model),
+                                                       folded_model.string());
+  const auto rewritten_path =
+      std::filesystem::path(PARLEY_TEST_OUTPUT_DIR) / "segmentation-3.0-fp32-accelerator.onnx";
+  write_text_file(rewritten_path, rewrite.model);
+
+  SegmentationConfig batched_config;
+  batched_config.batch_size = 4;
+  batched_config.batch_buckets = runtime::Buckets({1, 2, 4});
+  SegmentationModel batched(rewritten_path, batched_config);
+  ASSERT_TRUE(batched.signature().batch_is_dynamic);
+  const std::vector<runtime::BatchSlice> expected_plan = {{0, 4, 4}, {4, 3, 4}};
+  EXPECT_EQ(batched.plan_calls(7), expected_plan);
+
+  const auto audio = test_support::read_wav_16k_mono(wav);
+  const auto source = test_support::chunk_source(audio);
+  const NdArray<float> padded = batched.run(7, source);
+  SegmentationModel single(rewritten_path, SegmentationConfig{});
+  const NdArray<float> one_by_one = single.run(7, source);
+  ASSERT_EQ(padded.shape(), one_by_one.shape());
+  EXPECT_LT(max_difference(padded, one_by_one), 1e-4);
 }
 
 }  // namespace

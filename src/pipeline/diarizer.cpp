@@ -88,6 +88,9 @@ void DiarizationConfig::validate() const {
     fail("batch sizes must be at least 1");
   }
   if (min_duration_off < 0.0) fail("min_duration_off must not be negative");
+  if (routing && routing->accelerator_segmentation_batch_size < 1) {
+    fail("--segmentation-batch must be at least 1");
+  }
   clustering.validate();
   speakers.validate();
 }
@@ -96,10 +99,11 @@ std::string DiarizationConfig::to_string() const {
   return fmt::format(
       "DiarizationConfig(step={}s, threads={}, segmentation_batch={}, embedding_batch={}, "
       "exclude_overlap={}, min_duration_off={}, clustering={}, speakers={}, "
-      "embedding_provider={})",
+      "embedding_provider={}, segmentation_provider={}{})",
       step_seconds, threads, segmentation_batch_size, embedding_batch_size,
       embedding_exclude_overlap, min_duration_off, clustering.describe(), speakers.describe(),
-      runtime::provider_name(embedding_provider));
+      runtime::provider_name(embedding_provider), runtime::provider_name(segmentation_provider),
+      routing ? fmt::format(", routed from --provider {}", routing->choice.to_string()) : "");
 }
 
 struct Diarizer::Models {
@@ -111,22 +115,14 @@ struct Diarizer::Models {
 Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config)
     : model_paths_(std::move(models)), config_(std::move(config)), models_(new Models) {
   config_.validate();
-  SegmentationConfig segmentation_config;
-  segmentation_config.threads = config_.threads;
-  segmentation_config.batch_size = config_.segmentation_batch_size;
-  segmentation_config.provider = config_.segmentation_provider;
-  segmentation_config.provider_options = config_.segmentation_provider_options;
+  const ModelSessionPlan sessions = plan_model_sessions(model_paths_, config_);
+  for (const auto* route : {&sessions.segmentation_route, &sessions.embedding_route}) {
+    if (*route) spdlog::info("{}", (*route)->reason);
+  }
   models_->segmentation =
-      std::make_unique<SegmentationModel>(model_paths_.segmentation, segmentation_config);
-
-  EmbeddingConfig embedding_config;
-  embedding_config.batch_size = config_.embedding_batch_size;
-  embedding_config.exclude_overlap = config_.embedding_exclude_overlap;
-  embedding_config.session.intra_op_threads = config_.threads;
-  embedding_config.session.provider = config_.embedding_provider;
-  embedding_config.session.provider_options = config_.embedding_provider_options;
+      std::make_unique<SegmentationModel>(model_paths_.segmentation, sessions.segmentation);
   models_->embedding =
-      std::make_unique<EmbeddingExtractor>(model_paths_.embedding, embedding_config);
+      std::make_unique<EmbeddingExtractor>(model_paths_.embedding, sessions.embedding);
 
   if (config_.clustering.method == cluster::ClusteringMethod::kVbx) {
     models_->plda = cluster::Plda::load(model_paths_.plda);

@@ -15,6 +15,7 @@
 #include "core/ndarray.h"
 #include "core/progress.h"
 #include "core/stage_timer.h"
+#include "pipeline/model_routing.h"
 #include "pipeline/output.h"
 #include "pipeline/sliding_window.h"
 #include "runtime/onnx_session.h"
@@ -42,13 +43,16 @@ struct DiarizationConfig {
   double min_duration_off = 0.0;          // community-1's segmentation.min_duration_off
   cluster::ClusteringConfig clustering;
   cluster::SpeakerCountConstraints speakers;
-  // Execution providers. The CLI keeps segmentation on the CPU: at one chunk per call its LSTMs
-  // are slower on a GPU than on a CPU core, and on ORT 1.29's CUDA provider the model still
-  // crashes at session creation (docs/benchmarks.md, docs/gpu-segmentation-crash.md).
+  // Execution providers, used as given when `routing` is unset (programs that choose
+  // themselves, such as pipeline_bench). An accelerator gets the segmentation model rewritten
+  // (models/accelerator_rewrite.h) and `segmentation_batch_size` chunks per call.
   runtime::ProviderId embedding_provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions embedding_provider_options;
   runtime::ProviderId segmentation_provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions segmentation_provider_options;
+  // When set (the CLI sets it), the Diarizer routes each model itself from the user's provider
+  // flags (pipeline/model_routing.h) and the four fields above are ignored.
+  std::optional<ProviderRouting> routing;
 
   void validate() const;
   std::string to_string() const;

@@ -19,6 +19,7 @@
 #include "core/progress.h"
 #include "pipeline/diarizer.h"
 #include "runtime/provider.h"
+#include "runtime/shutdown.h"
 
 namespace {
 
@@ -47,6 +48,8 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
+  const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   CLI::App app{"parley pipeline throughput benchmark"};
   std::string segmentation, embedding, plda, audio_path;
   std::string provider = "cpu", segmentation_provider = "cpu";

@@ -24,6 +24,7 @@
 #include "pipeline/segmentation.h"
 #include "pipeline/sliding_window.h"
 #include "runtime/provider.h"
+#include "runtime/shutdown.h"
 
 namespace {
 
@@ -52,6 +53,8 @@ double process_cpu_seconds() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
+  const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   CLI::App app{"segmentation throughput"};
   std::string model_path;
   std::string audio_path;
