@@ -154,7 +154,8 @@ std::size_t SegmentationModel::effective_batch_size() const {
 }
 
 NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource& source,
-                                      const ProgressCallback& progress) {
+                                      const ProgressCallback& progress,
+                                      const BatchCallback& on_batch) {
   const std::size_t batch_size = effective_batch_size();
   const std::size_t samples = config_.samples_per_chunk;
   const std::size_t batch_count = (chunk_count + batch_size - 1) / batch_size;
@@ -164,6 +165,7 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   std::atomic<bool> stop{false};
   std::mutex report_mutex;
   std::size_t chunks_done = 0;
+  std::size_t next_batch_to_report = 0;
   std::exception_ptr first_error;
 
   auto work = [&](Worker& worker) {
@@ -190,10 +192,18 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
                model_path_.string(), fmt::join(output.shape(), ","), chunks_in_batch,
                chunks_in_batch, signature_.classes);
         }
-        batch_outputs[batch] = std::move(output);
         std::lock_guard lock(report_mutex);
+        batch_outputs[batch] = std::move(output);
         chunks_done += chunks_in_batch;
         if (progress) progress(chunks_done);
+        // Batches finish out of order across workers; they are handed on in chunk order.
+        // A callback that blocks holds back the workers, which is how a slow consumer
+        // limits how far segmentation runs ahead.
+        while (on_batch && next_batch_to_report < batch_count &&
+               !batch_outputs[next_batch_to_report].empty()) {
+          on_batch(next_batch_to_report * batch_size, batch_outputs[next_batch_to_report]);
+          ++next_batch_to_report;
+        }
       }
     } catch (...) {
       stop.store(true);
