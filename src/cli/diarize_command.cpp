@@ -36,6 +36,7 @@ struct DiarizeArguments {
   ModelProviderFlags model_providers;
   double step = 1.0;
   int threads = 0;
+  bool no_streaming = false;
   std::string save_intermediates;
   std::string out_dir;
   std::string segmentation_model;
@@ -144,6 +145,7 @@ void run_diarize(const DiarizeArguments& arguments) {
   config.threads = arguments.threads > 0
                        ? arguments.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.streaming = !arguments.no_streaming;
   apply_diarization_flags(flags, config);
   const ProviderSelection selection = provider_selection(arguments.provider);
   config.routing = provider_routing(selection.choice, selection.force, selection.options,
@@ -241,6 +243,9 @@ void add_diarize_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--threads", arguments->threads,
                       "CPU threads (default: all cores); output is the same for any value");
+  command->add_flag("--no-streaming", arguments->no_streaming,
+                    "segment the whole recording before embedding (same output; for timing the "
+                    "overlap of the two stages)");
   command->add_option("--save-intermediates", arguments->save_intermediates,
                       "write every stage's arrays (npz) to this folder, for `parley recluster`");
   command->add_option("--out-dir", arguments->out_dir,

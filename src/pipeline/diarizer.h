@@ -40,7 +40,10 @@ struct DiarizationConfig {
   // Chunks per embedding trunk call.
   std::size_t embedding_batch_size = 32;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
-  double min_duration_off = 0.0;          // community-1's segmentation.min_duration_off
+  // Embed chunks while later ones are still being segmented (a bounded queue between the two
+  // stages). Results are identical either way.
+  bool streaming = true;
+  double min_duration_off = 0.0;  // community-1's segmentation.min_duration_off
   cluster::ClusteringConfig clustering;
   cluster::SpeakerCountConstraints speakers;
   // Execution providers, used as given when `routing` is unset (programs that choose
@@ -97,6 +100,10 @@ class Diarizer {
   // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) from their
   // binarized segmentations [count, frames, speakers]. Called with ascending, contiguous ranges
   // during one diarize() call, never concurrently.
+  // Segmentation (multilabel) and raw embeddings of every chunk into `intermediates`.
+  void segment_and_embed(std::span<const float> samples, const ChunkPlan& plan,
+                         DiarizationIntermediates& intermediates, StageTimes& times,
+                         Progress& progress);
   NdArray<float> embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
                                    std::size_t first_chunk,
                                    const NdArray<float>& range_segmentations);

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "core/error.h"
 #include "core/progress.h"
@@ -66,8 +66,11 @@ int main(int argc, char** argv) {
   app.add_option("--embedding-batch", config.embedding_batch_size);
   app.add_option("--segmentation-batch", config.segmentation_batch_size);
   app.add_option("--step", config.step_seconds);
+  bool no_streaming = false;
+  app.add_flag("--no-streaming", no_streaming, "segment everything before embedding");
   CLI11_PARSE(app, argc, argv);
   try {
+    config.streaming = !no_streaming;
     config.embedding_provider = parley::runtime::parse_provider(provider);
     config.segmentation_provider = parley::runtime::parse_provider(segmentation_provider);
     const std::vector<float> once = read_wav_16k_mono(audio_path);
@@ -96,9 +99,10 @@ int main(int argc, char** argv) {
       for (const auto& [stage, seconds] : result.stage_times.entries()) {
         stages += fmt::format(" {}={:.2f}s", stage, seconds);
       }
-      fmt::print("{}: wall {:.2f} s, {:.1f}x real time, {} speakers, {} turns, peak RSS {:.0f} MiB;{}\n",
-                 run, wall, audio_seconds / wall, result.speaker_count, result.turns.size(),
-                 peak_rss_mib(), stages);
+      fmt::print(
+          "{}: wall {:.2f} s, {:.1f}x real time, {} speakers, {} turns, peak RSS {:.0f} MiB;{}\n",
+          run, wall, audio_seconds / wall, result.speaker_count, result.turns.size(),
+          peak_rss_mib(), stages);
       std::fflush(stdout);
     }
   } catch (const std::exception& error) {

@@ -245,7 +245,8 @@ std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk
 }
 
 NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource& source,
-                                      const ProgressCallback& progress) {
+                                      const ProgressCallback& progress,
+                                      const BatchCallback& on_batch) {
   const std::size_t samples = config_.samples_per_chunk;
   const std::vector<runtime::BatchSlice> calls = plan_calls(chunk_count);
   const std::size_t batch_count = calls.size();
@@ -255,6 +256,7 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   std::atomic<bool> stop{false};
   std::mutex report_mutex;
   std::size_t chunks_done = 0;
+  std::size_t next_batch_to_report = 0;
   std::exception_ptr first_error;
 
   auto work = [&](Worker& worker) {
@@ -281,11 +283,19 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
                model_path_.string(), fmt::join(output.shape(), ","), call.bucket, call.bucket,
                signature_.classes);
         }
+        std::lock_guard lock(report_mutex);
         batch_outputs[batch] =
             call.padding() == 0 ? std::move(output) : runtime::truncate_axis(output, 0, call.count);
-        std::lock_guard lock(report_mutex);
         chunks_done += call.count;
         if (progress) progress(chunks_done);
+        // Batches finish out of order across workers; they are handed on in chunk order.
+        // A callback that blocks holds back the workers, which is how a slow consumer
+        // limits how far segmentation runs ahead.
+        while (on_batch && next_batch_to_report < batch_count &&
+               !batch_outputs[next_batch_to_report].empty()) {
+          on_batch(calls[next_batch_to_report].offset, batch_outputs[next_batch_to_report]);
+          ++next_batch_to_report;
+        }
       }
     } catch (...) {
       stop.store(true);

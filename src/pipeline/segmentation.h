@@ -84,6 +84,10 @@ class SegmentationModel {
   using ChunkSource = std::function<void(std::size_t chunk_index, std::span<float> chunk_samples)>;
   // Called with the number of chunks finished so far (serialised, increasing).
   using ProgressCallback = std::function<void(std::size_t chunks_done)>;
+  // Called with each batch's log-probabilities [count, frames, classes] and its first chunk,
+  // in chunk order, one call at a time. An exception thrown from it stops the run.
+  using BatchCallback =
+      std::function<void(std::size_t first_chunk, const NdArray<float>& log_probabilities)>;
 
   SegmentationModel(const std::filesystem::path& model_path, const SegmentationConfig& config);
   ~SegmentationModel();
@@ -104,7 +108,7 @@ class SegmentationModel {
   // Returns [chunk_count, frames, classes] log-probabilities, chunk order preserved. One run at
   // a time per SegmentationModel (its workers' sessions and buffers are reused).
   NdArray<float> run(std::size_t chunk_count, const ChunkSource& source,
-                     const ProgressCallback& progress = {});
+                     const ProgressCallback& progress = {}, const BatchCallback& on_batch = {});
   // Convenience for chunks already cut: `chunks` is [chunk_count, samples_per_chunk].
   NdArray<float> run(const NdArray<float>& chunks, const ProgressCallback& progress = {});
 
