@@ -67,9 +67,8 @@ pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
   paths.segmentation = engine.segmentation_model.empty()
                            ? locator.locate(models::Role::kSegmentation).path
                            : std::filesystem::path(engine.segmentation_model);
-  paths.embedding = engine.embedding_model.empty()
-                        ? locator.locate(models::Role::kEmbedding).path
-                        : std::filesystem::path(engine.embedding_model);
+  paths.embedding = engine.embedding_model.empty() ? locator.locate(models::Role::kEmbedding).path
+                                                   : std::filesystem::path(engine.embedding_model);
   paths.plda = engine.plda_dir.empty() ? locator.locate(models::Role::kPlda).path.parent_path()
                                        : std::filesystem::path(engine.plda_dir);
   return paths;

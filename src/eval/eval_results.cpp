@@ -17,7 +17,8 @@ nlohmann::ordered_json stages_json(const StageTimes& times) {
   return stages;
 }
 
-StageTimes stages_from_json(const nlohmann::json& json) {
+// Stages keep the order they were written in (ordered_json), which is the order they ran.
+StageTimes stages_from_json(const nlohmann::ordered_json& json) {
   StageTimes times;
   if (!json.is_object()) return times;
   for (const auto& [stage, seconds] : json.items()) {
@@ -26,11 +27,11 @@ StageTimes stages_from_json(const nlohmann::json& json) {
   return times;
 }
 
-template <typename T>
-T field(const nlohmann::json& json, const char* key, const std::string& source) {
+template <typename T, typename Json>
+T field(const Json& json, const char* key, const std::string& source) {
   if (!json.contains(key)) fail("{}: missing field '{}'", source, key);
   try {
-    return json.at(key).get<T>();
+    return json.at(key).template get<T>();
   } catch (const nlohmann::json::exception&) {
     fail("{}: field '{}' has the wrong type", source, key);
   }
@@ -67,8 +68,7 @@ std::string settings_fingerprint(const nlohmann::ordered_json& settings) {
   return sha256_text(settings.dump());
 }
 
-std::vector<std::string> changed_settings(const nlohmann::json& before,
-                                          const nlohmann::json& now) {
+std::vector<std::string> changed_settings(const nlohmann::json& before, const nlohmann::json& now) {
   std::vector<std::string> changes;
   std::set<std::string> keys;
   if (before.is_object())
@@ -118,7 +118,8 @@ nlohmann::ordered_json file_result_json(const EvalFileResult& result) {
   return json;
 }
 
-EvalFileResult file_result_from_json(const nlohmann::json& json, const std::string& source) {
+EvalFileResult file_result_from_json(const nlohmann::ordered_json& json,
+                                     const std::string& source) {
   EvalFileResult result;
   result.uri = field<std::string>(json, "uri", source);
   result.audio = field<std::string>(json, "audio", source);
@@ -133,7 +134,8 @@ EvalFileResult file_result_from_json(const nlohmann::json& json, const std::stri
   result.scores.total = field<double>(json, "total", source);
   result.audio_seconds = field<double>(json, "audio_seconds", source);
   result.wall_seconds = field<double>(json, "wall_seconds", source);
-  result.stage_seconds = stages_from_json(json.value("stage_seconds", nlohmann::json::object()));
+  result.stage_seconds =
+      stages_from_json(json.value("stage_seconds", nlohmann::ordered_json::object()));
   result.speakers = field<std::size_t>(json, "speakers", source);
   result.fingerprint = field<std::string>(json, "fingerprint", source);
   return result;
@@ -145,9 +147,8 @@ nlohmann::ordered_json eval_run_json(const EvalRun& run) {
   json["schema"] = kEvalSchema;
   json["system"] = run.system;
   json["settings"] = run.settings;
-  json["scoring"] = {{"collar", run.scoring.collar},
-                     {"skip_overlap", run.scoring.skip_overlap},
-                     {"uem", run.uem}};
+  json["scoring"] = {
+      {"collar", run.scoring.collar}, {"skip_overlap", run.scoring.skip_overlap}, {"uem", run.uem}};
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const EvalFileResult& file : run.files) files.push_back(file_result_json(file));
   json["files"] = files;
@@ -180,29 +181,32 @@ SystemSummary system_summary(const EvalRun& run) {
 SystemSummary read_system_summary(const std::filesystem::path& path) {
   std::ifstream stream(path);
   if (!stream) fail("cannot open '{}'; check the --compare path", path.string());
-  nlohmann::json json;
+  nlohmann::ordered_json json;
   try {
-    json = nlohmann::json::parse(stream);
+    json = nlohmann::ordered_json::parse(stream);
   } catch (const nlohmann::json::exception& error) {
     fail("{}: not JSON ({})", path.string(), error.what());
   }
   const std::string source = path.string();
   if (!json.is_object() || !json.contains("total")) {
-    fail("{}: not an eval result (no 'total'); pass a JSON written by `parley eval` or the peer "
-         "harness",
-         source);
+    fail(
+        "{}: not an eval result (no 'total'); pass a JSON written by `parley eval` or the peer "
+        "harness",
+        source);
   }
   SystemSummary summary;
   summary.system = json.value("system", path.stem().string());
-  const nlohmann::json& total = json.at("total");
+  const nlohmann::ordered_json& total = json.at("total");
   const std::string total_source = source + " total";
   summary.der = field<double>(total, "der", total_source);
   summary.audio_seconds = total.value("audio_seconds", 0.0);
-  summary.rtf = total.contains("rtf") ? field<double>(total, "rtf", total_source)
-                                      : (total.value("wall_seconds", 0.0) > 0.0
-                                             ? summary.audio_seconds / total.at("wall_seconds").get<double>()
-                                             : 0.0);
-  summary.stage_seconds = stages_from_json(total.value("stage_seconds", nlohmann::json::object()));
+  summary.rtf = total.contains("rtf")
+                    ? field<double>(total, "rtf", total_source)
+                    : (total.value("wall_seconds", 0.0) > 0.0
+                           ? summary.audio_seconds / total.at("wall_seconds").get<double>()
+                           : 0.0);
+  summary.stage_seconds =
+      stages_from_json(total.value("stage_seconds", nlohmann::ordered_json::object()));
   return summary;
 }
 
@@ -210,14 +214,15 @@ std::string format_eval_table(const EvalRun& run) {
   std::size_t width = 5;
   for (const EvalFileResult& file : run.files) width = std::max(width, file.uri.size());
   std::string text = settings_text(run.scoring, run.uem) + "\n";
-  text += fmt::format("{:<{}}  {:>6}  {:>7}  {:>12}  {:>10}  {:>10}  {:>9}  {:>8}  {:>6}\n",
-                      "file", width, "DER%", "missed%", "false alarm%", "confusion%", "speech (s)",
+  text += fmt::format("{:<{}}  {:>6}  {:>7}  {:>12}  {:>10}  {:>10}  {:>9}  {:>8}  {:>6}\n", "file",
+                      width, "DER%", "missed%", "false alarm%", "confusion%", "speech (s)",
                       "audio (s)", "wall (s)", "RTF");
-  const auto row = [&](const std::string& name, const ErrorTimes& scores, double audio,
-                       double wall, const char* note) {
+  const auto row = [&](const std::string& name, const ErrorTimes& scores, double audio, double wall,
+                       const char* note) {
     const double rtf = wall > 0.0 ? audio / wall : 0.0;
     return fmt::format(
-        "{:<{}}  {:>6.2f}  {:>7.2f}  {:>12.2f}  {:>10.2f}  {:>10.2f}  {:>9.1f}  {:>8.2f}  {:>6.1f}{}\n",
+        "{:<{}}  {:>6.2f}  {:>7.2f}  {:>12.2f}  {:>10.2f}  {:>10.2f}  {:>9.1f}  {:>8.2f}  "
+        "{:>6.1f}{}\n",
         name, width, 100.0 * scores.der(), 100.0 * scores.rate(scores.missed),
         100.0 * scores.rate(scores.false_alarm), 100.0 * scores.rate(scores.confusion),
         scores.total, audio, wall, rtf, note);

@@ -48,10 +48,10 @@ struct EvalTotals {
 };
 
 struct EvalRun {
-  std::string system;                // label on charts ("parley step 2 vbx cpu")
-  nlohmann::ordered_json settings;   // what produced the hypotheses (see settings_fingerprint)
+  std::string system;               // label on charts ("parley step 2 vbx cpu")
+  nlohmann::ordered_json settings;  // what produced the hypotheses (see settings_fingerprint)
   ScoringOptions scoring;
-  bool uem = false;                  // whether UEMs gave the scored regions
+  bool uem = false;  // whether UEMs gave the scored regions
   std::vector<EvalFileResult> files;
 };
 
@@ -60,12 +60,11 @@ EvalTotals eval_totals(const std::vector<EvalFileResult>& files);
 // Lower-case hex sha256 of the settings' compact JSON text.
 std::string settings_fingerprint(const nlohmann::ordered_json& settings);
 // "step: 1 -> 2" for every top-level key whose value differs (or exists in one only).
-std::vector<std::string> changed_settings(const nlohmann::json& before,
-                                          const nlohmann::json& now);
+std::vector<std::string> changed_settings(const nlohmann::json& before, const nlohmann::json& now);
 
 nlohmann::ordered_json file_result_json(const EvalFileResult& result);
 // Reads what file_result_json wrote; fails naming `source` when a field is missing.
-EvalFileResult file_result_from_json(const nlohmann::json& json, const std::string& source);
+EvalFileResult file_result_from_json(const nlohmann::ordered_json& json, const std::string& source);
 
 nlohmann::ordered_json eval_run_json(const EvalRun& run);
 

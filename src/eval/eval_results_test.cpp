@@ -9,8 +9,8 @@
 namespace parley::eval {
 namespace {
 
-EvalFileResult scored(const std::string& uri, double missed, double false_alarm,
-                      double confusion, double total, double audio, double wall) {
+EvalFileResult scored(const std::string& uri, double missed, double false_alarm, double confusion,
+                      double total, double audio, double wall) {
   EvalFileResult result;
   result.uri = uri;
   result.audio = uri + ".wav";
@@ -20,6 +20,7 @@ EvalFileResult scored(const std::string& uri, double missed, double false_alarm,
   result.wall_seconds = wall;
   result.stage_seconds.add("decode", 0.1 * wall);
   result.stage_seconds.add("embedding", 0.8 * wall);
+  result.stage_seconds.add("clustering", 0.01 * wall);  // stage order is run order, kept in JSON
   result.speakers = 2;
   result.fingerprint = "f";
   return result;
@@ -38,7 +39,7 @@ TEST(EvalResults, TotalsAreSumsOverScoredFiles) {
   EXPECT_EQ(totals.failed, 1u);
   EXPECT_DOUBLE_EQ(totals.scores.der(), 51.0 / 110.0);  // mean of rates would be 0.30
   EXPECT_DOUBLE_EQ(totals.rtf(), 90.0 / 15.0);
-  ASSERT_EQ(totals.stage_seconds.entries().size(), 2u);
+  ASSERT_EQ(totals.stage_seconds.entries().size(), 3u);
   EXPECT_NEAR(totals.stage_seconds.entries()[1].second, 0.8 * 15.0, 1e-12);
 
   EvalRun run;
@@ -104,7 +105,8 @@ TEST(EvalResults, SystemSummaryFromAWrittenFile) {
   EXPECT_EQ(summary.system, "peer");
   EXPECT_DOUBLE_EQ(summary.der, 0.2);
   EXPECT_DOUBLE_EQ(summary.rtf, 15.0);
-  EXPECT_EQ(summary.stage_seconds.entries().size(), 2u);
+  ASSERT_EQ(summary.stage_seconds.entries().size(), 3u);
+  EXPECT_EQ(summary.stage_seconds.entries()[2].first, "clustering");
   // The minimum a peer needs to write: system and total der/rtf.
   std::ofstream(path) << R"({"system": "sherpa", "total": {"der": 0.3, "rtf": 40}})";
   EXPECT_DOUBLE_EQ(read_system_summary(path).rtf, 40.0);

@@ -56,8 +56,8 @@ std::vector<std::string> read_uri_list(const std::filesystem::path& list) {
     const std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#') continue;
     if (line.find_first_of(" \t") != std::string_view::npos) {
-      fail("{}:{}: '{}' holds whitespace; a URI list has one recording id per line",
-           list.string(), line_number, line);
+      fail("{}:{}: '{}' holds whitespace; a URI list has one recording id per line", list.string(),
+           line_number, line);
     }
     if (!seen.insert(std::string(line)).second) {
       fail("{}:{}: URI '{}' is listed twice; remove the duplicate", list.string(), line_number,
@@ -69,8 +69,8 @@ std::vector<std::string> read_uri_list(const std::filesystem::path& list) {
 }
 
 std::filesystem::path find_audio(const std::filesystem::path& audio_dir, const std::string& uri) {
-  static constexpr std::array<const char*, 6> kExtensions = {".wav",  ".flac", ".mp3",
-                                                             ".ogg",  ".opus", ".m4a"};
+  static constexpr std::array<const char*, 6> kExtensions = {".wav", ".flac", ".mp3",
+                                                             ".ogg", ".opus", ".m4a"};
   for (const char* extension : kExtensions) {
     const std::filesystem::path candidate = audio_dir / (uri + extension);
     std::error_code error;
@@ -100,13 +100,15 @@ std::vector<EvalFile> eval_files_from_list(const std::filesystem::path& list,
       if (region != uem->end()) file.uem = region->second;
     }
     if (file.audio.empty()) {
-      file.problem = fmt::format("no audio for '{}' in {} (looked for {}.wav, .flac, .mp3, .ogg, "
-                                 ".opus, .m4a); check --audio-dir",
-                                 uri, audio_dir.string(), uri);
+      file.problem = fmt::format(
+          "no audio for '{}' in {} (looked for {}.wav, .flac, .mp3, .ogg, "
+          ".opus, .m4a); check --audio-dir",
+          uri, audio_dir.string(), uri);
     } else if (turns == reference.end()) {
-      file.problem = fmt::format("'{}' is not in the reference {} (it has {}); fix the list or "
-                                 "the RTTM",
-                                 uri, rttm.string(), file_ids_text(reference));
+      file.problem = fmt::format(
+          "'{}' is not in the reference {} (it has {}); fix the list or "
+          "the RTTM",
+          uri, rttm.string(), file_ids_text(reference));
     } else if (uem && !file.uem) {
       file.problem = fmt::format("'{}' has no line in the UEM {}; add one or drop --uem", uri,
                                  uem_path->string());
@@ -154,14 +156,16 @@ std::vector<EvalFile> eval_files_from_manifest(const std::filesystem::path& mani
       continue;
     }
     try {
-      const std::map<std::string, Annotation> reference = group_by_file(read_rttm(resolve(fields[1])));
+      const std::map<std::string, Annotation> reference =
+          group_by_file(read_rttm(resolve(fields[1])));
       if (reference.size() == 1) {
         file.uri = reference.begin()->first;
       } else if (!reference.contains(file.uri)) {
-        fail("{}: the reference {} has {} and none is named '{}' like the audio; give one RTTM "
-             "per recording",
-             location, resolve(fields[1]).string(),
-             reference.empty() ? std::string("no turns") : file_ids_text(reference), file.uri);
+        fail(
+            "{}: the reference {} has {} and none is named '{}' like the audio; give one RTTM "
+            "per recording",
+            location, resolve(fields[1]).string(),
+            reference.empty() ? std::string("no turns") : file_ids_text(reference), file.uri);
       }
       file.reference = reference.at(file.uri);
       if (fields.size() == 3 && !fields[2].empty()) {
@@ -181,7 +185,8 @@ std::vector<EvalFile> eval_files_from_manifest(const std::filesystem::path& mani
     }
     files.push_back(std::move(file));
   }
-  if (files.empty()) fail("{}: no recordings; one line is audio<TAB>rttm[<TAB>uem]", manifest.string());
+  if (files.empty())
+    fail("{}: no recordings; one line is audio<TAB>rttm[<TAB>uem]", manifest.string());
   return files;
 }
 

@@ -18,11 +18,11 @@
 namespace parley::eval {
 
 struct EvalFile {
-  std::string uri;                 // file id in the reference (and in the hypothesis written)
-  std::filesystem::path audio;     // empty when not found
-  std::vector<Turn> reference;     // this recording's reference turns
-  std::optional<Timeline> uem;     // scored region; none: first to last turn
-  std::string problem;             // why it cannot be evaluated; empty when it can
+  std::string uri;              // file id in the reference (and in the hypothesis written)
+  std::filesystem::path audio;  // empty when not found
+  std::vector<Turn> reference;  // this recording's reference turns
+  std::optional<Timeline> uem;  // scored region; none: first to last turn
+  std::string problem;          // why it cannot be evaluated; empty when it can
 };
 
 // URIs of a pyannote list file, in order. Blank lines and '#' comments are skipped; surrounding

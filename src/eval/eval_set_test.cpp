@@ -39,9 +39,9 @@ std::string error_of(const std::function<void()>& action) {
 
 TEST(EvalSet, PyannoteDevelopmentSubsetOfAmiDebug) {
   PARLEY_REQUIRE_SHARED(ami, "eval/ami-debug");
-  const auto files = eval_files_from_list(ami / "debug.development.lst", ami,
-                                          ami / "debug.development.rttm",
-                                          ami / "debug.development.uem");
+  const auto files =
+      eval_files_from_list(ami / "debug.development.lst", ami, ami / "debug.development.rttm",
+                           ami / "debug.development.uem");
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0].uri, "dev00");
   EXPECT_EQ(files[1].uri, "dev01");
@@ -102,8 +102,9 @@ TEST(EvalSet, ListErrorsNameTheLine) {
   EXPECT_NE(error_of([&] { read_uri_list(spaced); }).find("spaced.lst:1:"), std::string::npos);
   const auto empty = dir.write("empty.lst", "# nothing\n");
   const auto rttm = dir.write("ref.rttm", "SPEAKER a 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n");
-  EXPECT_NE(error_of([&] { eval_files_from_list(empty, dir.path(), rttm, std::nullopt); })
-                .find("no URIs"),
+  EXPECT_NE(error_of([&] {
+              eval_files_from_list(empty, dir.path(), rttm, std::nullopt);
+            }).find("no URIs"),
             std::string::npos);
 }
 
@@ -143,8 +144,9 @@ TEST(EvalSet, ManifestResolvesPathsFromItsFolder) {
   EXPECT_NE(files[4].problem.find("broken.rttm"), std::string::npos) << files[4].problem;
 
   const auto bad = dir.write("bad.tsv", "audio/b.wav\n");
-  EXPECT_NE(error_of([&] { eval_files_from_manifest(bad); })
-                .find("bad.tsv:1: expected 2 or 3 tab-separated fields"),
+  EXPECT_NE(error_of([&] {
+              eval_files_from_manifest(bad);
+            }).find("bad.tsv:1: expected 2 or 3 tab-separated fields"),
             std::string::npos);
 }
 
