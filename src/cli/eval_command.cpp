@@ -210,6 +210,8 @@ class EvalRunner {
           100.0 * result.scores.der(), result.audio_seconds, result.wall_seconds, result.rtf(),
           result.resumed ? ", from the earlier run" : "");
     } catch (const Error& error) {
+      // Models that do not load fail every recording alike: stop instead of repeating it.
+      if (models_failed_) throw;
       result.ok = false;
       result.error = error.what();
       say("{}: failed: {}", file.uri, error.what());
@@ -276,7 +278,9 @@ class EvalRunner {
   std::string diarize(const eval::EvalFile& file, eval::EvalFileResult& result) {
     if (!diarizer_) {
       models::warn_if_speed_twin(models_.embedding);
+      models_failed_ = true;
       diarizer_ = std::make_unique<pipeline::Diarizer>(models_, config_);
+      models_failed_ = false;
     }
     const auto start = std::chrono::steady_clock::now();
     StageTimes times;
@@ -311,6 +315,7 @@ class EvalRunner {
   nlohmann::ordered_json settings_;
   Progress progress_;
   std::unique_ptr<pipeline::Diarizer> diarizer_;
+  bool models_failed_ = false;
 };
 
 void run_eval(const EvalArguments& arguments) {

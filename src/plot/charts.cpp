@@ -128,17 +128,21 @@ std::string stage_time_script(const std::vector<StageBar>& bars, const std::stri
   if (bars.empty() || stage_names(bars).empty()) fail("nothing to plot: no stage times");
   std::string text = "set multiplot layout 1,2\n";
   text += stage_panel(bars, title + ": time per stage");
+  double fastest = 0.0;
   text += "$speed << EOD\n";
-  for (const StageBar& bar : bars)
+  for (const StageBar& bar : bars) {
     text += fmt::format("{} {:.6g}\n", gnuplot_string(bar.label), bar.rtf);
+    fastest = std::max(fastest, bar.rtf);
+  }
   text += "EOD\n";
+  // Headroom above the tallest bar for its value label.
+  text += fmt::format("set yrange [0:{:.6g}]\n", fastest > 0.0 ? fastest * 1.2 : 1.0);
   text +=
       "set title \"speed\"\n"
       "set style data histograms\n"
       "set style histogram clustered\n"
       "set style fill solid 0.85 border -1\n"
       "set ylabel \"x real time (higher is faster)\"\n"
-      "set yrange [0:*]\n"
       "unset key\n"
       "plot $speed using 2:xtic(1) linecolor rgb \"#2ca02c\", "
       "$speed using 0:2:(sprintf(\"%.1fx\", $2)) with labels offset 0,0.8 font \",9\"\n";
