@@ -11,6 +11,13 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--clustering", flags.clustering, "vbx (PLDA + VBx, pyannote's) or ahc")
       ->check(CLI::IsMember({"vbx", "ahc"}))
       ->capture_default_str();
+  command
+      .add_option("--embedding-mode", flags.embedding_mode,
+                  "exact: the embedding network on every 10 s chunk, as pyannote; shared: one "
+                  "pass over the whole recording, sliced per chunk (about 8x less embedding "
+                  "work; docs/embedding.md). Recordings only, not recluster")
+      ->check(CLI::IsMember({"exact", "shared"}))
+      ->capture_default_str();
   command.add_option("--ahc-threshold", flags.ahc_threshold,
                      "AHC cosine-distance threshold (default 0.60; 0.65 for long recordings)");
   command.add_option("--num-speakers", flags.num_speakers, "exact number of speakers, when known")
@@ -35,6 +42,7 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
 
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {
   config.clustering.method = cluster::parse_clustering_method(flags.clustering);
+  config.embedding_mode = pipeline::parse_embedding_mode(flags.embedding_mode);
   if (flags.ahc_threshold) {
     if (config.clustering.method != cluster::ClusteringMethod::kAhc) {
       fail("--ahc-threshold applies to --clustering ahc only");

@@ -16,6 +16,7 @@
 #include "core/progress.h"
 #include "core/stage_timer.h"
 #include "pipeline/output.h"
+#include "pipeline/shared_trunk.h"
 #include "pipeline/sliding_window.h"
 #include "runtime/onnx_session.h"
 
@@ -39,7 +40,12 @@ struct DiarizationConfig {
   // Chunks per embedding trunk call.
   std::size_t embedding_batch_size = 32;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
-  double min_duration_off = 0.0;          // community-1's segmentation.min_duration_off
+  // exact: the trunk on every chunk (pyannote); shared: one trunk pass over the recording,
+  // sliced per chunk (pipeline/shared_trunk.h; docs/embedding.md measures the difference).
+  EmbeddingMode embedding_mode = EmbeddingMode::kExact;
+  // Shared mode's details (blocks, alignment, centring); its threads come from `threads`.
+  SharedTrunkConfig shared_trunk;
+  double min_duration_off = 0.0;  // community-1's segmentation.min_duration_off
   cluster::ClusteringConfig clustering;
   cluster::SpeakerCountConstraints speakers;
   // Execution providers. The CLI keeps segmentation on the CPU: at one chunk per call its LSTMs
