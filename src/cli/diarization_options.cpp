@@ -13,9 +13,9 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
       ->capture_default_str();
   command
       .add_option("--embedding-mode", flags.embedding_mode,
-                  "exact: the embedding network on every 10 s chunk, as pyannote; shared: one "
-                  "pass over the whole recording, sliced per chunk (about 8x less embedding "
-                  "work; docs/embedding.md). Recordings only, not recluster")
+                  "shared: the embedding network runs once over the whole recording and each "
+                  "10 s chunk takes its slice (about 9x less embedding time); exact: once per "
+                  "chunk, pyannote's definition (docs/embedding.md). Not used by recluster")
       ->check(CLI::IsMember({"exact", "shared"}))
       ->capture_default_str();
   command.add_option("--ahc-threshold", flags.ahc_threshold,
