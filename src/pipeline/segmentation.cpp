@@ -169,7 +169,10 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   if (const auto warning = unfolded_fp16_warning(model_path_); !warning.empty()) {
     spdlog::warn("{}", warning);
   }
-  for (int worker = 1; worker < config_.threads; ++worker) {
+  // On an accelerator one session feeds the device with whole batches: more sessions would each
+  // hold their own device memory arena for no gain in throughput.
+  const int worker_count = config_.provider == runtime::ProviderId::kCpu ? config_.threads : 1;
+  for (int worker = 1; worker < worker_count; ++worker) {
     auto next = std::make_unique<Worker>();
     if (!static_shapes_)
       next->session = open_session(model_path_, rewritten_model_, session_config_);
