@@ -1,13 +1,17 @@
 #include "cli/diarization_options.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "core/error.h"
+#include "models/model_locator.h"
 #include "pipeline/output.h"
+#include "runtime/provider_discovery.h"
 
 namespace parley::cli {
 
-void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
+void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--clustering", flags.clustering, "vbx (PLDA + VBx, pyannote's) or ahc")
       ->check(CLI::IsMember({"vbx", "ahc"}))
       ->capture_default_str();
@@ -19,6 +23,13 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
       ->check(CLI::PositiveNumber);
   command.add_option("--max-speakers", flags.max_speakers, "at most this many speakers")
       ->check(CLI::PositiveNumber);
+  command.add_option("--models", flags.models_dir,
+                     "folder with the models (default: $PARLEY_MODELS, then the per-user cache)");
+  command.add_flag("-q,--quiet", flags.quiet, "no progress or summary on standard error");
+}
+
+void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
+  add_clustering_flags(command, flags);
   command
       .add_option("--format", flags.format,
                   "output format: rttm (default), json or txt; with a transcript srt, vtt, txt "
@@ -28,9 +39,59 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
                    "at most one speaker at a time (turns suited to transcripts)");
   command.add_option("-o,--out", flags.out, "output file, - for standard output")
       ->capture_default_str();
-  command.add_option("--models", flags.models_dir,
-                     "folder with the models (default: $PARLEY_MODELS, then the per-user cache)");
-  command.add_flag("-q,--quiet", flags.quiet, "no progress or summary on standard error");
+}
+
+void add_engine_flags(CLI::App& command, EngineFlags& engine) {
+  add_provider_options(command, engine.provider);
+  add_model_provider_flags(command, engine.model_providers);
+  command
+      .add_option("--step", engine.step,
+                  "seconds between 10 s analysis windows: 1 (pyannote) or 2 (faster)")
+      ->capture_default_str();
+  command.add_option("--threads", engine.threads,
+                     "CPU threads (default: all cores); output is the same for any value");
+  command.add_flag("--no-streaming", engine.no_streaming,
+                   "segment the whole recording before embedding (same output; for timing the "
+                   "overlap of the two stages)");
+  command.add_option("--segmentation-model", engine.segmentation_model,
+                     "segmentation .onnx (default: found through --models)");
+  command.add_option("--embedding-model", engine.embedding_model,
+                     "speaker-embedding .onnx (default: found through --models)");
+  command.add_option(
+      "--plda", engine.plda_dir,
+      "folder with plda.npz and xvec_transform.npz (default: found through --models)");
+}
+
+pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
+                                           const DiarizationFlags& flags) {
+  const models::ModelLocator locator(
+      models::Registry::builtin(),
+      flags.models_dir ? std::optional<std::filesystem::path>(*flags.models_dir) : std::nullopt);
+  pipeline::DiarizationModels paths;
+  paths.segmentation = engine.segmentation_model.empty()
+                           ? locator.locate(models::Role::kSegmentation).path
+                           : std::filesystem::path(engine.segmentation_model);
+  paths.embedding = engine.embedding_model.empty() ? locator.locate(models::Role::kEmbedding).path
+                                                   : std::filesystem::path(engine.embedding_model);
+  paths.plda = engine.plda_dir.empty() ? locator.locate(models::Role::kPlda).path.parent_path()
+                                       : std::filesystem::path(engine.plda_dir);
+  return paths;
+}
+
+pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
+                                               const DiarizationFlags& flags,
+                                               double expected_audio_seconds) {
+  pipeline::DiarizationConfig config;
+  config.step_seconds = engine.step;
+  config.threads = engine.threads > 0
+                       ? engine.threads
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.streaming = !engine.no_streaming;
+  apply_diarization_flags(flags, config);
+  const ProviderSelection selection = provider_selection(engine.provider);
+  config.routing = provider_routing(selection.choice, selection.force, selection.options,
+                                    engine.model_providers, expected_audio_seconds);
+  return config;
 }
 
 void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
@@ -99,6 +160,12 @@ std::string format_result(const pipeline::DiarizationResult& result,
   if (flags.format == "json") return pipeline::format_json(result.turns, result.exclusive_turns);
   if (flags.format == "txt") return pipeline::format_text(turns);
   return pipeline::format_rttm(turns, result.uri);
+}
+
+std::string recording_uri(const std::filesystem::path& audio) {
+  std::string uri = audio.stem().string();
+  std::replace(uri.begin(), uri.end(), ' ', '_');
+  return uri.empty() ? "audio" : uri;
 }
 
 void write_output(const std::string& text, const std::string& out) {
