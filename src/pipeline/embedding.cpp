@@ -173,18 +173,18 @@ NdArray<float> EmbeddingExtractor::embed_frames(const NdArray<float>& frames,
   }
   const auto sources = nearest_source_indices(weight_frames, time);
   NdArray<float> stats({batch * speakers, stats_dim});
-  std::vector<float> resampled(time);
-  for (std::size_t b = 0; b < batch; ++b) {
+  // Each (chunk, speaker) pair writes only its own row, so any thread count gives the same
+  // statistics. On a GPU this loop, not the trunk, bounded the embedding stage.
+  parallel_for(batch * speakers, config_.feature_threads, [&](std::size_t pair) {
+    const std::size_t b = pair / speakers;
     const std::span<const float> batch_frames(frames.data() + b * pooled_features * time,
                                               pooled_features * time);
-    for (std::size_t s = 0; s < speakers; ++s) {
-      const float* weight = weights.data() + (b * speakers + s) * weight_frames;
-      for (std::size_t t = 0; t < time; ++t) resampled[t] = weight[sources[t]];
-      weighted_statistics(
-          batch_frames, pooled_features, time, resampled, config_.variance_epsilon,
-          std::span<float>(stats.data() + (b * speakers + s) * stats_dim, stats_dim));
-    }
-  }
+    const float* weight = weights.data() + pair * weight_frames;
+    std::vector<float> resampled(time);
+    for (std::size_t t = 0; t < time; ++t) resampled[t] = weight[sources[t]];
+    weighted_statistics(batch_frames, pooled_features, time, resampled, config_.variance_epsilon,
+                        std::span<float>(stats.data() + pair * stats_dim, stats_dim));
+  });
 
   using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const std::size_t dimension = split_.head.output_dim();
