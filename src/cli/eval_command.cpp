@@ -201,7 +201,8 @@ class EvalRunner {
       const eval::Timeline* uem = file.uem ? &*file.uem : nullptr;
       result.scores = eval::score_file(file.uri, file.reference, turns, uem, scoring_).times;
       result.ok = true;
-      if (!arguments_.out_dir.empty() && !result.resumed) {
+      // Rewritten on resume too, so that the record carries the latest scoring.
+      if (!arguments_.out_dir.empty()) {
         nlohmann::ordered_json record = eval::file_result_json(result);
         record["settings"] = settings;
         write_atomically(record_path(file.uri), record.dump(2) + "\n");
