@@ -43,12 +43,16 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
 
 void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   add_provider_options(command, engine.provider);
+  add_model_provider_flags(command, engine.model_providers);
   command
       .add_option("--step", engine.step,
                   "seconds between 10 s analysis windows: 1 (pyannote) or 2 (faster)")
       ->capture_default_str();
   command.add_option("--threads", engine.threads,
                      "CPU threads (default: all cores); output is the same for any value");
+  command.add_flag("--no-streaming", engine.no_streaming,
+                   "segment the whole recording before embedding (same output; for timing the "
+                   "overlap of the two stages)");
   command.add_option("--segmentation-model", engine.segmentation_model,
                      "segmentation .onnx (default: found through --models)");
   command.add_option("--embedding-model", engine.embedding_model,
@@ -75,25 +79,57 @@ pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
 }
 
 pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
-                                               const DiarizationFlags& flags) {
+                                               const DiarizationFlags& flags,
+                                               double expected_audio_seconds) {
   pipeline::DiarizationConfig config;
   config.step_seconds = engine.step;
   config.threads = engine.threads > 0
                        ? engine.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.streaming = !engine.no_streaming;
   apply_diarization_flags(flags, config);
   const ProviderSelection selection = provider_selection(engine.provider);
-  if (selection.force != runtime::ForceMode::kCpu) {
-    const runtime::ProviderResolution resolution =
-        runtime::resolve_provider(selection.choice, runtime::provider_statuses());
-    if (selection.force == runtime::ForceMode::kGpu && !resolution.accelerator) {
-      fail("--force-gpu: no GPU provider is usable here: {} (`parley providers` explains)",
-           resolution.problem);
-    }
-    config.embedding_provider = resolution.provider;
-    config.embedding_provider_options = selection.options;
-  }
+  config.routing = provider_routing(selection.choice, selection.force, selection.options,
+                                    engine.model_providers, expected_audio_seconds);
   return config;
+}
+
+void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
+  command.add_option("--segmentation-provider", flags.segmentation_provider,
+                     "provider of the segmentation model only (overrides --provider for it)");
+  command.add_option("--embedding-provider", flags.embedding_provider,
+                     "provider of the speaker-embedding model only (overrides --provider for it)");
+  command
+      .add_option("--segmentation-batch", flags.accelerator_segmentation_batch,
+                  "chunks per segmentation call on a GPU (the CPU runs one chunk per worker)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
+                                           runtime::ForceMode force,
+                                           const runtime::ProviderOptions& options,
+                                           const ModelProviderFlags& flags,
+                                           double expected_audio_seconds) {
+  pipeline::ProviderRouting routing;
+  routing.choice = choice;
+  routing.force = force;
+  routing.options = options;
+  routing.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
+  if (expected_audio_seconds > 0.0) routing.expected_audio_seconds = expected_audio_seconds;
+  auto per_model = [force](const std::string& text,
+                           const char* flag) -> std::optional<runtime::ProviderChoice> {
+    if (text.empty()) return std::nullopt;
+    const auto parsed = runtime::ProviderChoice::parse(text);
+    const bool names_cpu = !parsed.automatic && parsed.provider == runtime::ProviderId::kCpu;
+    if (force == runtime::ForceMode::kCpu && !parsed.automatic && !names_cpu) {
+      fail("--force-cpu contradicts {} {}; drop one of them", flag, parsed.to_string());
+    }
+    return parsed;
+  };
+  routing.segmentation_choice = per_model(flags.segmentation_provider, "--segmentation-provider");
+  routing.embedding_choice = per_model(flags.embedding_provider, "--embedding-provider");
+  return routing;
 }
 
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {

@@ -37,10 +37,20 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags);
 void add_clustering_flags(CLI::App& command, DiarizationFlags& flags);
 
 // How the models run: execution provider, chunk step, threads and explicit model files.
+// Per-model provider flags of the commands that run the models (on top of --provider and friends).
+struct ModelProviderFlags {
+  std::string segmentation_provider;  // empty: --provider's choice
+  std::string embedding_provider;
+  std::size_t accelerator_segmentation_batch = 32;
+};
+void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags);
+
 struct EngineFlags {
   ProviderArguments provider;
+  ModelProviderFlags model_providers;
   double step = 1.0;
   int threads = 0;  // 0: all cores
+  bool no_streaming = false;
   std::string segmentation_model;
   std::string embedding_model;
   std::string plda_dir;
@@ -53,10 +63,22 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine);
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
                                            const DiarizationFlags& flags);
 
-// The pipeline configuration the flags describe: step, threads, clustering, speaker counts and
-// the embedding provider (resolved against the providers this machine has).
+// The pipeline configuration the flags describe: step, threads, streaming, clustering, speaker
+// counts and the provider routing of both models; `expected_audio_seconds` is the longest
+// input (0: unknown), which the routing weighs.
 pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
-                                               const DiarizationFlags& flags);
+                                               const DiarizationFlags& flags,
+                                               double expected_audio_seconds = 0.0);
+
+
+// The pipeline's routing request from --provider, --provider-option, --force-gpu/--force-cpu and
+// the per-model flags; `expected_audio_seconds` is the longest input (0: unknown). Throws naming
+// the flag when they contradict each other.
+pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
+                                           runtime::ForceMode force,
+                                           const runtime::ProviderOptions& options,
+                                           const ModelProviderFlags& flags,
+                                           double expected_audio_seconds);
 
 // Applies the clustering and speaker-count flags to `config`.
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config);

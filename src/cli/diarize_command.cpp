@@ -89,10 +89,13 @@ void run_diarize(const DiarizeArguments& arguments) {
     fail("give either --transcript (an existing transcript) or --asr-cmd (a recognizer to run)");
   }
   // Every input is checked before any model loads, so a typo fails in milliseconds.
+  double longest_input = 0.0;  // what the provider routing weighs
   for (const auto& audio_argument : arguments.audio) {
-    static_cast<void>(audio::open_audio_source(audio_argument));
+    const auto duration = audio::open_audio_source(audio_argument)->info().duration_seconds();
+    longest_input = std::max(longest_input, duration.value_or(0.0));
   }
-  const pipeline::DiarizationConfig config = diarization_config(arguments.engine, flags);
+  const pipeline::DiarizationConfig config =
+      diarization_config(arguments.engine, flags, longest_input);
 
   // The recognizer starts first so that it runs while parley loads its models and diarizes.
   std::unique_ptr<transcript::RecognizerProcess> recognizer;

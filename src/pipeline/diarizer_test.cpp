@@ -159,6 +159,37 @@ TEST_F(DiarizerEndToEnd, SameOutputForAnyThreadCountAndThroughRecluster) {
   std::filesystem::remove_all(save_dir);
 }
 
+TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyaudioanalysis/diarizationExample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  Progress quiet(Progress::Mode::kNever);
+  std::vector<std::filesystem::path> save_dirs;
+  std::vector<std::string> rttms;
+  for (const bool streaming : {true, false}) {
+    DiarizationConfig config;
+    config.threads = 2;
+    config.streaming = streaming;
+    // Small batches: many embedding ranges, each waiting on segmentation when streaming.
+    config.embedding_batch_size = 5;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    Diarizer diarizer({segmentation_, embedding_, {}}, config);
+    save_dirs.push_back(std::filesystem::temp_directory_path() /
+                        (streaming ? "parley_streaming_on" : "parley_streaming_off"));
+    std::filesystem::remove_all(save_dirs.back());
+    const DiarizationResult result = diarizer.diarize(samples, "example", quiet, save_dirs.back());
+    ASSERT_FALSE(result.turns.empty());
+    EXPECT_GT(result.stage_times.entries().size(), 2u);
+    rttms.push_back(format_rttm(result.turns, "example"));
+  }
+  EXPECT_EQ(rttms[0], rttms[1]);
+  const DiarizationIntermediates streamed = read_model_intermediates(save_dirs[0]);
+  const DiarizationIntermediates sequential = read_model_intermediates(save_dirs[1]);
+  EXPECT_GT(streamed.segmentations.dim(0), 25u);
+  EXPECT_EQ(streamed.segmentations.values(), sequential.segmentations.values());
+  EXPECT_EQ(streamed.embeddings.values(), sequential.embeddings.values());
+  for (const auto& dir : save_dirs) std::filesystem::remove_all(dir);
+}
+
 TEST_F(DiarizerEndToEnd, SilenceGivesAnEmptyDiarization) {
   Diarizer diarizer = make_diarizer(1);
   Progress quiet(Progress::Mode::kNever);

@@ -12,13 +12,14 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "core/error.h"
 #include "core/progress.h"
 #include "pipeline/diarizer.h"
 #include "runtime/provider.h"
+#include "runtime/shutdown.h"
 
 namespace {
 
@@ -47,6 +48,8 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
+  const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   CLI::App app{"parley pipeline throughput benchmark"};
   std::string segmentation, embedding, plda, audio_path;
   std::string provider = "cpu", segmentation_provider = "cpu";
@@ -63,8 +66,11 @@ int main(int argc, char** argv) {
   app.add_option("--embedding-batch", config.embedding_batch_size);
   app.add_option("--segmentation-batch", config.segmentation_batch_size);
   app.add_option("--step", config.step_seconds);
+  bool no_streaming = false;
+  app.add_flag("--no-streaming", no_streaming, "segment everything before embedding");
   CLI11_PARSE(app, argc, argv);
   try {
+    config.streaming = !no_streaming;
     config.embedding_provider = parley::runtime::parse_provider(provider);
     config.segmentation_provider = parley::runtime::parse_provider(segmentation_provider);
     const std::vector<float> once = read_wav_16k_mono(audio_path);
@@ -93,9 +99,10 @@ int main(int argc, char** argv) {
       for (const auto& [stage, seconds] : result.stage_times.entries()) {
         stages += fmt::format(" {}={:.2f}s", stage, seconds);
       }
-      fmt::print("{}: wall {:.2f} s, {:.1f}x real time, {} speakers, {} turns, peak RSS {:.0f} MiB;{}\n",
-                 run, wall, audio_seconds / wall, result.speaker_count, result.turns.size(),
-                 peak_rss_mib(), stages);
+      fmt::print(
+          "{}: wall {:.2f} s, {:.1f}x real time, {} speakers, {} turns, peak RSS {:.0f} MiB;{}\n",
+          run, wall, audio_seconds / wall, result.speaker_count, result.turns.size(),
+          peak_rss_mib(), stages);
       std::fflush(stdout);
     }
   } catch (const std::exception& error) {
