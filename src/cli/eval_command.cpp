@@ -99,13 +99,14 @@ std::vector<eval::EvalFile> recordings(const EvalArguments& arguments) {
   return files;
 }
 
-// Everything that changes the hypothesis of a recording; threads do not (output is identical for
-// any count) and are left out so that a rerun with other threads resumes.
+// Everything that changes the hypothesis of a recording; threads and streaming do not (output is
+// identical for any thread count, streamed or not) and are left out so that such a rerun resumes.
 nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
                                     const pipeline::DiarizationModels& models,
+                                    const ModelProviders& providers,
                                     const EvalArguments& arguments) {
-  const std::string pipeline_text =
-      std::regex_replace(config.to_string(), std::regex("threads=[0-9]+, "), "");
+  const std::string pipeline_text = std::regex_replace(
+      config.to_string(), std::regex("threads=[0-9]+, |, streaming=(true|false)"), "");
   const auto hash_or_absent = [](const std::filesystem::path& path) {
     std::error_code error;
     return std::filesystem::exists(path, error) ? sha256_file(path) : std::string("absent");
@@ -113,7 +114,7 @@ nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
   return {{"step", config.step_seconds},
           {"clustering", config.clustering.describe()},
           {"speakers", config.speakers.describe()},
-          {"embedding_provider", std::string(runtime::provider_name(config.embedding_provider))},
+          {"providers", providers.describe()},
           {"exclusive", arguments.exclusive},
           {"pipeline", pipeline_text},
           {"segmentation_model", hash_or_absent(models.segmentation)},
@@ -164,12 +165,13 @@ std::string rttm_text(const std::vector<eval::Turn>& turns) {
 class EvalRunner {
  public:
   EvalRunner(const EvalArguments& arguments, pipeline::DiarizationModels models,
-             pipeline::DiarizationConfig config, eval::ScoringOptions scoring)
+             pipeline::DiarizationConfig config, const ModelProviders& providers,
+             eval::ScoringOptions scoring)
       : arguments_(arguments),
         models_(std::move(models)),
         config_(std::move(config)),
         scoring_(scoring),
-        settings_(run_settings(config_, models_, arguments)),
+        settings_(run_settings(config_, models_, providers, arguments)),
         progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {
     if (!arguments_.out_dir.empty()) {
       std::filesystem::create_directories(std::filesystem::path(arguments_.out_dir) / "files");
@@ -340,18 +342,29 @@ void run_eval(const EvalArguments& arguments) {
     compared.push_back(eval::read_system_summary(path));
   }
   const std::vector<eval::EvalFile> files = recordings(arguments);
-  const pipeline::DiarizationConfig config = diarization_config(arguments.engine, arguments.flags);
+  double longest_input = 0.0;  // what the provider routing weighs
+  for (const eval::EvalFile& file : files) {
+    if (!file.problem.empty()) continue;
+    try {
+      const auto duration = audio::open_audio_source(file.audio)->info().duration_seconds();
+      longest_input = std::max(longest_input, duration.value_or(0.0));
+    } catch (const Error&) {
+      // Reported when the recording's turn comes.
+    }
+  }
+  const pipeline::DiarizationConfig config =
+      diarization_config(arguments.engine, arguments.flags, longest_input);
   const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
+  const ModelProviders providers = model_providers(models, config);
 
   eval::EvalRun run;
-  run.system =
-      arguments.label.empty()
-          ? fmt::format("parley {} step {} {}", arguments.flags.clustering, config.step_seconds,
-                        runtime::provider_name(config.embedding_provider))
-          : arguments.label;
+  run.system = arguments.label.empty()
+                   ? fmt::format("parley {} step {} {}", arguments.flags.clustering,
+                                 config.step_seconds, providers.describe())
+                   : arguments.label;
   run.scoring = scoring;
   run.uem = std::any_of(files.begin(), files.end(), [](const auto& file) { return file.uem; });
-  EvalRunner runner(arguments, models, config, scoring);
+  EvalRunner runner(arguments, models, config, providers, scoring);
   run.settings = runner.settings();
   for (const eval::EvalFile& file : files) run.files.push_back(runner.evaluate(file));
 
