@@ -17,6 +17,13 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--clustering", flags.clustering, "vbx (PLDA + VBx, pyannote's) or ahc")
       ->check(CLI::IsMember({"vbx", "ahc"}))
       ->capture_default_str();
+  command
+      .add_option("--embedding-mode", flags.embedding_mode,
+                  "shared: the embedding network runs once over the whole recording and each "
+                  "10 s chunk takes its slice (about 9x less embedding time); exact: once per "
+                  "chunk, pyannote's definition (docs/embedding.md). Not used by recluster")
+      ->check(CLI::IsMember({"exact", "shared"}))
+      ->capture_default_str();
   command.add_option("--ahc-threshold", flags.ahc_threshold,
                      "AHC cosine-distance threshold (default 0.60; 0.65 for long recordings)");
   command.add_option("--num-speakers", flags.num_speakers, "exact number of speakers, when known")
@@ -153,6 +160,7 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
 
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {
   config.clustering.method = cluster::parse_clustering_method(flags.clustering);
+  config.embedding_mode = pipeline::parse_embedding_mode(flags.embedding_mode);
   if (flags.ahc_threshold) {
     if (config.clustering.method != cluster::ClusteringMethod::kAhc) {
       fail("--ahc-threshold applies to --clustering ahc only");

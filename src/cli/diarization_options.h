@@ -18,6 +18,8 @@ namespace parley::cli {
 
 struct DiarizationFlags {
   std::string clustering = "vbx";
+  std::string embedding_mode =
+      pipeline::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
   std::optional<double> ahc_threshold;
   std::optional<int> num_speakers;
   std::optional<int> min_speakers;

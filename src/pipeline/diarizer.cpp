@@ -99,6 +99,17 @@ void DiarizationConfig::validate() const {
   if (routing && routing->accelerator_segmentation_batch_size < 1) {
     fail("--segmentation-batch must be at least 1");
   }
+  if (embedding_mode == EmbeddingMode::kShared) {
+    shared_trunk.validate();
+    // The shared map holds fbank frames every 10 ms from the recording's start.
+    const double step_frames = step_seconds * 100.0;
+    if (std::abs(step_frames - std::round(step_frames)) > 1e-9) {
+      fail(
+          "--embedding-mode shared needs a --step that is a multiple of 10 ms (got {} s); use "
+          "--embedding-mode exact for this step",
+          step_seconds);
+    }
+  }
   clustering.validate();
   speakers.validate();
 }
@@ -107,17 +118,21 @@ std::string DiarizationConfig::to_string() const {
   return fmt::format(
       "DiarizationConfig(step={}s, threads={}, segmentation_batch={}, embedding_batch={}, "
       "exclude_overlap={}, min_duration_off={}, clustering={}, speakers={}, "
-      "embedding_provider={}, segmentation_provider={}{}, streaming={})",
+      "embedding_provider={}, segmentation_provider={}{}, streaming={}, embedding_mode={}{})",
       step_seconds, threads, segmentation_batch_size, embedding_batch_size,
       embedding_exclude_overlap, min_duration_off, clustering.describe(), speakers.describe(),
       runtime::provider_name(embedding_provider), runtime::provider_name(segmentation_provider),
       routing ? fmt::format(", routed from --provider {}", routing->choice.to_string()) : "",
-      streaming);
+      streaming, embedding_mode_name(embedding_mode),
+      embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "");
 }
 
 struct Diarizer::Models {
   std::unique_ptr<SegmentationModel> segmentation;
   std::unique_ptr<EmbeddingExtractor> embedding;
+  // Shared mode: the map of the recording being embedded (made at its first chunk range, freed
+  // after its last).
+  std::unique_ptr<SharedTrunk> shared_trunk;
   std::optional<cluster::Plda> plda;
 };
 
@@ -259,6 +274,19 @@ NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const
                                            std::size_t first_chunk,
                                            const NdArray<float>& range_segmentations) {
   const std::size_t count = range_segmentations.dim(0);
+  if (config_.embedding_mode == EmbeddingMode::kShared) {
+    if (first_chunk == 0 || !models_->shared_trunk) {
+      SharedTrunkConfig shared_config = config_.shared_trunk;
+      shared_config.threads = config_.threads;
+      models_->shared_trunk =
+          std::make_unique<SharedTrunk>(*models_->embedding, samples, plan, shared_config);
+    }
+    NdArray<float> embedded = models_->shared_trunk->embed_chunks(first_chunk, range_segmentations);
+    if (first_chunk + count >= static_cast<std::size_t>(plan.num_chunks())) {
+      models_->shared_trunk.reset();
+    }
+    return embedded;
+  }
   const auto window = static_cast<std::size_t>(plan.window_samples);
   // Chunks are cut range by range so memory stays at one batch of waveforms.
   NdArray<float> waveforms({count, window});

@@ -17,6 +17,7 @@
 #include "core/stage_timer.h"
 #include "pipeline/model_routing.h"
 #include "pipeline/output.h"
+#include "pipeline/shared_trunk.h"
 #include "pipeline/sliding_window.h"
 #include "runtime/onnx_session.h"
 
@@ -43,6 +44,13 @@ struct DiarizationConfig {
   // Embed chunks while later ones are still being segmented (a bounded queue between the two
   // stages). Results are identical either way.
   bool streaming = true;
+  // shared (default): one trunk pass over the recording, sliced per chunk
+  // (pipeline/shared_trunk.h): about 9x less embedding time at a 1 s step, same diarization on
+  // the golden clips (docs/embedding.md, section 8). exact: the trunk on every chunk, pyannote's
+  // definition.
+  EmbeddingMode embedding_mode = EmbeddingMode::kShared;
+  // Shared mode's details (blocks, alignment, centring); its threads come from `threads`.
+  SharedTrunkConfig shared_trunk;
   double min_duration_off = 0.0;  // community-1's segmentation.min_duration_off
   cluster::ClusteringConfig clustering;
   cluster::SpeakerCountConstraints speakers;

@@ -190,6 +190,29 @@ TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
   for (const auto& dir : save_dirs) std::filesystem::remove_all(dir);
 }
 
+// Shared-trunk embeddings through the Diarizer: chunk ranges of any size give the same result
+// (the map's blocks do not depend on how the chunks are batched). Agreement with exact mode is
+// tested in shared_trunk_test.cpp and measured by scripts/compare-embedding-modes.
+TEST_F(DiarizerEndToEnd, SharedEmbeddingModeIsIndependentOfChunkRanges) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  Progress quiet(Progress::Mode::kNever);
+  auto run = [&](EmbeddingMode mode, std::size_t batch) {
+    DiarizationConfig config;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    config.embedding_mode = mode;
+    config.embedding_batch_size = batch;
+    config.shared_trunk.block_frames = 800;  // several blocks in 30 s
+    Diarizer diarizer({segmentation_, embedding_, {}}, config);
+    return diarizer.diarize(samples, "sample", quiet);
+  };
+  const DiarizationResult shared = run(EmbeddingMode::kShared, 32);
+  const DiarizationResult shared_small_ranges = run(EmbeddingMode::kShared, 3);
+  ASSERT_FALSE(shared.turns.empty());
+  EXPECT_EQ(format_rttm(shared.turns, "sample"), format_rttm(shared_small_ranges.turns, "sample"));
+  EXPECT_EQ(shared.speaker_embeddings.values(), shared_small_ranges.speaker_embeddings.values());
+}
+
 TEST_F(DiarizerEndToEnd, SilenceGivesAnEmptyDiarization) {
   Diarizer diarizer = make_diarizer(1);
   Progress quiet(Progress::Mode::kNever);

@@ -98,6 +98,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   EmbeddingConfig& embedding = plan.embedding;
   embedding.batch_size = config.embedding_batch_size;
   embedding.exclude_overlap = config.embedding_exclude_overlap;
+  embedding.feature_threads = config.threads;
   embedding.session.intra_op_threads = config.threads;
   embedding.session.provider = config.embedding_provider;
   embedding.session.provider_options = config.embedding_provider_options;
