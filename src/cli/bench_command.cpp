@@ -201,15 +201,17 @@ nlohmann::ordered_json bench_json(const std::vector<FileBench>& files,
   json["schema"] = "parley-bench/1";
   json["parley_version"] = std::string(kVersion);
   json["label"] = arguments.label;
-  json["settings"] = {{"pipeline", config.to_string()},
-                      {"step", config.step_seconds},
-                      {"threads", config.threads},
-                      {"clustering", arguments.flags.clustering},
-                      {"segmentation_provider", runtime::provider_name(providers.segmentation)},
-                      {"embedding_provider", runtime::provider_name(providers.embedding)},
-                      {"segmentation_model", models.segmentation.string()},
-                      {"embedding_model", models.embedding.string()},
-                      {"speed_twin", models::is_speed_twin(models.embedding)}};
+  json["settings"] = {
+      {"pipeline", config.to_string()},
+      {"step", config.step_seconds},
+      {"threads", config.threads},
+      {"clustering", arguments.flags.clustering},
+      {"embedding_mode", std::string(pipeline::embedding_mode_name(config.embedding_mode))},
+      {"segmentation_provider", runtime::provider_name(providers.segmentation)},
+      {"embedding_provider", runtime::provider_name(providers.embedding)},
+      {"segmentation_model", models.segmentation.string()},
+      {"embedding_model", models.embedding.string()},
+      {"speed_twin", models::is_speed_twin(models.embedding)}};
   json["warmup"] = arguments.warmup;
   json["repeat"] = arguments.repeat;
   json["model_load_seconds"] = model_load_seconds;
@@ -351,9 +353,10 @@ void run_bench(const BenchArguments& arguments) {
     }
     plot::plot_stage_times(
         bars,
-        fmt::format("{} (step {} s, {}, {} threads, median of {})",
+        fmt::format("{} (step {} s, {} embedding, {}, {} threads, median of {})",
                     arguments.label.empty() ? "parley bench" : arguments.label, config.step_seconds,
-                    providers.describe(), config.threads, arguments.repeat),
+                    pipeline::embedding_mode_name(config.embedding_mode), providers.describe(),
+                    config.threads, arguments.repeat),
         arguments.plot);
     if (!arguments.flags.quiet) fmt::print(stderr, "chart written to {}\n", arguments.plot);
   }

@@ -114,6 +114,7 @@ nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
   return {{"step", config.step_seconds},
           {"clustering", config.clustering.describe()},
           {"speakers", config.speakers.describe()},
+          {"embedding_mode", std::string(pipeline::embedding_mode_name(config.embedding_mode))},
           {"providers", providers.describe()},
           {"exclusive", arguments.exclusive},
           {"pipeline", pipeline_text},
@@ -358,10 +359,11 @@ void run_eval(const EvalArguments& arguments) {
   const ModelProviders providers = model_providers(models, config);
 
   eval::EvalRun run;
-  run.system = arguments.label.empty()
-                   ? fmt::format("parley {} step {} {}", arguments.flags.clustering,
-                                 config.step_seconds, providers.describe())
-                   : arguments.label;
+  run.system =
+      arguments.label.empty()
+          ? fmt::format("parley {} step {} {} {}", arguments.flags.clustering, config.step_seconds,
+                        pipeline::embedding_mode_name(config.embedding_mode), providers.describe())
+          : arguments.label;
   run.scoring = scoring;
   run.uem = std::any_of(files.begin(), files.end(), [](const auto& file) { return file.uem; });
   EvalRunner runner(arguments, models, config, providers, scoring);
@@ -442,7 +444,7 @@ void add_eval_command(CLI::App& app) {
                       "write the results JSON (schema parley-eval/1) here; - for standard output");
   command->add_option("--label", arguments->label,
                       "name of this system in the JSON and the chart (default: parley <clustering> "
-                      "step <s> <provider>)");
+                      "step <s> <embedding mode> <provider>)");
   command->add_option("--plot", arguments->plot,
                       "draw accuracy against speed and time per stage into this .png or .svg "
                       "(needs gnuplot)");
