@@ -14,6 +14,7 @@
 #include "cli/provider_options.h"
 #include "core/error.h"
 #include "core/sha256.h"
+#include "models/accelerator_rewrite.h"
 #include "models/model_locator.h"
 #include "runtime/compile_cache.h"
 #include "runtime/compiled_session.h"
@@ -125,10 +126,18 @@ struct Totals {
   double seconds = 0.0;
 };
 
-void warm_model(const fs::path& model, const runtime::ProviderStatus& status,
+void warm_model(const fs::path& source_model, const runtime::ProviderStatus& status,
                 const ProviderSelection& selection, const runtime::ShapeProfile& profile,
                 runtime::CompileCache& cache, runtime::CostModelStore* costs, Totals& totals) {
-  const std::string sha = sha256_file(model);
+  // What the pipeline hands an accelerator (constant If inlined, zero LSTM states removed, batch
+  // dynamic), under the digest the pipeline looks up.
+  const auto file = models::accelerator_model_file(source_model, cache.root() / "models");
+  if (file.rewrite.changed()) {
+    fmt::print("{}: as accelerators get it: {}\n", source_model.filename().string(),
+               file.rewrite.describe());
+  }
+  const fs::path& model = file.path;
+  const std::string& sha = file.sha256;
   runtime::SessionConfig cpu_config;
   runtime::OnnxSession cpu_session(model, cpu_config);
   const auto inputs = declared_inputs(cpu_session);

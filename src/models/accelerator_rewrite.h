@@ -5,6 +5,7 @@
 // (docs/gpu-segmentation-crash.md) -- and optionally the batch made dynamic (dynamic_batch.h),
 // so that a GPU runs many chunks per call. Each step is exact on the CPU for float32 models and
 // the whole rewrite is idempotent.
+#include <filesystem>
 #include <string>
 
 namespace parley::models {
@@ -31,5 +32,17 @@ struct AcceleratorRewrite {
 AcceleratorRewrite rewrite_for_accelerator(const std::string& model_bytes,
                                            const std::string& model_name,
                                            const AcceleratorRewriteOptions& options = {});
+
+struct AcceleratorModelFile {
+  std::filesystem::path path;  // what to load: the rewritten copy, or `model` when unchanged
+  std::string sha256;          // of that file (what compiled-graph caches and costs are keyed by)
+  AcceleratorRewrite rewrite;
+};
+
+// rewrite_for_accelerator() of the file `model`, kept as `directory`/<stem>-<first 16 hex of its
+// sha256>.onnx (written once, atomically) so that the segmentation stage, `parley warm-cache`
+// and the routing all name the same bytes. Unchanged models are not copied.
+AcceleratorModelFile accelerator_model_file(const std::filesystem::path& model,
+                                            const std::filesystem::path& directory);
 
 }  // namespace parley::models

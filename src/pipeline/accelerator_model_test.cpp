@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/sha256.h"
 #include "models/accelerator_rewrite.h"
 #include "models/constant_if_inlining.h"
 #include "models/onnx_graph.h"
@@ -183,6 +184,35 @@ TEST(AcceleratorModel, BucketPaddedCallsEqualOneChunkCalls) {
   const NdArray<float> one_by_one = single.run(7, source);
   ASSERT_EQ(padded.shape(), one_by_one.shape());
   EXPECT_LT(max_difference(padded, one_by_one), 1e-4);
+}
+
+}  // namespace
+}  // namespace parley::pipeline
+
+namespace parley::pipeline {
+namespace {
+
+// The segmentation stage, `parley warm-cache` and the routing must name the same bytes: the
+// rewritten model is kept once under its digest; a model the rewrite leaves alone is not copied.
+TEST(AcceleratorModel, RewrittenModelFileIsKeptOnceUnderItsDigest) {
+  PARLEY_REQUIRE_SHARED(model_path, "models/segmentation-3.0-fp16.onnx");
+  PARLEY_REQUIRE_SHARED(vad_path, "models/silero_vad.onnx");
+  const auto directory = std::filesystem::path(PARLEY_TEST_OUTPUT_DIR) / "accelerator-models";
+  std::filesystem::remove_all(directory);
+  const auto first = models::accelerator_model_file(model_path, directory);
+  EXPECT_EQ(first.path.parent_path(), directory);
+  EXPECT_EQ(first.sha256, sha256_file(first.path));
+  EXPECT_NE(first.path.filename().string().find(first.sha256.substr(0, 16)), std::string::npos);
+  const auto mtime = std::filesystem::last_write_time(first.path);
+  const auto second = models::accelerator_model_file(model_path, directory);
+  EXPECT_EQ(second.path, first.path);
+  EXPECT_EQ(std::filesystem::last_write_time(second.path), mtime);  // not written again
+
+  const auto unchanged = models::accelerator_model_file(vad_path, directory);
+  EXPECT_FALSE(unchanged.rewrite.changed());
+  EXPECT_EQ(unchanged.path, vad_path);
+  EXPECT_EQ(unchanged.sha256, sha256_file(vad_path));
+  std::filesystem::remove_all(directory);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "core/sha256.h"
+#include "models/accelerator_rewrite.h"
 #include "pipeline/diarizer.h"
 #include "runtime/device_memory.h"
 #include "runtime/model_router.h"
@@ -45,6 +46,8 @@ struct ModelJob {
   std::vector<runtime::InputShape> (*shapes)(std::size_t batch);
   std::uintmax_t input_bytes_per_item;
   std::uintmax_t output_bytes_per_item;
+  // An accelerator gets the model rewritten (segmentation): its digest is the rewritten file's.
+  bool rewritten_for_accelerator = false;
 };
 
 std::vector<runtime::InputShape> segmentation_shapes(std::size_t batch) {
@@ -77,7 +80,10 @@ runtime::RouteDecision route_one(const ModelJob& job, const ProviderRouting& rou
   if (!cpu_only) {
     runtime::OnceNotices quiet(nullptr);
     if (runtime::resolve_provider(job.choice, statuses, quiet).accelerator) {
-      request.model_sha256 = sha256_file(job.model);
+      request.model_sha256 =
+          job.rewritten_for_accelerator
+              ? models::accelerator_model_file(job.model, cache.root() / "models").sha256
+              : sha256_file(job.model);
     }
   }
   return runtime::route_model(request, cache, costs, statuses, notices);
@@ -122,7 +128,8 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                                       1, routing.accelerator_segmentation_batch_size)),
                                   &segmentation_shapes,
                                   kSamplesPerChunk * sizeof(float),
-                                  kSegmentationFrames * kPowersetClasses * sizeof(float)};
+                                  kSegmentationFrames * kPowersetClasses * sizeof(float),
+                                  true};
   const auto segmentation_route =
       route_one(segmentation_job, routing, chunks, cache, costs, statuses, notices);
   if (segmentation_route.on_accelerator) {
@@ -147,7 +154,8 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       runtime::Buckets::powers_of_two(std::max<std::size_t>(1, config.embedding_batch_size)),
       &embedding_shapes,
       kFbankFrames * kFbankBins * sizeof(float),
-      kTrunkFloatsPerChunk * sizeof(float)};
+      kTrunkFloatsPerChunk * sizeof(float),
+      false};
   const auto embedding_route =
       route_one(embedding_job, routing, chunks, cache, costs, statuses, notices);
   if (embedding_route.on_accelerator) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "models/test_embedding_model.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::pipeline {
@@ -25,7 +26,8 @@ class ModelRoutingTest : public ::testing::Test {
     fs::create_directories(root_);
     models_.segmentation = root_ / "segmentation.onnx";
     models_.embedding = root_ / "embedding.onnx";
-    std::ofstream(models_.segmentation) << "segmentation bytes";
+    // Any valid ONNX model: an accelerator's digest is taken after the (here empty) rewrite.
+    std::ofstream(models_.segmentation) << models::testing::make_test_embedding_model();
     std::ofstream(models_.embedding) << "embedding bytes";
 
     runtime::DiscoveryFacts facts;

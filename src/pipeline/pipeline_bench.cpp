@@ -120,5 +120,11 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "pipeline_bench: {}\n", error.what());
     return 1;
   }
+  // Said here so that a device log shows the teardown order ran (the guard's later call is a
+  // no-op): an abort after this line is not ONNX Runtime's environment.
+  const auto shutdown = parley::runtime::shutdown_onnx_runtime();
+  fmt::print("shutdown: ONNX Runtime {}, {} provider librar{} unregistered\n",
+             shutdown.released ? "released" : "kept (" + shutdown.skipped_because + ")",
+             shutdown.providers_unregistered, shutdown.providers_unregistered == 1 ? "y" : "ies");
   return 0;
 }

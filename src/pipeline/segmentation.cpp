@@ -14,11 +14,8 @@
 #include <mutex>
 #include <thread>
 
-#include <unistd.h>
-
 #include "core/error.h"
 #include "core/sha256.h"
-#include "pipeline/output.h"
 #include "runtime/compile_cache.h"
 #include "runtime/compiled_session.h"
 #include "runtime/provider_discovery.h"
@@ -118,17 +115,6 @@ std::unique_ptr<runtime::OnnxSession> open_session(const std::filesystem::path& 
       runtime::ModelBuffer{rewritten_model, path.string()}, config);
 }
 
-// Writes `bytes` to `path` unless a file of that size is there already (the name holds the
-// content's digest); atomic through a rename.
-void write_once(const std::filesystem::path& path, const std::string& bytes) {
-  std::error_code ec;
-  if (std::filesystem::file_size(path, ec) == bytes.size() && !ec) return;
-  std::filesystem::create_directories(path.parent_path());
-  const auto staging = path.string() + fmt::format(".tmp-{}", ::getpid());
-  write_text_file(staging, bytes);
-  std::filesystem::rename(staging, path);
-}
-
 }  // namespace
 
 SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
@@ -156,17 +142,13 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   static_shapes_ = runtime::traits(config_.provider).static_shapes;
   auto first = std::make_unique<Worker>();
   if (static_shapes_) {
-    // The compiled-graph cache is keyed by a model file's digest: keep the rewritten model on
-    // disk under its own digest, next to the compiled graphs.
-    const std::string bytes =
-        rewritten_model_.empty() ? models::read_model_bytes(model_path_) : rewritten_model_;
-    compiled_model_sha256_ = sha256_text(bytes);
+    // The compiled-graph cache is keyed by a model file's digest: the rewritten model is kept on
+    // disk under its own digest, where warm-cache and the routing look for it too.
     const auto root = config_.compile_cache_root.empty() ? runtime::CompileCache::default_root()
                                                          : config_.compile_cache_root;
-    compiled_model_path_ = root / "models" /
-                           fmt::format("{}-{}.onnx", model_path_.stem().string(),
-                                       compiled_model_sha256_.substr(0, 16));
-    write_once(compiled_model_path_, bytes);
+    const auto file = models::accelerator_model_file(model_path_, root / "models");
+    compiled_model_path_ = file.path;
+    compiled_model_sha256_ = file.sha256;
     const std::size_t batch = config_.batch_buckets ? config_.batch_buckets->smallest() : 1;
     first->compiled[batch] = open_compiled(batch);
     signature_ = SegmentationSignature::from(*first->compiled[batch]);
@@ -187,7 +169,10 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   if (const auto warning = unfolded_fp16_warning(model_path_); !warning.empty()) {
     spdlog::warn("{}", warning);
   }
-  for (int worker = 1; worker < config_.threads; ++worker) {
+  // On an accelerator one session feeds the device with whole batches: more sessions would each
+  // hold their own device memory arena for no gain in throughput.
+  const int worker_count = config_.provider == runtime::ProviderId::kCpu ? config_.threads : 1;
+  for (int worker = 1; worker < worker_count; ++worker) {
     auto next = std::make_unique<Worker>();
     if (!static_shapes_)
       next->session = open_session(model_path_, rewritten_model_, session_config_);

@@ -25,7 +25,7 @@ namespace parley::pipeline {
 struct SegmentationConfig {
   // Chunks in flight at once. Each worker owns a session with one intra-op thread, and chunks
   // are grouped into batches independently of this number, so results are bit-identical for
-  // any thread count.
+  // any thread count. On an accelerator there is one session (whole batches feed the device).
   int threads = 1;
   // Threads inside each worker's session. 1 (default) measured fastest per core on the 2-core
   // CI machine (docs/segmentation.md); kept configurable for many-core machines.
