@@ -194,20 +194,24 @@ nlohmann::ordered_json bench_json(const std::vector<FileBench>& files,
                                   const BenchArguments& arguments,
                                   const pipeline::DiarizationConfig& config,
                                   const pipeline::DiarizationModels& models,
-                                  double model_load_seconds, double rss_bytes,
+                                  const ModelProviders& providers, double model_load_seconds,
+                                  double rss_bytes,
                                   const std::optional<DeviceMemorySamples>& device) {
   nlohmann::ordered_json json;
   json["schema"] = "parley-bench/1";
   json["parley_version"] = std::string(kVersion);
   json["label"] = arguments.label;
-  json["settings"] = {{"pipeline", config.to_string()},
-                      {"step", config.step_seconds},
-                      {"threads", config.threads},
-                      {"clustering", arguments.flags.clustering},
-                      {"embedding_provider", runtime::provider_name(config.embedding_provider)},
-                      {"segmentation_model", models.segmentation.string()},
-                      {"embedding_model", models.embedding.string()},
-                      {"speed_twin", models::is_speed_twin(models.embedding)}};
+  json["settings"] = {
+      {"pipeline", config.to_string()},
+      {"step", config.step_seconds},
+      {"threads", config.threads},
+      {"clustering", arguments.flags.clustering},
+      {"embedding_mode", std::string(pipeline::embedding_mode_name(config.embedding_mode))},
+      {"segmentation_provider", runtime::provider_name(providers.segmentation)},
+      {"embedding_provider", runtime::provider_name(providers.embedding)},
+      {"segmentation_model", models.segmentation.string()},
+      {"embedding_model", models.embedding.string()},
+      {"speed_twin", models::is_speed_twin(models.embedding)}};
   json["warmup"] = arguments.warmup;
   json["repeat"] = arguments.repeat;
   json["model_load_seconds"] = model_load_seconds;
@@ -260,27 +264,35 @@ void run_bench(const BenchArguments& arguments) {
     static_cast<void>(plot::require_gnuplot());
   }
   // Every input is checked before any model loads, so a typo fails in milliseconds.
+  double longest_input = 0.0;  // what the provider routing weighs
   for (const auto& audio_argument : arguments.audio) {
-    static_cast<void>(audio::open_audio_source(audio_argument));
+    const auto duration = audio::open_audio_source(audio_argument)->info().duration_seconds();
+    longest_input = std::max(longest_input, duration.value_or(0.0));
   }
-  const pipeline::DiarizationConfig config = diarization_config(arguments.engine, arguments.flags);
+  const pipeline::DiarizationConfig config =
+      diarization_config(arguments.engine, arguments.flags, longest_input);
   const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
   models::warn_if_speed_twin(models.embedding);
+  const ModelProviders providers = model_providers(models, config);
+  // The GPU whose memory is watched: the embedding's, else the segmentation's.
+  const bool embedding_on_gpu = providers.embedding != runtime::ProviderId::kCpu;
+  const runtime::ProviderId gpu_provider =
+      embedding_on_gpu ? providers.embedding : providers.segmentation;
+  const int gpu_device =
+      device_id(embedding_on_gpu ? providers.embedding_options : providers.segmentation_options);
 
   std::optional<DeviceMemorySamples> device;
   const auto sample_device = [&] {
     if (!device) return;
-    if (const auto memory = runtime::query_device_memory(
-            config.embedding_provider, device_id(config.embedding_provider_options))) {
+    if (const auto memory = runtime::query_device_memory(gpu_provider, gpu_device)) {
       device->peak_used_bytes =
           std::max(device->peak_used_bytes, memory->total_bytes - memory->free_bytes);
       device->source = memory->source;
     }
   };
-  if (config.embedding_provider != runtime::ProviderId::kCpu) {
+  if (gpu_provider != runtime::ProviderId::kCpu) {
     device.emplace();
-    device->before_models = runtime::query_device_memory(
-        config.embedding_provider, device_id(config.embedding_provider_options));
+    device->before_models = runtime::query_device_memory(gpu_provider, gpu_device);
     if (!device->before_models) device->before_models = runtime::DeviceMemory{};
   }
 
@@ -321,9 +333,9 @@ void run_bench(const BenchArguments& arguments) {
   const double rss = peak_rss_bytes();
 
   if (arguments.json) {
-    fmt::print(
-        "{}\n",
-        bench_json(files, arguments, config, models, model_load_seconds, rss, device).dump(2));
+    fmt::print("{}\n", bench_json(files, arguments, config, models, providers, model_load_seconds,
+                                  rss, device)
+                           .dump(2));
   } else {
     fmt::print("{}", format_table(files, arguments, model_load_seconds, rss, device));
   }
@@ -341,10 +353,10 @@ void run_bench(const BenchArguments& arguments) {
     }
     plot::plot_stage_times(
         bars,
-        fmt::format("{} (step {} s, {}, {} threads, median of {})",
+        fmt::format("{} (step {} s, {} embedding, {}, {} threads, median of {})",
                     arguments.label.empty() ? "parley bench" : arguments.label, config.step_seconds,
-                    runtime::provider_name(config.embedding_provider), config.threads,
-                    arguments.repeat),
+                    pipeline::embedding_mode_name(config.embedding_mode), providers.describe(),
+                    config.threads, arguments.repeat),
         arguments.plot);
     if (!arguments.flags.quiet) fmt::print(stderr, "chart written to {}\n", arguments.plot);
   }

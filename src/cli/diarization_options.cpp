@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "models/model_locator.h"
 #include "pipeline/output.h"
@@ -99,6 +101,23 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
   config.routing = provider_routing(selection.choice, selection.force, selection.options,
                                     engine.model_providers, expected_audio_seconds);
   return config;
+}
+
+std::string ModelProviders::describe() const {
+  if (segmentation == embedding) return std::string(runtime::provider_name(embedding));
+  return fmt::format("segmentation {}, embedding {}", runtime::provider_name(segmentation),
+                     runtime::provider_name(embedding));
+}
+
+ModelProviders model_providers(const pipeline::DiarizationModels& models,
+                               const pipeline::DiarizationConfig& config) {
+  const pipeline::ModelSessionPlan plan = pipeline::plan_model_sessions(models, config);
+  ModelProviders providers;
+  providers.segmentation = plan.segmentation.provider;
+  providers.segmentation_options = plan.segmentation.provider_options;
+  providers.embedding = plan.embedding.session.provider;
+  providers.embedding_options = plan.embedding.session.provider_options;
+  return providers;
 }
 
 void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {

@@ -72,6 +72,19 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                                                const DiarizationFlags& flags,
                                                double expected_audio_seconds = 0.0);
 
+// Where each network will run, decided as the Diarizer decides it (pipeline::plan_model_sessions:
+// routing resolved, no session created): for reports, labels and settings fingerprints.
+struct ModelProviders {
+  runtime::ProviderId segmentation = runtime::ProviderId::kCpu;
+  runtime::ProviderOptions segmentation_options;
+  runtime::ProviderId embedding = runtime::ProviderId::kCpu;
+  runtime::ProviderOptions embedding_options;
+
+  // "cpu", or "cuda" when both run there, or "segmentation cpu, embedding cuda".
+  std::string describe() const;
+};
+ModelProviders model_providers(const pipeline::DiarizationModels& models,
+                               const pipeline::DiarizationConfig& config);
 
 // The pipeline's routing request from --provider, --provider-option, --force-gpu/--force-cpu and
 // the per-model flags; `expected_audio_seconds` is the longest input (0: unknown). Throws naming

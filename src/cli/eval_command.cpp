@@ -99,13 +99,14 @@ std::vector<eval::EvalFile> recordings(const EvalArguments& arguments) {
   return files;
 }
 
-// Everything that changes the hypothesis of a recording; threads do not (output is identical for
-// any count) and are left out so that a rerun with other threads resumes.
+// Everything that changes the hypothesis of a recording; threads and streaming do not (output is
+// identical for any thread count, streamed or not) and are left out so that such a rerun resumes.
 nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
                                     const pipeline::DiarizationModels& models,
+                                    const ModelProviders& providers,
                                     const EvalArguments& arguments) {
-  const std::string pipeline_text =
-      std::regex_replace(config.to_string(), std::regex("threads=[0-9]+, "), "");
+  const std::string pipeline_text = std::regex_replace(
+      config.to_string(), std::regex("threads=[0-9]+, |, streaming=(true|false)"), "");
   const auto hash_or_absent = [](const std::filesystem::path& path) {
     std::error_code error;
     return std::filesystem::exists(path, error) ? sha256_file(path) : std::string("absent");
@@ -113,7 +114,8 @@ nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
   return {{"step", config.step_seconds},
           {"clustering", config.clustering.describe()},
           {"speakers", config.speakers.describe()},
-          {"embedding_provider", std::string(runtime::provider_name(config.embedding_provider))},
+          {"embedding_mode", std::string(pipeline::embedding_mode_name(config.embedding_mode))},
+          {"providers", providers.describe()},
           {"exclusive", arguments.exclusive},
           {"pipeline", pipeline_text},
           {"segmentation_model", hash_or_absent(models.segmentation)},
@@ -164,12 +166,13 @@ std::string rttm_text(const std::vector<eval::Turn>& turns) {
 class EvalRunner {
  public:
   EvalRunner(const EvalArguments& arguments, pipeline::DiarizationModels models,
-             pipeline::DiarizationConfig config, eval::ScoringOptions scoring)
+             pipeline::DiarizationConfig config, const ModelProviders& providers,
+             eval::ScoringOptions scoring)
       : arguments_(arguments),
         models_(std::move(models)),
         config_(std::move(config)),
         scoring_(scoring),
-        settings_(run_settings(config_, models_, arguments)),
+        settings_(run_settings(config_, models_, providers, arguments)),
         progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {
     if (!arguments_.out_dir.empty()) {
       std::filesystem::create_directories(std::filesystem::path(arguments_.out_dir) / "files");
@@ -201,7 +204,8 @@ class EvalRunner {
       const eval::Timeline* uem = file.uem ? &*file.uem : nullptr;
       result.scores = eval::score_file(file.uri, file.reference, turns, uem, scoring_).times;
       result.ok = true;
-      if (!arguments_.out_dir.empty() && !result.resumed) {
+      // Rewritten on resume too, so that the record carries the latest scoring.
+      if (!arguments_.out_dir.empty()) {
         nlohmann::ordered_json record = eval::file_result_json(result);
         record["settings"] = settings;
         write_atomically(record_path(file.uri), record.dump(2) + "\n");
@@ -339,18 +343,30 @@ void run_eval(const EvalArguments& arguments) {
     compared.push_back(eval::read_system_summary(path));
   }
   const std::vector<eval::EvalFile> files = recordings(arguments);
-  const pipeline::DiarizationConfig config = diarization_config(arguments.engine, arguments.flags);
+  double longest_input = 0.0;  // what the provider routing weighs
+  for (const eval::EvalFile& file : files) {
+    if (!file.problem.empty()) continue;
+    try {
+      const auto duration = audio::open_audio_source(file.audio)->info().duration_seconds();
+      longest_input = std::max(longest_input, duration.value_or(0.0));
+    } catch (const Error&) {
+      // Reported when the recording's turn comes.
+    }
+  }
+  const pipeline::DiarizationConfig config =
+      diarization_config(arguments.engine, arguments.flags, longest_input);
   const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
+  const ModelProviders providers = model_providers(models, config);
 
   eval::EvalRun run;
   run.system =
       arguments.label.empty()
-          ? fmt::format("parley {} step {} {}", arguments.flags.clustering, config.step_seconds,
-                        runtime::provider_name(config.embedding_provider))
+          ? fmt::format("parley {} step {} {} {}", arguments.flags.clustering, config.step_seconds,
+                        pipeline::embedding_mode_name(config.embedding_mode), providers.describe())
           : arguments.label;
   run.scoring = scoring;
   run.uem = std::any_of(files.begin(), files.end(), [](const auto& file) { return file.uem; });
-  EvalRunner runner(arguments, models, config, scoring);
+  EvalRunner runner(arguments, models, config, providers, scoring);
   run.settings = runner.settings();
   for (const eval::EvalFile& file : files) run.files.push_back(runner.evaluate(file));
 
@@ -428,7 +444,7 @@ void add_eval_command(CLI::App& app) {
                       "write the results JSON (schema parley-eval/1) here; - for standard output");
   command->add_option("--label", arguments->label,
                       "name of this system in the JSON and the chart (default: parley <clustering> "
-                      "step <s> <provider>)");
+                      "step <s> <embedding mode> <provider>)");
   command->add_option("--plot", arguments->plot,
                       "draw accuracy against speed and time per stage into this .png or .svg "
                       "(needs gnuplot)");

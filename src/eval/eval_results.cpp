@@ -1,5 +1,6 @@
 #include "eval/eval_results.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -75,18 +76,42 @@ std::vector<std::string> changed_settings(const nlohmann::json& before, const nl
     for (const auto& item : before.items()) keys.insert(item.key());
   if (now.is_object())
     for (const auto& item : now.items()) keys.insert(item.key());
-  const auto shown = [](const nlohmann::json& json, const std::string& key) {
+  const auto text_of = [](const nlohmann::json& json, const std::string& key) {
     if (!json.is_object() || !json.contains(key)) return std::string("(none)");
     const auto& value = json.at(key);
-    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-    if (text.size() > 40) text = text.substr(0, 16) + "..." + text.substr(text.size() - 8);
-    return text;
+    return value.is_string() ? value.get<std::string>() : value.dump();
   };
   for (const std::string& key : keys) {
     const bool in_before = before.is_object() && before.contains(key);
     const bool in_now = now.is_object() && now.contains(key);
     if (in_before && in_now && before.at(key) == now.at(key)) continue;
-    changes.push_back(fmt::format("{}: {} -> {}", key, shown(before, key), shown(now, key)));
+    std::string old_text = text_of(before, key);
+    std::string new_text = text_of(now, key);
+    // Long values (the pipeline description, hashes) differ in a small part: show that part
+    // with a little context instead of the whole text.
+    constexpr std::size_t kLong = 40;
+    constexpr std::size_t kContext = 12;
+    if (old_text.size() > kLong || new_text.size() > kLong) {
+      std::size_t prefix = 0;
+      while (prefix < old_text.size() && prefix < new_text.size() &&
+             old_text[prefix] == new_text[prefix]) {
+        ++prefix;
+      }
+      std::size_t suffix = 0;
+      while (suffix < old_text.size() - prefix && suffix < new_text.size() - prefix &&
+             old_text[old_text.size() - 1 - suffix] == new_text[new_text.size() - 1 - suffix]) {
+        ++suffix;
+      }
+      const std::size_t start = prefix > kContext ? prefix - kContext : 0;
+      const auto window = [&](const std::string& text) {
+        const std::size_t end = std::min(text.size(), text.size() - suffix + kContext);
+        return (start > 0 ? "..." : "") + text.substr(start, end - start) +
+               (end < text.size() ? "..." : "");
+      };
+      old_text = window(old_text);
+      new_text = window(new_text);
+    }
+    changes.push_back(fmt::format("{}: {} -> {}", key, old_text, new_text));
   }
   return changes;
 }

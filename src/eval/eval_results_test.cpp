@@ -93,6 +93,18 @@ TEST(EvalResults, SettingsFingerprintAndChanges) {
   EXPECT_NE(settings_fingerprint(before), settings_fingerprint(now));
   EXPECT_EQ(changed_settings(before, now),
             (std::vector<std::string>{"embedding_mode: (none) -> shared", "step: 1.0 -> 2.0"}));
+  // A long value shows where it differs, not its whole text.
+  const nlohmann::ordered_json long_before = {
+      {"pipeline",
+       "DiarizationConfig(step=1s, segmentation_batch=1, embedding_batch=32, "
+       "exclude_overlap=true, streaming=true)"}};
+  nlohmann::ordered_json long_now = long_before;
+  long_now["pipeline"] =
+      "DiarizationConfig(step=1s, segmentation_batch=1, embedding_batch=16, "
+      "exclude_overlap=true, streaming=true)";
+  EXPECT_EQ(changed_settings(long_before, long_now),
+            (std::vector<std::string>{"pipeline: ...dding_batch=32, exclude_ov... -> "
+                                      "...dding_batch=16, exclude_ov..."}));
 }
 
 TEST(EvalResults, SystemSummaryFromAWrittenFile) {

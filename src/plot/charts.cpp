@@ -56,7 +56,7 @@ std::string stage_panel(const std::vector<StageBar>& bars, const std::string& ti
       "set xrange [*:*]\n"
       "set xtics autofreq rotate by -25 nomirror\n"
       "set grid ytics\n"
-      "set key outside right top vertical\n";
+      "set key outside right top vertical maxrows auto\n";
   text += "plot ";
   for (std::size_t i = 0; i < stages.size(); ++i) {
     text += fmt::format("{}$stages using {}{} title {}", i == 0 ? "" : ", ", i + 2,
@@ -100,7 +100,7 @@ std::string accuracy_speed_script(const std::vector<SpeedAccuracyPoint>& points,
   const bool with_stages = !stage_names(stages).empty();
   if (with_stages) text += "set multiplot layout 1,2\n";
   text += fmt::format("set title {}\n", gnuplot_string(title));
-  // Speeds of different systems span decades: a log axis, padded so labels stay inside.
+  // Speeds of different systems span decades: a log axis with some room on both sides.
   const double low = std::max(lowest_rtf / 2.0, 1e-3);
   const double high = std::max(highest_rtf * 2.0, low * 10.0);
   text += fmt::format(
@@ -109,13 +109,20 @@ std::string accuracy_speed_script(const std::vector<SpeedAccuracyPoint>& points,
       "set yrange [0:{:.6g}]\n"
       "set xlabel \"speed (x real time, log scale; right is faster)\"\n"
       "set ylabel \"DER (%; lower is better)\"\n"
-      "set grid xtics ytics\n"
-      "unset key\n",
+      "set grid xtics ytics\n",
       low, high, std::max(5.0, highest_der * 1.2));
   text += log_tics(low, high);
-  text +=
-      "plot $points using 2:3 with points pointtype 7 pointsize 1.6 linecolor rgb \"#1f77b4\", "
-      "$points using 2:3:1 with labels offset 0,1.2 font \",9\"\n";
+  // One series per system, named in the key below the chart: labels beside the points would
+  // overwrite each other when two systems are close in speed and accuracy.
+  text += "set key below vertical maxrows 3 height 2 font \",9\"\nplot ";
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    text += fmt::format(
+        "{}$points every ::{}::{} using 2:3 with points pointtype {} pointsize 1.8 linecolor {} "
+        "title {}",
+        i == 0 ? "" : ", ", i, i, 5 + 2 * static_cast<int>(i % 4), i + 1,
+        gnuplot_string(points[i].label));
+  }
+  text += "\n";
   if (with_stages) {
     text += "unset grid\nunset logscale\n";
     text += stage_panel(stages, "time per stage");
