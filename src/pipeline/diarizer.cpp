@@ -283,6 +283,12 @@ NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const
     }
     NdArray<float> embedded = models_->shared_trunk->embed_chunks(first_chunk, range_segmentations);
     if (first_chunk + count >= static_cast<std::size_t>(plan.num_chunks())) {
+      const SharedTrunk& trunk = *models_->shared_trunk;
+      spdlog::debug(
+          "shared trunk: {} passes over {} fbank frames; features {:.2f} s, trunk {:.2f} s, "
+          "pooling {:.2f} s",
+          trunk.trunk_passes(), trunk.trunk_input_frames(), trunk.feature_seconds(),
+          trunk.trunk_seconds(), trunk.pooling_seconds());
       models_->shared_trunk.reset();
     }
     return embedded;

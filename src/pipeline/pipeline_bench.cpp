@@ -7,6 +7,7 @@
 //                  [--embedding-mode exact|shared] [--shared-alignment nearest|exact]
 //                  [--shared-mean sliding|recording] [--shared-block-frames 12000]
 #include <sndfile.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -76,7 +77,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"nearest", "exact"}));
   app.add_option("--shared-mean", shared_mean)->check(CLI::IsMember({"sliding", "recording"}));
   app.add_option("--shared-block-frames", config.shared_trunk.block_frames);
+  bool verbose = false;
+  app.add_flag("--verbose", verbose, "debug log (where the embedding stage spends its time)");
   CLI11_PARSE(app, argc, argv);
+  if (verbose) spdlog::set_level(spdlog::level::debug);
   try {
     config.streaming = !no_streaming;
     config.embedding_mode = parley::pipeline::parse_embedding_mode(embedding_mode);

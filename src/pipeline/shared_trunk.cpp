@@ -1,5 +1,7 @@
 #include "pipeline/shared_trunk.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -217,10 +219,15 @@ NdArray<float> SharedTrunk::run_pass(std::size_t phase, std::size_t first, std::
   const std::size_t input_last =
       std::min(phase + last * stride + config_.margin_frames, total_frames_);
   const std::size_t input_frames = input_last - input_first;
+  const auto features_start = std::chrono::steady_clock::now();
   NdArray<float> features = centred_features(input_first, input_frames);
   const std::size_t bins = features.dim(1);
   const NdArray<float> batch({1, input_frames, bins}, std::move(features.values()));
+  const auto trunk_start = std::chrono::steady_clock::now();
+  feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
   const NdArray<float> output = extractor_.trunk_frames_from_features(batch);
+  trunk_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - trunk_start).count();
   ++trunk_passes_;
   trunk_input_frames_ += input_frames;
   const std::size_t pooled = output.dim(1);
@@ -320,6 +327,8 @@ NdArray<float> SharedTrunk::embed_chunks(std::size_t first_chunk,
   }
   release_blocks_before(
       static_cast<std::size_t>(plan_.chunk_offset(static_cast<std::int64_t>(first_chunk))) / hop_);
+  const auto start = std::chrono::steady_clock::now();
+  const double passes_before = feature_seconds_ + trunk_seconds_;
   NdArray<float> embeddings = extractor_.embed_chunks_with(
       range_segmentations, static_cast<std::size_t>(plan_.window_samples),
       [&](std::span<const std::size_t> chunks) {
@@ -332,6 +341,10 @@ NdArray<float> SharedTrunk::embed_chunks(std::size_t first_chunk,
         }
         return batch;
       });
+  // Passes run lazily inside the call; what is left is pooling.
+  pooling_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
+      (feature_seconds_ + trunk_seconds_ - passes_before);
   return embeddings;
 }
 

@@ -89,6 +89,11 @@ class SharedTrunk {
   std::size_t blocks_held() const;                                          // for memory checks
   std::size_t trunk_passes() const { return trunk_passes_; }  // blocks computed so far
   std::size_t trunk_input_frames() const { return trunk_input_frames_; }
+  // Where the time went so far (seconds): features (fbank and centring), trunk passes (the
+  // network, host copies included), pooling (slicing the map, statistics, linear layer).
+  double feature_seconds() const { return feature_seconds_; }
+  double trunk_seconds() const { return trunk_seconds_; }
+  double pooling_seconds() const { return pooling_seconds_; }
 
  private:
   struct Block {
@@ -125,6 +130,9 @@ class SharedTrunk {
   std::map<std::size_t, std::map<std::size_t, Block>> blocks_;  // phase -> block index -> block
   std::size_t trunk_passes_ = 0;
   std::size_t trunk_input_frames_ = 0;
+  double feature_seconds_ = 0.0;
+  double trunk_seconds_ = 0.0;
+  double pooling_seconds_ = 0.0;
 };
 
 }  // namespace parley::pipeline
