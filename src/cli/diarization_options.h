@@ -43,7 +43,7 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags);
 struct ModelProviderFlags {
   std::string segmentation_provider;  // empty: --provider's choice
   std::string embedding_provider;
-  std::size_t accelerator_segmentation_batch = 32;
+  std::size_t accelerator_segmentation_batch = 128;
 };
 void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags);
 

@@ -126,7 +126,7 @@ TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentati
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCuda);
   EXPECT_EQ(sessions.segmentation.provider_options.at("device_id"), "0");
   EXPECT_EQ(sessions.segmentation.threads, 1);
-  EXPECT_EQ(sessions.segmentation.batch_size, 32u);   // the GPU default, an hour of chunks
+  EXPECT_EQ(sessions.segmentation.batch_size, 128u);  // the GPU default, an hour of chunks
   EXPECT_FALSE(sessions.segmentation.batch_buckets);  // CUDA takes any batch: no padding
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCuda);
   EXPECT_EQ(sessions.embedding.session.provider_options.at("device_id"), "0");
@@ -157,7 +157,7 @@ TEST_F(ModelRoutingTest, StaticShapeProviderPadsToBucketsThroughTheCache) {
   const auto sessions = plan(routed("migraphx"), gpu_statuses_);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kMigraphx);
   ASSERT_TRUE(sessions.segmentation.batch_buckets);
-  EXPECT_EQ(sessions.segmentation.batch_buckets->to_string(), "1,2,4,8,16,32");
+  EXPECT_EQ(sessions.segmentation.batch_buckets->to_string(), "1,2,4,8,16,32,64,128");
   EXPECT_EQ(sessions.segmentation.compile_cache_root, root_ / "cache");
   // Nothing compiled yet: a named provider compiles first and says how to do it ahead of time.
   EXPECT_NE(sessions.segmentation_route->reason.find("warm-cache"), std::string::npos)

@@ -269,27 +269,46 @@ const SharedTrunk::Block& SharedTrunk::block(std::size_t phase, std::size_t inde
   return phase_blocks.emplace(index, std::move(computed)).first->second;
 }
 
-NdArray<float> SharedTrunk::chunk_frames(std::size_t chunk) {
+void SharedTrunk::ensure_chunk_blocks(std::size_t chunk) {
   const Placement place = placement(chunk);
-  NdArray<float> frames;
-  std::size_t pooled = 0;
+  const std::size_t first_block = place.first_grid / block_grid_frames_;
+  const std::size_t last_block =
+      (place.first_grid + trunk_frames_per_chunk_ - 1) / block_grid_frames_;
+  for (std::size_t index = first_block; index <= last_block; ++index) block(place.phase, index);
+}
+
+std::size_t SharedTrunk::pooled_features() const {
+  for (const auto& [phase, phase_blocks] : blocks_) {
+    if (!phase_blocks.empty()) return phase_blocks.begin()->second.frames.dim(0);
+  }
+  fail("shared trunk: no block computed yet");
+}
+
+void SharedTrunk::copy_chunk_frames(std::size_t chunk, std::span<float> out) const {
+  const Placement place = placement(chunk);
+  const auto& phase_blocks = blocks_.at(place.phase);
   std::size_t done = 0;
   while (done < trunk_frames_per_chunk_) {
     const std::size_t grid = place.first_grid + done;
-    const Block& source = block(place.phase, grid / block_grid_frames_);
+    const auto found = phase_blocks.find(grid / block_grid_frames_);
+    if (found == phase_blocks.end()) fail("shared trunk: block for chunk {} not computed", chunk);
+    const Block& source = found->second;
+    const std::size_t pooled = source.frames.dim(0);
     const std::size_t kept = source.frames.dim(1);
-    if (done == 0) {
-      pooled = source.frames.dim(0);
-      frames = NdArray<float>({pooled, trunk_frames_per_chunk_});
-    }
     const std::size_t offset = grid - source.first;
     const std::size_t take = std::min(kept - offset, trunk_frames_per_chunk_ - done);
     for (std::size_t k = 0; k < pooled; ++k) {
-      std::memcpy(frames.data() + k * trunk_frames_per_chunk_ + done,
+      std::memcpy(out.data() + k * trunk_frames_per_chunk_ + done,
                   source.frames.data() + k * kept + offset, take * sizeof(float));
     }
     done += take;
   }
+}
+
+NdArray<float> SharedTrunk::chunk_frames(std::size_t chunk) {
+  ensure_chunk_blocks(chunk);
+  NdArray<float> frames({pooled_features(), trunk_frames_per_chunk_});
+  copy_chunk_frames(chunk, frames.values());
   return frames;
 }
 
@@ -332,13 +351,15 @@ NdArray<float> SharedTrunk::embed_chunks(std::size_t first_chunk,
   NdArray<float> embeddings = extractor_.embed_chunks_with(
       range_segmentations, static_cast<std::size_t>(plan_.window_samples),
       [&](std::span<const std::size_t> chunks) {
-        NdArray<float> batch;
-        for (std::size_t i = 0; i < chunks.size(); ++i) {
-          const NdArray<float> frames = chunk_frames(first_chunk + chunks[i]);
-          if (i == 0) batch = NdArray<float>({chunks.size(), frames.dim(0), frames.dim(1)});
-          std::memcpy(batch.data() + i * frames.size(), frames.data(),
-                      frames.size() * sizeof(float));
-        }
+        // Passes run here, one at a time; then the chunks' slices are copied out in parallel
+        // (on a GPU these copies, done serially, took longer than the trunk itself).
+        for (const std::size_t chunk : chunks) ensure_chunk_blocks(first_chunk + chunk);
+        const std::size_t per_chunk = pooled_features() * trunk_frames_per_chunk_;
+        NdArray<float> batch({chunks.size(), pooled_features(), trunk_frames_per_chunk_});
+        parallel_for(chunks.size(), config_.threads, [&](std::size_t i) {
+          copy_chunk_frames(first_chunk + chunks[i],
+                            std::span<float>(batch.data() + i * per_chunk, per_chunk));
+        });
         return batch;
       });
   // Passes run lazily inside the call; what is left is pooling.

@@ -106,6 +106,12 @@ class SharedTrunk {
   };
 
   Placement placement(std::size_t chunk) const;
+  // Computes the blocks chunk `chunk` reads (no-op for those already held).
+  void ensure_chunk_blocks(std::size_t chunk);
+  // Copies chunk `chunk`'s trunk frames [pooled_features, frames_per_chunk] into `out` from
+  // blocks already computed; reads only, so chunks can be copied concurrently.
+  void copy_chunk_frames(std::size_t chunk, std::span<float> out) const;
+  std::size_t pooled_features() const;
   std::size_t grid_frames(std::size_t phase) const;
   // Trunk frames of grid frames [first, last) of `phase`, running the trunk over
   // [phase + 8 first - margin, phase + 8 last + margin) clipped to the recording.
