@@ -93,32 +93,39 @@ def plain_name(text):
 
 def reference_turns(parts):
     """Reference turns of each part (by file stem; the eval set's RTTMs name one file 'trn00'
-    whose WAV is 'trñ00.wav', so names are also compared without accents)."""
-    turns_by_uri = {}
+    whose WAV is 'trñ00.wav', so names are also compared without accents), and the name its
+    speakers are known by: the folder when the part's RTTM annotates several files (a corpus
+    such as AMI names each person once across files), the file otherwise."""
+    turns_by_uri, shared_rttm = {}, set()
     for part in parts:
         folder = os.path.dirname(part)
         for name in os.listdir(folder):
             if not name.endswith(".rttm"):
                 continue
+            uris = set()
             with open(os.path.join(folder, name), encoding="utf-8") as stream:
                 for line in stream:
                     fields = line.split()
                     if len(fields) >= 8 and fields[0] == "SPEAKER":
+                        uris.add(fields[1])
                         turns_by_uri.setdefault((folder, fields[1]), set()).add(
                             (float(fields[3]), float(fields[4]), fields[7]))
+            if len(uris) > 1:
+                shared_rttm.update((folder, uri) for uri in uris)
     result = []
     for part in parts:
         folder, stem = os.path.dirname(part), os.path.splitext(os.path.basename(part))[0]
-        turns = turns_by_uri.get((folder, stem)) or turns_by_uri.get((folder, plain_name(stem)))
-        result.append(sorted(turns) if turns else None)
+        key = (folder, stem) if (folder, stem) in turns_by_uri else (folder, plain_name(stem))
+        turns = turns_by_uri.get(key)
+        tag = os.path.basename(folder) if key in shared_rttm else plain_name(stem)
+        result.append((sorted(turns), tag) if turns else None)
     return result
 
 
 def write_reference(parts, once, long, uri, path):
     """Shifts every part's reference turns to its place in the concatenation (offsets from
-    sample counts, so exact) and repeats them as the recording repeats the pass. Speakers are
-    named after their file, so the same person keeps one label in every repetition. None when
-    some part has no reference."""
+    sample counts, so exact) and repeats them as the recording repeats the pass. Speakers keep
+    one label in every repetition. None when some part has no reference."""
     turns = reference_turns(parts)
     if any(part_turns is None for part_turns in turns):
         return None
@@ -131,8 +138,7 @@ def write_reference(parts, once, long, uri, path):
     repetition_start = 0.0
     while repetition_start < long_seconds:
         offset = repetition_start
-        for part, count, part_turns in zip(parts, samples, turns):
-            tag = plain_name(os.path.splitext(os.path.basename(part))[0])
+        for count, (part_turns, tag) in zip(samples, turns):
             for start, duration, speaker in part_turns:
                 begin, end = offset + start, min(offset + start + duration, long_seconds)
                 if end > begin:
@@ -271,10 +277,10 @@ def per_hour(seconds, audio_seconds):
 
 
 def table(rows):
-    header = ("| comparison | system | options | process wall (s) | s per audio hour "
-              "| RTF | own time (s) | own s per audio hour | segmentation / embedding (s) "
-              "| CPU (s) | peak RSS (MiB) | speakers | DER | vs sherpa-onnx (process / own) "
-              "| load before → after |")
+    header = ("| comparison | system | options | wall (s) | s per audio hour | RTF "
+              "| own time (s) | own s per audio hour | decode / segmentation / embedding / "
+              "clustering (s) | CPU (s) | peak RSS (MiB) | speakers | DER "
+              "| sherpa-onnx ÷ parley: wall / own / CPU | load average before → after |")
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for row in rows:
         audio = row["audio_seconds"]
@@ -283,17 +289,21 @@ def table(rows):
         if row.get("versus"):
             peer = row["versus"]
             ratio = (f"{peer['process_wall_seconds'] / row['process_wall_seconds']:.2f}x / "
-                     f"{peer['wall_seconds'] / row['wall_seconds']:.2f}x faster")
+                     f"{peer['wall_seconds'] / row['wall_seconds']:.2f}x / "
+                     f"{peer['cpu_seconds'] / row['cpu_seconds']:.2f}x")
         der = f"{100 * row['score']['der']:.1f} %" if row.get("score") else "n/a"
+        stage_text = " / ".join(f"{stages[name]:.2f}" if name in stages else "-" for name in (
+            "decode", "segmentation", "embedding", "clustering"))
+        reused = " (same run as above)" if row.get("reused") else ""
         lines.append(
-            f"| {row['comparison']} | {row['system']} | `{row['options']}` "
+            f"| {row['comparison']} | {row['system']} | `{row['options']}`{reused} "
             f"| {row['process_wall_seconds']:.2f} "
             f"| {per_hour(row['process_wall_seconds'], audio):.0f} "
             f"| {row['process_wall_seconds'] / audio:.3f} "
             f"| {row['wall_seconds']:.2f} | {per_hour(row['wall_seconds'], audio):.0f} "
-            f"| {stages.get('segmentation', 0):.2f} / {stages.get('embedding', 0):.2f} "
-            f"| {row['cpu_seconds']:.1f} | {row['peak_rss_mib']:.0f} | {row['speakers']} | {der} "
-            f"| {ratio} | {row['load_average_before']} → {row['load_average_after']} |")
+            f"| {stage_text} | {row['cpu_seconds']:.1f} | {row['peak_rss_mib']:.0f} "
+            f"| {row['speakers']} | {der} | {ratio} "
+            f"| {row['load_average_before']} → {row['load_average_after']} |")
     return "\n".join(lines)
 
 
@@ -344,6 +354,23 @@ def parse_arguments(argv):
     return args
 
 
+def effective_settings(system, options):
+    """What a run does, with each system's defaults filled in, so that two rows asking for the
+    same thing are run once."""
+    defaults = {"sherpa": {"--threads": "1", "--window-shift-ratio": "0.1"},
+                "parley": {"--step": "1", "--threads": str(os.cpu_count())}}[system]
+    settings, extra, index = dict(defaults), [], 0
+    while index < len(options):
+        if options[index] in defaults and index + 1 < len(options):
+            settings[options[index]] = f"{float(options[index + 1]):g}"
+            index += 2
+        else:
+            extra.append(options[index])
+            index += 1
+    settings = {key: f"{float(value):g}" for key, value in settings.items()}
+    return system, tuple(sorted(settings.items())), tuple(extra)
+
+
 def step_text(step):
     return f"{step:g}"
 
@@ -385,7 +412,15 @@ def main(argv):
 
     rows, done = [], {}
     for index, (comparison, system, options) in enumerate(plan):
-        key = (system, tuple(options))
+        key = effective_settings(system, options)
+        if key in done:  # e.g. parley's defaults are the equal-step row at 1 s on all cores
+            row = dict(done[key], comparison=comparison,
+                       options=shlex.join(options) or "(defaults)", reused=True)
+            rows.append(row)
+            print(f"bench-peers: [{index + 1}/{len(plan)}] {comparison}: {system} "
+                  f"{shlex.join(options)}: same settings as an earlier run, reused",
+                  file=sys.stderr)
+            continue
         name = f"{stem}.{index:02d}.{system}"
         rttm = os.path.join(ARGS.out, name + ".rttm")
         print(f"bench-peers: [{index + 1}/{len(plan)}] {comparison}: {system} "
@@ -404,7 +439,8 @@ def main(argv):
         if row["system"] == "parley":
             peer = next(other for other in rows if other["comparison"] == row["comparison"]
                         and other["system"].startswith("sherpa"))
-            row["versus"] = {key: peer[key] for key in ("process_wall_seconds", "wall_seconds")}
+            row["versus"] = {key: peer[key] for key in ("process_wall_seconds", "wall_seconds",
+                                                      "cpu_seconds")}
 
     text = table(rows)
     notes = (f"Recording: {wav} ({rows[0]['audio_seconds']:.1f} s). Machine: "
