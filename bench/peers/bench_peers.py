@@ -414,7 +414,7 @@ def main(argv):
     for index, (comparison, system, options) in enumerate(plan):
         key = effective_settings(system, options)
         if key in done:  # e.g. parley's defaults are the equal-step row at 1 s on all cores
-            row = dict(done[key], comparison=comparison,
+            row = dict(done[key], comparison=comparison, label=comparison,
                        options=shlex.join(options) or "(defaults)", reused=True)
             rows.append(row)
             print(f"bench-peers: [{index + 1}/{len(plan)}] {comparison}: {system} "
