@@ -12,7 +12,7 @@ Run through scripts/bench-peers, which builds and installs what is missing first
 Every run is a separate process under /usr/bin/time (whole-process wall time, CPU time, peak
 RSS); each system's own timing without process start-up and model loading is read from its
 output (parley's summary line; sherpa-onnx's debug log and the harness's timer around
-`process`). Writes, under --out: the recording's RTTM from each run, one JSON per run in
+`process`). Writes, under --out (default build/bench/peers/<recording>): the RTTM from each run, one JSON per run in
 the `parley eval --json` schema ("parley-eval/1", extra fields added), peers.json with every
 row, and peers.md with the table (also printed).
 """
@@ -328,7 +328,8 @@ def parse_arguments(argv):
                              "parley --num-speakers); default: each system's own estimate")
     parser.add_argument("--no-defaults", action="store_true",
                         help="skip the rows with each system at its defaults")
-    parser.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "peers"))
+    parser.add_argument("--out", help="folder for the results (default: "
+                                      "build/bench/peers/<recording name>)")
     parser.add_argument("--eval-dir", default=os.path.join(ROOT, "..", "shared", "eval"))
     parser.add_argument("--parley", default=os.path.join(ROOT, "build", "parley"))
     parser.add_argument("--models", default=os.path.join(ROOT, "build", "models"))
@@ -378,16 +379,19 @@ def step_text(step):
 def main(argv):
     global ARGS
     ARGS = parse_arguments(argv)
-    os.makedirs(ARGS.out, exist_ok=True)
+    parts = once = None
     if ARGS.wav:
         wav = os.path.abspath(ARGS.wav)
     else:
         parts, once, wav = build_recording(ARGS.minutes, ARGS.eval_dir,
                                            os.path.join(ROOT, "build", "bench"))
-        if not ARGS.reference:
-            ARGS.reference = write_reference(
-                parts, once, wav, os.path.splitext(os.path.basename(wav))[0],
-                os.path.join(ARGS.out, os.path.basename(wav)[:-4] + ".ref.rttm"))
+    ARGS.out = ARGS.out or os.path.join(ROOT, "build", "bench", "peers",
+                                        os.path.splitext(os.path.basename(wav))[0])
+    os.makedirs(ARGS.out, exist_ok=True)
+    if parts and not ARGS.reference:
+        ARGS.reference = write_reference(
+            parts, once, wav, os.path.splitext(os.path.basename(wav))[0],
+            os.path.join(ARGS.out, os.path.basename(wav)[:-4] + ".ref.rttm"))
     stem = os.path.splitext(os.path.basename(wav))[0]
     started = datetime.datetime.now(datetime.timezone.utc)
     print(f"bench-peers: {wav} on {machine_description()}; load average {load_average()}",
