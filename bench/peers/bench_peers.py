@@ -277,7 +277,7 @@ def per_hour(seconds, audio_seconds):
 
 
 def table(rows):
-    header = ("| comparison | system | options | wall (s) | s per audio hour | RTF "
+    header = ("| comparison | system | options | wall (s) | s per audio hour | RTF (wall ÷ audio) "
               "| own time (s) | own s per audio hour | decode / segmentation / embedding / "
               "clustering (s) | CPU (s) | peak RSS (MiB) | speakers | DER "
               "| sherpa-onnx ÷ parley: wall / own / CPU | load average before → after |")
