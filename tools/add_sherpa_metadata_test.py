@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Tests tools/add_sherpa_metadata.py on tiny models built here (no network, no shared data):
 the keys and values sherpa-onnx reads, the graph and weights left as they were, and the
-refusals for models sherpa-onnx would feed the wrong input. Run by CTest (tools_add_sherpa_metadata)."""
+refusals for models sherpa-onnx would feed the wrong input. Run by CTest as
+tools_add_sherpa_metadata."""
 import os
 import subprocess
 import sys

@@ -12,7 +12,8 @@ Run through scripts/bench-peers, which builds and installs what is missing first
 Every run is a separate process under /usr/bin/time (whole-process wall time, CPU time, peak
 RSS); each system's own timing without process start-up and model loading is read from its
 output (parley's summary line; sherpa-onnx's debug log and the harness's timer around
-`process`). Writes, under --out (default build/bench/peers/<recording>): the RTTM from each run, one JSON per run in
+`process`). Writes, under --out (default build/bench/peers/<recording>): the RTTM from each
+run, one JSON per run in
 the `parley eval --json` schema ("parley-eval/1", extra fields added), peers.json with every
 row, and peers.md with the table (also printed).
 """
