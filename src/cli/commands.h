@@ -15,5 +15,7 @@ void add_models_command(CLI::App& app);
 void add_diarize_command(CLI::App& app);
 void add_recluster_command(CLI::App& app);
 void add_fuse_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace parley::cli

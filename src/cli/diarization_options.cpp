@@ -1,15 +1,26 @@
 #include "cli/diarization_options.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "core/error.h"
+#include "models/model_locator.h"
 #include "pipeline/output.h"
+#include "runtime/provider_discovery.h"
 
 namespace parley::cli {
 
-void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
+void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--clustering", flags.clustering, "vbx (PLDA + VBx, pyannote's) or ahc")
       ->check(CLI::IsMember({"vbx", "ahc"}))
+      ->capture_default_str();
+  command
+      .add_option("--embedding-mode", flags.embedding_mode,
+                  "shared: the embedding network runs once over the whole recording and each "
+                  "10 s chunk takes its slice (about 9x less embedding time); exact: once per "
+                  "chunk, pyannote's definition (docs/embedding.md). Not used by recluster")
+      ->check(CLI::IsMember({"exact", "shared"}))
       ->capture_default_str();
   command.add_option("--ahc-threshold", flags.ahc_threshold,
                      "AHC cosine-distance threshold (default 0.60; 0.65 for long recordings)");
@@ -19,6 +30,13 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
       ->check(CLI::PositiveNumber);
   command.add_option("--max-speakers", flags.max_speakers, "at most this many speakers")
       ->check(CLI::PositiveNumber);
+  command.add_option("--models", flags.models_dir,
+                     "folder with the models (default: $PARLEY_MODELS, then the per-user cache)");
+  command.add_flag("-q,--quiet", flags.quiet, "no progress or summary on standard error");
+}
+
+void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
+  add_clustering_flags(command, flags);
   command
       .add_option("--format", flags.format,
                   "output format: rttm (default), json or txt; with a transcript srt, vtt, txt "
@@ -28,13 +46,102 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
                    "at most one speaker at a time (turns suited to transcripts)");
   command.add_option("-o,--out", flags.out, "output file, - for standard output")
       ->capture_default_str();
-  command.add_option("--models", flags.models_dir,
-                     "folder with the models (default: $PARLEY_MODELS, then the per-user cache)");
-  command.add_flag("-q,--quiet", flags.quiet, "no progress or summary on standard error");
+}
+
+void add_engine_flags(CLI::App& command, EngineFlags& engine) {
+  add_provider_options(command, engine.provider);
+  add_model_provider_flags(command, engine.model_providers);
+  command
+      .add_option("--step", engine.step,
+                  "seconds between 10 s analysis windows: 1 (pyannote) or 2 (faster)")
+      ->capture_default_str();
+  command.add_option("--threads", engine.threads,
+                     "CPU threads (default: all cores); output is the same for any value");
+  command.add_flag("--no-streaming", engine.no_streaming,
+                   "segment the whole recording before embedding (same output; for timing the "
+                   "overlap of the two stages)");
+  command.add_option("--segmentation-model", engine.segmentation_model,
+                     "segmentation .onnx (default: found through --models)");
+  command.add_option("--embedding-model", engine.embedding_model,
+                     "speaker-embedding .onnx (default: found through --models)");
+  command.add_option(
+      "--plda", engine.plda_dir,
+      "folder with plda.npz and xvec_transform.npz (default: found through --models)");
+}
+
+pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
+                                           const DiarizationFlags& flags) {
+  const models::ModelLocator locator(
+      models::Registry::builtin(),
+      flags.models_dir ? std::optional<std::filesystem::path>(*flags.models_dir) : std::nullopt);
+  pipeline::DiarizationModels paths;
+  paths.segmentation = engine.segmentation_model.empty()
+                           ? locator.locate(models::Role::kSegmentation).path
+                           : std::filesystem::path(engine.segmentation_model);
+  paths.embedding = engine.embedding_model.empty() ? locator.locate(models::Role::kEmbedding).path
+                                                   : std::filesystem::path(engine.embedding_model);
+  paths.plda = engine.plda_dir.empty() ? locator.locate(models::Role::kPlda).path.parent_path()
+                                       : std::filesystem::path(engine.plda_dir);
+  return paths;
+}
+
+pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
+                                               const DiarizationFlags& flags,
+                                               double expected_audio_seconds) {
+  pipeline::DiarizationConfig config;
+  config.step_seconds = engine.step;
+  config.threads = engine.threads > 0
+                       ? engine.threads
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.streaming = !engine.no_streaming;
+  apply_diarization_flags(flags, config);
+  const ProviderSelection selection = provider_selection(engine.provider);
+  config.routing = provider_routing(selection.choice, selection.force, selection.options,
+                                    engine.model_providers, expected_audio_seconds);
+  return config;
+}
+
+void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
+  command.add_option("--segmentation-provider", flags.segmentation_provider,
+                     "provider of the segmentation model only (overrides --provider for it)");
+  command.add_option("--embedding-provider", flags.embedding_provider,
+                     "provider of the speaker-embedding model only (overrides --provider for it)");
+  command
+      .add_option("--segmentation-batch", flags.accelerator_segmentation_batch,
+                  "chunks per segmentation call on a GPU (the CPU runs one chunk per worker)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
+                                           runtime::ForceMode force,
+                                           const runtime::ProviderOptions& options,
+                                           const ModelProviderFlags& flags,
+                                           double expected_audio_seconds) {
+  pipeline::ProviderRouting routing;
+  routing.choice = choice;
+  routing.force = force;
+  routing.options = options;
+  routing.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
+  if (expected_audio_seconds > 0.0) routing.expected_audio_seconds = expected_audio_seconds;
+  auto per_model = [force](const std::string& text,
+                           const char* flag) -> std::optional<runtime::ProviderChoice> {
+    if (text.empty()) return std::nullopt;
+    const auto parsed = runtime::ProviderChoice::parse(text);
+    const bool names_cpu = !parsed.automatic && parsed.provider == runtime::ProviderId::kCpu;
+    if (force == runtime::ForceMode::kCpu && !parsed.automatic && !names_cpu) {
+      fail("--force-cpu contradicts {} {}; drop one of them", flag, parsed.to_string());
+    }
+    return parsed;
+  };
+  routing.segmentation_choice = per_model(flags.segmentation_provider, "--segmentation-provider");
+  routing.embedding_choice = per_model(flags.embedding_provider, "--embedding-provider");
+  return routing;
 }
 
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {
   config.clustering.method = cluster::parse_clustering_method(flags.clustering);
+  config.embedding_mode = pipeline::parse_embedding_mode(flags.embedding_mode);
   if (flags.ahc_threshold) {
     if (config.clustering.method != cluster::ClusteringMethod::kAhc) {
       fail("--ahc-threshold applies to --clustering ahc only");
@@ -61,6 +168,12 @@ std::string format_result(const pipeline::DiarizationResult& result,
   if (flags.format == "json") return pipeline::format_json(result.turns, result.exclusive_turns);
   if (flags.format == "txt") return pipeline::format_text(turns);
   return pipeline::format_rttm(turns, result.uri);
+}
+
+std::string recording_uri(const std::filesystem::path& audio) {
+  std::string uri = audio.stem().string();
+  std::replace(uri.begin(), uri.end(), ' ', '_');
+  return uri.empty() ? "audio" : uri;
 }
 
 void write_output(const std::string& text, const std::string& out) {

@@ -1,6 +1,9 @@
 #pragma once
-// Flags shared by `parley diarize` and `parley recluster`: clustering, speaker-count bounds,
-// output format and destination. One definition so both commands spell them the same way.
+// Flags shared by the diarizing commands, so that every one spells them the same way:
+//   DiarizationFlags (clustering, speaker-count bounds, --models, output): diarize, recluster,
+//   and their clustering part in bench and eval;
+//   EngineFlags (provider, step, threads, model files): every command that runs the models
+//   (diarize, bench, eval).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -8,12 +11,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/provider_options.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::cli {
 
 struct DiarizationFlags {
   std::string clustering = "vbx";
+  std::string embedding_mode =
+      pipeline::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
   std::optional<double> ahc_threshold;
   std::optional<int> num_speakers;
   std::optional<int> min_speakers;
@@ -25,13 +31,66 @@ struct DiarizationFlags {
   bool quiet = false;
 };
 
+// Clustering, speaker counts, --models and --quiet, then the output flags (--format,
+// --exclusive, --out).
 void add_diarization_flags(CLI::App& command, DiarizationFlags& flags);
+// Only the clustering, speaker-count, --models and --quiet flags (commands that write their own
+// outputs: bench, eval).
+void add_clustering_flags(CLI::App& command, DiarizationFlags& flags);
+
+// How the models run: execution provider, chunk step, threads and explicit model files.
+// Per-model provider flags of the commands that run the models (on top of --provider and friends).
+struct ModelProviderFlags {
+  std::string segmentation_provider;  // empty: --provider's choice
+  std::string embedding_provider;
+  std::size_t accelerator_segmentation_batch = 32;
+};
+void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags);
+
+struct EngineFlags {
+  ProviderArguments provider;
+  ModelProviderFlags model_providers;
+  double step = 1.0;
+  int threads = 0;  // 0: all cores
+  bool no_streaming = false;
+  std::string segmentation_model;
+  std::string embedding_model;
+  std::string plda_dir;
+};
+
+void add_engine_flags(CLI::App& command, EngineFlags& engine);
+
+// The model files: explicit flags first, then the model locator (--models, $PARLEY_MODELS, the
+// per-user cache).
+pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
+                                           const DiarizationFlags& flags);
+
+// The pipeline configuration the flags describe: step, threads, streaming, clustering, speaker
+// counts and the provider routing of both models; `expected_audio_seconds` is the longest
+// input (0: unknown), which the routing weighs.
+pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
+                                               const DiarizationFlags& flags,
+                                               double expected_audio_seconds = 0.0);
+
+
+// The pipeline's routing request from --provider, --provider-option, --force-gpu/--force-cpu and
+// the per-model flags; `expected_audio_seconds` is the longest input (0: unknown). Throws naming
+// the flag when they contradict each other.
+pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
+                                           runtime::ForceMode force,
+                                           const runtime::ProviderOptions& options,
+                                           const ModelProviderFlags& flags,
+                                           double expected_audio_seconds);
 
 // Applies the clustering and speaker-count flags to `config`.
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config);
 
 // The result in the chosen format (`uri` names the recording in RTTM).
 std::string format_result(const pipeline::DiarizationResult& result, const DiarizationFlags& flags);
+
+// The recording id for an audio file: its name without extension, spaces replaced by '_'
+// (RTTM fields are space-separated); "audio" when that leaves nothing.
+std::string recording_uri(const std::filesystem::path& audio);
 
 // Writes `text` to flags.out ("-" is standard output).
 void write_output(const std::string& text, const std::string& out);

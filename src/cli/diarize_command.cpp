@@ -2,11 +2,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -14,13 +11,10 @@
 #include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
-#include "cli/provider_options.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "models/model_locator.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
-#include "runtime/provider_discovery.h"
 #include "transcript/fusion.h"
 #include "transcript/recognizer_process.h"
 #include "transcript/transcript.h"
@@ -32,29 +26,15 @@ namespace {
 struct DiarizeArguments {
   std::vector<std::string> audio;
   DiarizationFlags flags;
-  ProviderArguments provider;
-  double step = 1.0;
-  int threads = 0;
+  EngineFlags engine;
   std::string save_intermediates;
   std::string out_dir;
-  std::string segmentation_model;
-  std::string embedding_model;
-  std::string plda_dir;
   std::string transcript;
   std::string transcript_format = "auto";
   std::string asr_command;
   double asr_timeout = 0.0;
   double gap_tolerance = 1.0;
 };
-
-// The exclusive turns (one speaker at a time) as the transcript fusion reads them.
-std::vector<eval::Turn> exclusive_eval_turns(const pipeline::DiarizationResult& result) {
-  std::vector<eval::Turn> turns;
-  for (const auto& turn : result.exclusive_turns) {
-    turns.push_back({result.uri, turn.start, turn.end - turn.start, turn.speaker});
-  }
-  return turns;
-}
 
 std::string fused_transcript(const pipeline::DiarizationResult& result,
                              const std::filesystem::path& transcript_path,
@@ -66,38 +46,14 @@ std::string fused_transcript(const pipeline::DiarizationResult& result,
   const transcript::Transcript words = transcript::read_transcript(transcript_path, input_format);
   transcript::FusionOptions options;
   options.gap_tolerance = arguments.gap_tolerance;
-  const auto turns = exclusive_eval_turns(result);
+  // The exclusive turns (one speaker at a time) are what the transcript fusion reads.
+  const auto turns = pipeline::to_eval_turns(result.exclusive_turns, result.uri);
   const transcript::Transcript fused = transcript::assign_speakers(words, turns, options);
   const std::string format = arguments.flags.format.empty() ? "txt" : arguments.flags.format;
   if (format == "rttm") {
     fail("--format rttm has no place for words; with a transcript use srt, vtt, txt or json");
   }
   return transcript::format_transcript(fused, transcript::parse_output_format(format));
-}
-
-// RTTM fields are space-separated: the recording id is the file name without extension, with
-// spaces replaced.
-std::string uri_for(const std::filesystem::path& audio) {
-  std::string uri = audio.stem().string();
-  std::replace(uri.begin(), uri.end(), ' ', '_');
-  return uri.empty() ? "audio" : uri;
-}
-
-pipeline::DiarizationModels resolve_models(const DiarizeArguments& arguments) {
-  const models::ModelLocator locator(
-      models::Registry::builtin(),
-      arguments.flags.models_dir ? std::optional<std::filesystem::path>(*arguments.flags.models_dir)
-                                 : std::nullopt);
-  pipeline::DiarizationModels paths;
-  paths.segmentation = arguments.segmentation_model.empty()
-                           ? locator.locate(models::Role::kSegmentation).path
-                           : std::filesystem::path(arguments.segmentation_model);
-  paths.embedding = arguments.embedding_model.empty()
-                        ? locator.locate(models::Role::kEmbedding).path
-                        : std::filesystem::path(arguments.embedding_model);
-  paths.plda = arguments.plda_dir.empty() ? locator.locate(models::Role::kPlda).path.parent_path()
-                                          : std::filesystem::path(arguments.plda_dir);
-  return paths;
 }
 
 std::string summary(const pipeline::DiarizationResult& result, double wall_seconds) {
@@ -133,26 +89,13 @@ void run_diarize(const DiarizeArguments& arguments) {
     fail("give either --transcript (an existing transcript) or --asr-cmd (a recognizer to run)");
   }
   // Every input is checked before any model loads, so a typo fails in milliseconds.
+  double longest_input = 0.0;  // what the provider routing weighs
   for (const auto& audio_argument : arguments.audio) {
-    static_cast<void>(audio::open_audio_source(audio_argument));
+    const auto duration = audio::open_audio_source(audio_argument)->info().duration_seconds();
+    longest_input = std::max(longest_input, duration.value_or(0.0));
   }
-  pipeline::DiarizationConfig config;
-  config.step_seconds = arguments.step;
-  config.threads = arguments.threads > 0
-                       ? arguments.threads
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  apply_diarization_flags(flags, config);
-  const ProviderSelection selection = provider_selection(arguments.provider);
-  if (selection.force != runtime::ForceMode::kCpu) {
-    const runtime::ProviderResolution resolution =
-        runtime::resolve_provider(selection.choice, runtime::provider_statuses());
-    if (selection.force == runtime::ForceMode::kGpu && !resolution.accelerator) {
-      fail("--force-gpu: no GPU provider is usable here: {} (`parley providers` explains)",
-           resolution.problem);
-    }
-    config.embedding_provider = resolution.provider;
-    config.embedding_provider_options = selection.options;
-  }
+  const pipeline::DiarizationConfig config =
+      diarization_config(arguments.engine, flags, longest_input);
 
   // The recognizer starts first so that it runs while parley loads its models and diarizes.
   std::unique_ptr<transcript::RecognizerProcess> recognizer;
@@ -166,7 +109,7 @@ void run_diarize(const DiarizeArguments& arguments) {
         arguments.asr_command, audio_path, recognizer_dir / audio_path.stem());
   }
 
-  const pipeline::DiarizationModels paths = resolve_models(arguments);
+  const pipeline::DiarizationModels paths = resolve_models(arguments.engine, flags);
   // Loud on purpose, even with --quiet: labels from a twin are noise.
   models::warn_if_speed_twin(paths.embedding);
   pipeline::Diarizer diarizer(paths, config);
@@ -185,7 +128,7 @@ void run_diarize(const DiarizeArguments& arguments) {
     std::optional<std::filesystem::path> save_directory;
     if (!arguments.save_intermediates.empty()) save_directory = arguments.save_intermediates;
     pipeline::DiarizationResult result =
-        diarizer.diarize(samples, uri_for(audio_path), progress, save_directory);
+        diarizer.diarize(samples, recording_uri(audio_path), progress, save_directory);
     StageTimes times = decode_time;
     for (const auto& [stage, seconds] : result.stage_times.entries()) times.add(stage, seconds);
     result.stage_times = times;
@@ -238,24 +181,11 @@ void add_diarize_command(CLI::App& app) {
   command->add_option("audio", arguments->audio, "recordings (wav, flac, ogg, mp3, m4a, ...)")
       ->required();
   add_diarization_flags(*command, arguments->flags);
-  add_provider_options(*command, arguments->provider);
-  command
-      ->add_option("--step", arguments->step,
-                   "seconds between 10 s analysis windows: 1 (pyannote) or 2 (faster)")
-      ->capture_default_str();
-  command->add_option("--threads", arguments->threads,
-                      "CPU threads (default: all cores); output is the same for any value");
+  add_engine_flags(*command, arguments->engine);
   command->add_option("--save-intermediates", arguments->save_intermediates,
                       "write every stage's arrays (npz) to this folder, for `parley recluster`");
   command->add_option("--out-dir", arguments->out_dir,
                       "write one <recording>.<format> file per input into this folder");
-  command->add_option("--segmentation-model", arguments->segmentation_model,
-                      "segmentation .onnx (default: found through --models)");
-  command->add_option("--embedding-model", arguments->embedding_model,
-                      "speaker-embedding .onnx (default: found through --models)");
-  command->add_option(
-      "--plda", arguments->plda_dir,
-      "folder with plda.npz and xvec_transform.npz (default: found through --models)");
   command->add_option("--transcript", arguments->transcript,
                       "speech-recognizer transcript to label with speakers (whisper.cpp JSON, "
                       "OpenAI/faster-whisper JSON, SRT, WebVTT or CTM)");

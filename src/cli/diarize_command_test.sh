@@ -67,4 +67,18 @@ set +e
 "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/empty-models" >/dev/null 2>"$work/err"; status=$?
 set -e
 check '[ $status -eq 1 ] && grep -q "models fetch" "$work/err"' "missing models error"
+
+# Providers: both models are routed and each decision is logged; a named provider that this
+# machine cannot use stops the run with its reason before any model loads. (Skipped where a GPU
+# provider is installed: there the routing lines say where the models run instead.)
+if ! "$parley" providers | awk '$1 == "cuda" && $3 == "available" { found = 1 } END { exit !found }'; then
+  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
+    >/dev/null 2>"$work/routing.err"
+  check 'grep -q "segmentation-3.0-fp16: CPU" "$work/routing.err" && grep -q "resnet34-speed-twin: CPU" "$work/routing.err"' "one routing line per model"
+  set +e
+  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q \
+    --segmentation-provider cuda >/dev/null 2>"$work/cuda.err"; status=$?
+  set -e
+  check '[ $status -eq 1 ] && grep -q "libonnxruntime_providers_cuda" "$work/cuda.err"' "unavailable provider is a clear error"
+fi
 echo "diarize, recluster and score behave as documented"

@@ -8,8 +8,11 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/version.h"
+#include "runtime/shutdown.h"
 
 int main(int argc, char** argv) {
+  // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
+  const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   // Standard output carries results (RTTM, JSON); every log line goes to standard error.
   spdlog::set_default_logger(spdlog::stderr_color_st("parley"));
   CLI::App app{"parley: who spoke when, on your own hardware (pyannote community-1 pipeline)",
@@ -19,6 +22,8 @@ int main(int argc, char** argv) {
   parley::cli::add_diarize_command(app);
   parley::cli::add_recluster_command(app);
   parley::cli::add_fuse_command(app);
+  parley::cli::add_bench_command(app);
+  parley::cli::add_eval_command(app);
   parley::cli::add_version_command(app);
   parley::cli::add_score_command(app);
   parley::cli::add_providers_command(app);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "models/graph_edit.h"
 
 namespace parley::models {
 namespace {
@@ -29,22 +30,6 @@ bool tensor_is_all_zero(const onnx::TensorProto& tensor) {
     if (value != 0.0) return false;
   }
   return true;
-}
-
-// Every tensor name a node reads, including those its subgraphs (If, Loop, Scan) take from the
-// enclosing scope: pruning must not remove their producers.
-void collect_reads(const onnx::NodeProto& node, std::set<std::string>& reads) {
-  for (const auto& input : node.input()) {
-    if (!input.empty()) reads.insert(input);
-  }
-  for (const auto& attribute : node.attribute()) {
-    if (attribute.has_g()) {
-      for (const auto& inner : attribute.g().node()) collect_reads(inner, reads);
-    }
-    for (const auto& graph : attribute.graphs()) {
-      for (const auto& inner : graph.node()) collect_reads(inner, reads);
-    }
-  }
 }
 
 class ZeroStateFinder {
@@ -84,13 +69,7 @@ class ZeroStateFinder {
 
 RecurrentStateRewrite drop_zero_recurrent_states(const std::string& model_bytes,
                                                  const std::string& model_name) {
-  onnx::ModelProto model;
-  if (!model.ParseFromString(model_bytes)) {
-    fail(
-        "{}: not a readable ONNX model (the file may be damaged; `parley models verify` checks "
-        "it)",
-        model_name);
-  }
+  onnx::ModelProto model = parse_model(model_bytes, model_name);
   onnx::GraphProto* graph = model.mutable_graph();
   RecurrentStateRewrite rewrite;
   {
@@ -119,35 +98,8 @@ RecurrentStateRewrite drop_zero_recurrent_states(const std::string& model_bytes,
     return rewrite;
   }
 
-  // Nodes are topologically sorted, so one backward pass finds everything still consumed.
-  std::set<std::string> needed;
-  for (const auto& output : graph->output()) needed.insert(output.name());
-  std::vector<bool> keep(static_cast<std::size_t>(graph->node_size()), false);
-  for (int i = graph->node_size() - 1; i >= 0; --i) {
-    const onnx::NodeProto& node = graph->node(i);
-    for (const auto& output : node.output()) {
-      if (needed.count(output) > 0) keep[static_cast<std::size_t>(i)] = true;
-    }
-    if (keep[static_cast<std::size_t>(i)]) collect_reads(node, needed);
-  }
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept_nodes;
-  for (int i = 0; i < graph->node_size(); ++i) {
-    if (keep[static_cast<std::size_t>(i)]) {
-      *kept_nodes.Add() = graph->node(i);
-    } else {
-      ++rewrite.nodes_removed;
-    }
-  }
-  graph->mutable_node()->Swap(&kept_nodes);
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept_initializers;
-  for (const auto& initializer : graph->initializer()) {
-    if (needed.count(initializer.name()) > 0) *kept_initializers.Add() = initializer;
-  }
-  graph->mutable_initializer()->Swap(&kept_initializers);
-
-  if (!model.SerializeToString(&rewrite.model)) {
-    fail("{}: could not serialize the rewritten model", model_name);
-  }
+  rewrite.nodes_removed = prune_unused(*graph).nodes;
+  rewrite.model = serialize_model(model, model_name);
   return rewrite;
 }
 

@@ -3,13 +3,17 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_queue.h"
 #include "core/error.h"
 #include "core/npz.h"
 #include "pipeline/embedding.h"
@@ -29,6 +33,10 @@ double scalar(const NpzArchive& archive, const std::string& key,
   const auto values = npz_get(archive, key, source).as<double>();
   if (values.size() != 1) fail("{}: '{}' should hold one number", source.string(), key);
   return values(0);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // Copies chunks [first, first + count) of `array` [chunks, ...] into a new array.
@@ -88,6 +96,20 @@ void DiarizationConfig::validate() const {
     fail("batch sizes must be at least 1");
   }
   if (min_duration_off < 0.0) fail("min_duration_off must not be negative");
+  if (routing && routing->accelerator_segmentation_batch_size < 1) {
+    fail("--segmentation-batch must be at least 1");
+  }
+  if (embedding_mode == EmbeddingMode::kShared) {
+    shared_trunk.validate();
+    // The shared map holds fbank frames every 10 ms from the recording's start.
+    const double step_frames = step_seconds * 100.0;
+    if (std::abs(step_frames - std::round(step_frames)) > 1e-9) {
+      fail(
+          "--embedding-mode shared needs a --step that is a multiple of 10 ms (got {} s); use "
+          "--embedding-mode exact for this step",
+          step_seconds);
+    }
+  }
   clustering.validate();
   speakers.validate();
 }
@@ -96,37 +118,35 @@ std::string DiarizationConfig::to_string() const {
   return fmt::format(
       "DiarizationConfig(step={}s, threads={}, segmentation_batch={}, embedding_batch={}, "
       "exclude_overlap={}, min_duration_off={}, clustering={}, speakers={}, "
-      "embedding_provider={})",
+      "embedding_provider={}, segmentation_provider={}{}, streaming={}, embedding_mode={}{})",
       step_seconds, threads, segmentation_batch_size, embedding_batch_size,
       embedding_exclude_overlap, min_duration_off, clustering.describe(), speakers.describe(),
-      runtime::provider_name(embedding_provider));
+      runtime::provider_name(embedding_provider), runtime::provider_name(segmentation_provider),
+      routing ? fmt::format(", routed from --provider {}", routing->choice.to_string()) : "",
+      streaming, embedding_mode_name(embedding_mode),
+      embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "");
 }
 
 struct Diarizer::Models {
   std::unique_ptr<SegmentationModel> segmentation;
   std::unique_ptr<EmbeddingExtractor> embedding;
+  // Shared mode: the map of the recording being embedded (made at its first chunk range, freed
+  // after its last).
+  std::unique_ptr<SharedTrunk> shared_trunk;
   std::optional<cluster::Plda> plda;
 };
 
 Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config)
     : model_paths_(std::move(models)), config_(std::move(config)), models_(new Models) {
   config_.validate();
-  SegmentationConfig segmentation_config;
-  segmentation_config.threads = config_.threads;
-  segmentation_config.batch_size = config_.segmentation_batch_size;
-  segmentation_config.provider = config_.segmentation_provider;
-  segmentation_config.provider_options = config_.segmentation_provider_options;
+  const ModelSessionPlan sessions = plan_model_sessions(model_paths_, config_);
+  for (const auto* route : {&sessions.segmentation_route, &sessions.embedding_route}) {
+    if (*route) spdlog::info("{}", (*route)->reason);
+  }
   models_->segmentation =
-      std::make_unique<SegmentationModel>(model_paths_.segmentation, segmentation_config);
-
-  EmbeddingConfig embedding_config;
-  embedding_config.batch_size = config_.embedding_batch_size;
-  embedding_config.exclude_overlap = config_.embedding_exclude_overlap;
-  embedding_config.session.intra_op_threads = config_.threads;
-  embedding_config.session.provider = config_.embedding_provider;
-  embedding_config.session.provider_options = config_.embedding_provider_options;
+      std::make_unique<SegmentationModel>(model_paths_.segmentation, sessions.segmentation);
   models_->embedding =
-      std::make_unique<EmbeddingExtractor>(model_paths_.embedding, embedding_config);
+      std::make_unique<EmbeddingExtractor>(model_paths_.embedding, sessions.embedding);
 
   if (config_.clustering.method == cluster::ClusteringMethod::kVbx) {
     models_->plda = cluster::Plda::load(model_paths_.plda);
@@ -141,48 +161,10 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
   StageTimes times;
   const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(samples.size()), kSampleRate,
                                      kChunkSeconds, config_.step_seconds);
-  const auto chunk_count = static_cast<std::size_t>(plan.num_chunks());
-
   DiarizationIntermediates intermediates;
   intermediates.duration_seconds = static_cast<double>(samples.size()) / kSampleRate;
   intermediates.chunks = plan.chunks();
-  {
-    ScopedStageTimer timer(times, "segmentation");
-    progress.begin("segmentation", chunk_count);
-    const NdArray<float> log_probabilities = models_->segmentation->run(
-        chunk_count,
-        [&](std::size_t chunk, std::span<float> out) {
-          copy_chunk(samples, plan, static_cast<std::int64_t>(chunk), out);
-        },
-        [&](std::size_t done) { progress.update(done); });
-    progress.end();
-    intermediates.segmentations = Powerset(3, 2).to_multilabel(log_probabilities);
-  }
-
-  {
-    ScopedStageTimer timer(times, "embedding");
-    const std::size_t speakers = intermediates.segmentations.dim(2);
-    const std::size_t dimension = models_->embedding->dimension();
-    intermediates.embeddings = NdArray<float>({chunk_count, speakers, dimension});
-    const std::size_t batch = config_.embedding_batch_size;
-    const auto window = static_cast<std::size_t>(plan.window_samples);
-    progress.begin("embedding", chunk_count);
-    // Chunks are cut batch by batch so memory stays at one batch of waveforms.
-    for (std::size_t first = 0; first < chunk_count; first += batch) {
-      const std::size_t count = std::min(batch, chunk_count - first);
-      NdArray<float> waveforms({count, window});
-      for (std::size_t i = 0; i < count; ++i) {
-        copy_chunk(samples, plan, static_cast<std::int64_t>(first + i),
-                   std::span<float>(waveforms.data() + i * window, window));
-      }
-      const NdArray<float> embedded = models_->embedding->embed_chunks(
-          waveforms, slice_chunks(intermediates.segmentations, first, count));
-      std::copy(embedded.values().begin(), embedded.values().end(),
-                intermediates.embeddings.data() + first * speakers * dimension);
-      progress.update(first + count);
-    }
-    progress.end();
-  }
+  segment_and_embed(samples, plan, intermediates, times, progress);
 
   if (save_directory) write_model_intermediates(*save_directory, intermediates);
   DiarizationResult result =
@@ -190,6 +172,129 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
                               uri, times, save_directory);
   result.stage_times = times;
   return result;
+}
+
+void Diarizer::segment_and_embed(std::span<const float> samples, const ChunkPlan& plan,
+                                 DiarizationIntermediates& intermediates, StageTimes& times,
+                                 Progress& progress) {
+  using Clock = std::chrono::steady_clock;
+  const auto chunk_count = static_cast<std::size_t>(plan.num_chunks());
+  const std::size_t embedding_batch = config_.embedding_batch_size;
+  const std::size_t dimension = models_->embedding->dimension();
+  const Powerset powerset(3, 2);
+
+  // Segmentation batches travel to the embedding loop through this queue. Streaming, they are
+  // embedded while later chunks are still being segmented (on a GPU the embeddings run while
+  // the CPU segments); otherwise segmentation finishes first. Embedding always goes in the same
+  // `embedding_batch` chunk ranges, so both orders give identical results.
+  struct SegmentedBatch {
+    std::size_t first_chunk = 0;
+    NdArray<float> log_probabilities;
+  };
+  const std::size_t capacity =
+      config_.streaming ? std::max<std::size_t>(2 * embedding_batch, 1) : chunk_count + 1;
+  BoundedQueue<SegmentedBatch> queue(capacity);
+
+  const auto segmentation_start = Clock::now();
+  auto segment = [&] {
+    try {
+      models_->segmentation->run(
+          chunk_count,
+          [&](std::size_t chunk, std::span<float> out) {
+            copy_chunk(samples, plan, static_cast<std::int64_t>(chunk), out);
+          },
+          config_.streaming ? SegmentationModel::ProgressCallback{}
+                            : [&](std::size_t done) { progress.update(done); },
+          [&](std::size_t first_chunk, const NdArray<float>& log_probabilities) {
+            if (!queue.push({first_chunk, log_probabilities})) {
+              throw std::runtime_error("embedding stopped");
+            }
+          });
+      times.add("segmentation", seconds_since(segmentation_start));
+      queue.close();
+    } catch (...) {
+      queue.close(std::current_exception());
+    }
+  };
+
+  std::jthread segmentation_thread;
+  if (config_.streaming) {
+    progress.begin("segmentation+embedding", chunk_count);
+    segmentation_thread = std::jthread(segment);
+  } else {
+    progress.begin("segmentation", chunk_count);
+    segment();
+    progress.end();
+    progress.begin("embedding", chunk_count);
+  }
+  // Should embedding fail, the segmentation thread must not wait forever on a full queue.
+  struct CancelOnExit {
+    BoundedQueue<SegmentedBatch>& queue;
+    ~CancelOnExit() { queue.cancel(); }
+  } cancel_on_exit{queue};
+
+  double embedding_seconds = 0.0;
+  std::size_t segmented = 0;
+  std::size_t embedded = 0;
+  for (;;) {
+    std::optional<SegmentedBatch> batch = queue.pop();
+    if (batch) {
+      NdArray<float> multilabel = powerset.to_multilabel(batch->log_probabilities);
+      if (intermediates.segmentations.empty()) {
+        intermediates.segmentations =
+            NdArray<float>({chunk_count, multilabel.dim(1), multilabel.dim(2)});
+        intermediates.embeddings = NdArray<float>({chunk_count, multilabel.dim(2), dimension});
+      }
+      std::copy(multilabel.values().begin(), multilabel.values().end(),
+                intermediates.segmentations.data() +
+                    batch->first_chunk * multilabel.size() / multilabel.dim(0));
+      segmented = batch->first_chunk + multilabel.dim(0);
+    }
+    while (segmented - embedded >= embedding_batch || (!batch && embedded < segmented)) {
+      const std::size_t count = std::min(embedding_batch, segmented - embedded);
+      const auto embedding_start = Clock::now();
+      const NdArray<float> embedded_range = embed_chunk_range(
+          samples, plan, embedded, slice_chunks(intermediates.segmentations, embedded, count));
+      std::copy(embedded_range.values().begin(), embedded_range.values().end(),
+                intermediates.embeddings.data() + embedded * embedded_range.size() / count);
+      embedding_seconds += seconds_since(embedding_start);
+      embedded += count;
+      progress.update(embedded);
+    }
+    if (!batch) break;
+  }
+  progress.end();
+  if (segmentation_thread.joinable()) segmentation_thread.join();
+  // With streaming the two overlap: each is its own working time, and their sum can exceed
+  // the wall time of both together.
+  times.add("embedding", embedding_seconds);
+}
+
+NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
+                                           std::size_t first_chunk,
+                                           const NdArray<float>& range_segmentations) {
+  const std::size_t count = range_segmentations.dim(0);
+  if (config_.embedding_mode == EmbeddingMode::kShared) {
+    if (first_chunk == 0 || !models_->shared_trunk) {
+      SharedTrunkConfig shared_config = config_.shared_trunk;
+      shared_config.threads = config_.threads;
+      models_->shared_trunk =
+          std::make_unique<SharedTrunk>(*models_->embedding, samples, plan, shared_config);
+    }
+    NdArray<float> embedded = models_->shared_trunk->embed_chunks(first_chunk, range_segmentations);
+    if (first_chunk + count >= static_cast<std::size_t>(plan.num_chunks())) {
+      models_->shared_trunk.reset();
+    }
+    return embedded;
+  }
+  const auto window = static_cast<std::size_t>(plan.window_samples);
+  // Chunks are cut range by range so memory stays at one batch of waveforms.
+  NdArray<float> waveforms({count, window});
+  for (std::size_t i = 0; i < count; ++i) {
+    copy_chunk(samples, plan, static_cast<std::int64_t>(first_chunk + i),
+               std::span<float>(waveforms.data() + i * window, window));
+  }
+  return models_->embedding->embed_chunks(waveforms, range_segmentations);
 }
 
 DiarizationResult diarize_from_embeddings(

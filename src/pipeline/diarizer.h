@@ -15,7 +15,9 @@
 #include "core/ndarray.h"
 #include "core/progress.h"
 #include "core/stage_timer.h"
+#include "pipeline/model_routing.h"
 #include "pipeline/output.h"
+#include "pipeline/shared_trunk.h"
 #include "pipeline/sliding_window.h"
 #include "runtime/onnx_session.h"
 
@@ -39,16 +41,29 @@ struct DiarizationConfig {
   // Chunks per embedding trunk call.
   std::size_t embedding_batch_size = 32;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
-  double min_duration_off = 0.0;          // community-1's segmentation.min_duration_off
+  // Embed chunks while later ones are still being segmented (a bounded queue between the two
+  // stages). Results are identical either way.
+  bool streaming = true;
+  // shared (default): one trunk pass over the recording, sliced per chunk
+  // (pipeline/shared_trunk.h): about 9x less embedding time at a 1 s step, same diarization on
+  // the golden clips (docs/embedding.md, section 8). exact: the trunk on every chunk, pyannote's
+  // definition.
+  EmbeddingMode embedding_mode = EmbeddingMode::kShared;
+  // Shared mode's details (blocks, alignment, centring); its threads come from `threads`.
+  SharedTrunkConfig shared_trunk;
+  double min_duration_off = 0.0;  // community-1's segmentation.min_duration_off
   cluster::ClusteringConfig clustering;
   cluster::SpeakerCountConstraints speakers;
-  // Execution providers. The CLI keeps segmentation on the CPU: at one chunk per call its LSTMs
-  // are slower on a GPU than on a CPU core, and on ORT 1.29's CUDA provider the model still
-  // crashes at session creation (docs/benchmarks.md, docs/gpu-segmentation-crash.md).
+  // Execution providers, used as given when `routing` is unset (programs that choose
+  // themselves, such as pipeline_bench). An accelerator gets the segmentation model rewritten
+  // (models/accelerator_rewrite.h) and `segmentation_batch_size` chunks per call.
   runtime::ProviderId embedding_provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions embedding_provider_options;
   runtime::ProviderId segmentation_provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions segmentation_provider_options;
+  // When set (the CLI sets it), the Diarizer routes each model itself from the user's provider
+  // flags (pipeline/model_routing.h) and the four fields above are ignored.
+  std::optional<ProviderRouting> routing;
 
   void validate() const;
   std::string to_string() const;
@@ -90,6 +105,17 @@ class Diarizer {
 
  private:
   struct Models;
+  // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) from their
+  // binarized segmentations [count, frames, speakers]. Called with ascending, contiguous ranges
+  // during one diarize() call, never concurrently.
+  // Segmentation (multilabel) and raw embeddings of every chunk into `intermediates`.
+  void segment_and_embed(std::span<const float> samples, const ChunkPlan& plan,
+                         DiarizationIntermediates& intermediates, StageTimes& times,
+                         Progress& progress);
+  NdArray<float> embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
+                                   std::size_t first_chunk,
+                                   const NdArray<float>& range_segmentations);
+
   DiarizationModels model_paths_;
   DiarizationConfig config_;
   std::unique_ptr<Models> models_;

@@ -15,11 +15,6 @@
 namespace parley::pipeline {
 namespace {
 
-std::vector<eval::Turn> to_eval_turns(const DiarizationResult& result) {
-  // Round-trip through the RTTM text the CLI writes, so the test covers the writer too.
-  return eval::parse_rttm(format_rttm(result.turns, result.uri), result.uri);
-}
-
 double strict_der(const std::vector<eval::Turn>& reference,
                   const std::vector<eval::Turn>& hypothesis, const std::string& file_id) {
   const auto score = eval::score_file(file_id, reference, hypothesis, nullptr,
@@ -50,7 +45,7 @@ TEST(DiarizerGoldens, ReclusteringGoldenEmbeddingsReproducesPyannoteRttm) {
     StageTimes times;
     const DiarizationResult result =
         diarize_from_embeddings(intermediates, DiarizationConfig{}, &plda, uri, times);
-    const double der = strict_der(reference, to_eval_turns(result), uri);
+    const double der = strict_der(reference, to_eval_turns(result.turns, result.uri), uri);
     std::printf("%-32s %4zu turns (pyannote %4zu), DER vs pyannote %.4f %%\n",
                 dir.filename().string().c_str(), result.turns.size(), reference.size(),
                 100.0 * der);
@@ -103,8 +98,11 @@ TEST_F(DiarizerEndToEnd, SpeechRegionsOnEveryEvalRecording) {
     SCOPED_TRACE(entry.path().string());
     const auto samples = audio::load_mono_16k(entry.path());
     const DiarizationResult result = diarizer.diarize(samples, uri, quiet);
-    // Valid RTTM: parses back, positive durations, turns inside the recording.
-    const auto hypothesis = to_eval_turns(result);
+    // Valid RTTM: the text the CLI writes parses back to the same number of turns, with
+    // positive durations, inside the recording.
+    const auto hypothesis = to_eval_turns(result.turns, result.uri);
+    EXPECT_EQ(eval::parse_rttm(format_rttm(result.turns, result.uri), uri).size(),
+              hypothesis.size());
     for (const auto& turn : hypothesis) {
       EXPECT_GT(turn.duration, 0.0);
       EXPECT_GE(turn.start, 0.0);
@@ -155,6 +153,60 @@ TEST_F(DiarizerEndToEnd, SameOutputForAnyThreadCountAndThroughRecluster) {
       diarize_from_embeddings(read_model_intermediates(save_dir), config, nullptr, "sample", times);
   EXPECT_EQ(format_rttm(first.turns, "sample"), format_rttm(again.turns, "sample"));
   std::filesystem::remove_all(save_dir);
+}
+
+TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyaudioanalysis/diarizationExample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  Progress quiet(Progress::Mode::kNever);
+  std::vector<std::filesystem::path> save_dirs;
+  std::vector<std::string> rttms;
+  for (const bool streaming : {true, false}) {
+    DiarizationConfig config;
+    config.threads = 2;
+    config.streaming = streaming;
+    // Small batches: many embedding ranges, each waiting on segmentation when streaming.
+    config.embedding_batch_size = 5;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    Diarizer diarizer({segmentation_, embedding_, {}}, config);
+    save_dirs.push_back(std::filesystem::temp_directory_path() /
+                        (streaming ? "parley_streaming_on" : "parley_streaming_off"));
+    std::filesystem::remove_all(save_dirs.back());
+    const DiarizationResult result = diarizer.diarize(samples, "example", quiet, save_dirs.back());
+    ASSERT_FALSE(result.turns.empty());
+    EXPECT_GT(result.stage_times.entries().size(), 2u);
+    rttms.push_back(format_rttm(result.turns, "example"));
+  }
+  EXPECT_EQ(rttms[0], rttms[1]);
+  const DiarizationIntermediates streamed = read_model_intermediates(save_dirs[0]);
+  const DiarizationIntermediates sequential = read_model_intermediates(save_dirs[1]);
+  EXPECT_GT(streamed.segmentations.dim(0), 25u);
+  EXPECT_EQ(streamed.segmentations.values(), sequential.segmentations.values());
+  EXPECT_EQ(streamed.embeddings.values(), sequential.embeddings.values());
+  for (const auto& dir : save_dirs) std::filesystem::remove_all(dir);
+}
+
+// Shared-trunk embeddings through the Diarizer: chunk ranges of any size give the same result
+// (the map's blocks do not depend on how the chunks are batched). Agreement with exact mode is
+// tested in shared_trunk_test.cpp and measured by scripts/compare-embedding-modes.
+TEST_F(DiarizerEndToEnd, SharedEmbeddingModeIsIndependentOfChunkRanges) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  Progress quiet(Progress::Mode::kNever);
+  auto run = [&](EmbeddingMode mode, std::size_t batch) {
+    DiarizationConfig config;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    config.embedding_mode = mode;
+    config.embedding_batch_size = batch;
+    config.shared_trunk.block_frames = 800;  // several blocks in 30 s
+    Diarizer diarizer({segmentation_, embedding_, {}}, config);
+    return diarizer.diarize(samples, "sample", quiet);
+  };
+  const DiarizationResult shared = run(EmbeddingMode::kShared, 32);
+  const DiarizationResult shared_small_ranges = run(EmbeddingMode::kShared, 3);
+  ASSERT_FALSE(shared.turns.empty());
+  EXPECT_EQ(format_rttm(shared.turns, "sample"), format_rttm(shared_small_ranges.turns, "sample"));
+  EXPECT_EQ(shared.speaker_embeddings.values(), shared_small_ranges.speaker_embeddings.values());
 }
 
 TEST_F(DiarizerEndToEnd, SilenceGivesAnEmptyDiarization) {

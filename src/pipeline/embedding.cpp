@@ -8,12 +8,16 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 #include "pipeline/stats_pooling.h"
 
 namespace parley::pipeline {
 
 void EmbeddingConfig::validate() const {
   if (batch_size < 1) fail("embedding config: batch_size must be at least 1 (got 0)");
+  if (feature_threads < 1) {
+    fail("embedding config: feature_threads must be at least 1 (got {})", feature_threads);
+  }
   if (min_num_samples < 1) fail("embedding config: min_num_samples must be at least 1 (got 0)");
   if (!(variance_epsilon >= 0.0)) {
     fail("embedding config: variance_epsilon must be >= 0 (got {})", variance_epsilon);
@@ -25,9 +29,9 @@ void EmbeddingConfig::validate() const {
 std::string EmbeddingConfig::to_string() const {
   return fmt::format(
       "EmbeddingConfig(batch_size={}, exclude_overlap={}, min_num_samples={}, "
-      "variance_epsilon={}, fbank={}, session={})",
+      "variance_epsilon={}, fbank={}, feature_threads={}, session={})",
       batch_size, exclude_overlap, min_num_samples, variance_epsilon, fbank.to_string(),
-      session.to_string());
+      feature_threads, session.to_string());
 }
 
 std::size_t min_clean_frames(std::size_t frames_per_chunk, std::size_t min_num_samples,
@@ -112,15 +116,22 @@ NdArray<float> EmbeddingExtractor::features(const NdArray<float>& waveforms) con
   }
   const std::size_t bins = config_.fbank.num_mel_bins;
   NdArray<float> features({batch, frames, bins});
-  for (std::size_t b = 0; b < batch; ++b) {
+  // One chunk per task: each chunk's features are computed alone, whatever the thread count.
+  parallel_for(batch, config_.feature_threads, [&](std::size_t b) {
     fbank_.compute_into(std::span<const float>(waveforms.data() + b * samples, samples),
                         std::span<float>(features.data() + b * frames * bins, frames * bins));
-  }
+  });
   return features;
 }
 
 NdArray<float> EmbeddingExtractor::trunk_frames(const NdArray<float>& waveforms) {
-  const NdArray<float> feats = features(waveforms);
+  return trunk_frames_from_features(features(waveforms));
+}
+
+NdArray<float> EmbeddingExtractor::trunk_frames_from_features(const NdArray<float>& feats) {
+  if (feats.rank() != 3 || feats.dim(2) != config_.fbank.num_mel_bins) {
+    fail("embedding: features must be [batch, frames, {}]", config_.fbank.num_mel_bins);
+  }
   NdArray<float> output =
       trunk_->run({{split_.features_input, &feats}}, {split_.pooling_input}).at(0);
   const std::size_t rank = output.rank();
@@ -206,14 +217,32 @@ NdArray<float> EmbeddingExtractor::embed_chunks(const NdArray<float>& chunk_wave
         "embedding: chunk waveforms [chunks, samples] and segmentations [chunks, frames, "
         "speakers] do not match");
   }
-  const std::size_t chunks = chunk_waveforms.dim(0);
   const std::size_t samples = chunk_waveforms.dim(1);
+  return embed_chunks_with(
+      binarized_segmentations, samples, [&](std::span<const std::size_t> chunks) {
+        NdArray<float> waveforms({chunks.size(), samples});
+        for (std::size_t i = 0; i < chunks.size(); ++i) {
+          std::memcpy(waveforms.data() + i * samples, chunk_waveforms.data() + chunks[i] * samples,
+                      samples * sizeof(float));
+        }
+        return trunk_frames(waveforms);
+      });
+}
+
+NdArray<float> EmbeddingExtractor::embed_chunks_with(const NdArray<float>& binarized_segmentations,
+                                                     std::size_t samples_per_chunk,
+                                                     const ChunkFrames& frames_of) {
+  if (binarized_segmentations.rank() != 3) {
+    fail("embedding: segmentations must be [chunks, frames, speakers], got rank {}",
+         binarized_segmentations.rank());
+  }
+  const std::size_t chunks = binarized_segmentations.dim(0);
   const std::size_t frames = binarized_segmentations.dim(1);
   const std::size_t speakers = binarized_segmentations.dim(2);
   const std::size_t dimension = this->dimension();
   const NdArray<float> masks =
       select_embedding_masks(binarized_segmentations, config_.exclude_overlap,
-                             min_clean_frames(frames, config_.min_num_samples, samples));
+                             min_clean_frames(frames, config_.min_num_samples, samples_per_chunk));
 
   NdArray<float> embeddings({chunks, speakers, dimension});
   std::vector<std::size_t> active_chunks;
@@ -232,18 +261,20 @@ NdArray<float> EmbeddingExtractor::embed_chunks(const NdArray<float>& chunk_wave
 
   for (std::size_t first = 0; first < active_chunks.size(); first += config_.batch_size) {
     const std::size_t count = std::min(config_.batch_size, active_chunks.size() - first);
-    NdArray<float> waveforms({count, samples});
+    const std::span<const std::size_t> batch_chunks(active_chunks.data() + first, count);
     NdArray<float> weights({count, speakers, frames});
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t c = active_chunks[first + i];
-      std::memcpy(waveforms.data() + i * samples, chunk_waveforms.data() + c * samples,
-                  samples * sizeof(float));
-      std::memcpy(weights.data() + i * speakers * frames, masks.data() + c * speakers * frames,
+      std::memcpy(weights.data() + i * speakers * frames,
+                  masks.data() + batch_chunks[i] * speakers * frames,
                   speakers * frames * sizeof(float));
     }
-    const NdArray<float> batch_embeddings = embed(waveforms, weights);
+    const NdArray<float> trunk = frames_of(batch_chunks);
+    if (trunk.rank() != 3 || trunk.dim(0) != count) {
+      fail("embedding: the trunk frames of {} chunks came back with the wrong shape", count);
+    }
+    const NdArray<float> batch_embeddings = embed_frames(trunk, weights);
     for (std::size_t i = 0; i < count; ++i) {
-      std::memcpy(embeddings.data() + active_chunks[first + i] * speakers * dimension,
+      std::memcpy(embeddings.data() + batch_chunks[i] * speakers * dimension,
                   batch_embeddings.data() + i * speakers * dimension,
                   speakers * dimension * sizeof(float));
     }

@@ -10,7 +10,9 @@
 // docs/embedding.md gives the definition and what could not be checked without the real model.
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "core/ndarray.h"
@@ -32,6 +34,8 @@ struct EmbeddingConfig {
   // own ONNX export adds 1e-7 (tests use it to compare with an unsplit model).
   double variance_epsilon = 0.0;
   FbankConfig fbank;
+  // Threads computing fbank features (one chunk per task). Features are identical for any value.
+  int feature_threads = 1;
   runtime::SessionConfig session;
 
   void validate() const;
@@ -69,6 +73,8 @@ class EmbeddingExtractor {
 
   // The trunk's frames for a batch of waveforms: [batch, pooled_features, time'].
   NdArray<float> trunk_frames(const NdArray<float>& waveforms);
+  // The trunk's frames for fbank features [batch, frames, bins]: [batch, pooled_features, time'].
+  NdArray<float> trunk_frames_from_features(const NdArray<float>& features);
 
   // Pooling + linear layer on trunk frames [batch, features, time'] with per-speaker weights
   // [batch, speakers, weight_frames] (resampled to time' as pyannote does): [batch, speakers, D].
@@ -84,6 +90,16 @@ class EmbeddingExtractor {
   // embeddings are the linear layer's bias, exactly what pooling all-zero weights yields.
   NdArray<float> embed_chunks(const NdArray<float>& chunk_waveforms,
                               const NdArray<float>& binarized_segmentations);
+
+  // Trunk frames [chunks.size(), pooled_features, time'] of the listed chunks (indices into the
+  // segmentations given to embed_chunks_with).
+  using ChunkFrames = std::function<NdArray<float>(std::span<const std::size_t> chunks)>;
+  // embed_chunks with the trunk frames coming from `frames_of` (called batch by batch, only for
+  // chunks where some speaker is active); `samples_per_chunk` sets pyannote's minimum number of
+  // clean frames. Exact mode passes the trunk run on each chunk; the shared mode
+  // (pipeline/shared_trunk.h) passes slices of one trunk pass over the whole recording.
+  NdArray<float> embed_chunks_with(const NdArray<float>& binarized_segmentations,
+                                   std::size_t samples_per_chunk, const ChunkFrames& frames_of);
 
  private:
   EmbeddingConfig config_;

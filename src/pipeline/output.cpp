@@ -69,6 +69,15 @@ std::string format_text(std::span<const Turn> turns) {
   return text;
 }
 
+std::vector<eval::Turn> to_eval_turns(std::span<const Turn> turns, std::string_view uri) {
+  std::vector<eval::Turn> converted;
+  converted.reserve(turns.size());
+  for (const Turn& turn : turns) {
+    converted.push_back({std::string(uri), turn.start, turn.end - turn.start, turn.speaker});
+  }
+  return converted;
+}
+
 void write_text_file(const std::filesystem::path& path, std::string_view content) {
   std::ofstream stream(path, std::ios::binary | std::ios::trunc);
   if (!stream) {

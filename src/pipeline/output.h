@@ -9,6 +9,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "eval/rttm.h"
 
 namespace parley::pipeline {
 
@@ -27,6 +30,10 @@ std::string format_rttm(std::span<const Turn> turns, std::string_view uri, int d
 std::string format_json(std::span<const Turn> diarization,
                         std::span<const Turn> exclusive_diarization);
 std::string format_text(std::span<const Turn> turns);
+
+// The same turns as the scoring and transcript modules hold them (file id `uri`, start and
+// duration), times unchanged. The one conversion between the two turn types.
+std::vector<eval::Turn> to_eval_turns(std::span<const Turn> turns, std::string_view uri);
 
 // Writes `content` to `path`, failing with the path and the reason.
 void write_text_file(const std::filesystem::path& path, std::string_view content);

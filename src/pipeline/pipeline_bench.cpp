@@ -4,6 +4,8 @@
 //   pipeline_bench --segmentation M.onnx --embedding M.onnx --plda DIR --audio X.wav
 //                  [--minutes 60] [--threads N] [--provider cpu|cuda|...]
 //                  [--segmentation-provider cpu|...] [--embedding-batch 32] [--step 1]
+//                  [--embedding-mode exact|shared] [--shared-alignment nearest|exact]
+//                  [--shared-mean sliding|recording] [--shared-block-frames 12000]
 #include <sndfile.h>
 #include <sys/resource.h>
 
@@ -12,13 +14,14 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "core/error.h"
 #include "core/progress.h"
 #include "pipeline/diarizer.h"
 #include "runtime/provider.h"
+#include "runtime/shutdown.h"
 
 namespace {
 
@@ -47,6 +50,8 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
+  const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   CLI::App app{"parley pipeline throughput benchmark"};
   std::string segmentation, embedding, plda, audio_path;
   std::string provider = "cpu", segmentation_provider = "cpu";
@@ -63,8 +68,20 @@ int main(int argc, char** argv) {
   app.add_option("--embedding-batch", config.embedding_batch_size);
   app.add_option("--segmentation-batch", config.segmentation_batch_size);
   app.add_option("--step", config.step_seconds);
+  bool no_streaming = false;
+  app.add_flag("--no-streaming", no_streaming, "segment everything before embedding");
+  std::string embedding_mode = "shared", shared_alignment = "nearest", shared_mean = "sliding";
+  app.add_option("--embedding-mode", embedding_mode)->check(CLI::IsMember({"exact", "shared"}));
+  app.add_option("--shared-alignment", shared_alignment)
+      ->check(CLI::IsMember({"nearest", "exact"}));
+  app.add_option("--shared-mean", shared_mean)->check(CLI::IsMember({"sliding", "recording"}));
+  app.add_option("--shared-block-frames", config.shared_trunk.block_frames);
   CLI11_PARSE(app, argc, argv);
   try {
+    config.streaming = !no_streaming;
+    config.embedding_mode = parley::pipeline::parse_embedding_mode(embedding_mode);
+    config.shared_trunk.exact_alignment = shared_alignment == "exact";
+    config.shared_trunk.mean = parley::pipeline::parse_shared_trunk_mean(shared_mean);
     config.embedding_provider = parley::runtime::parse_provider(provider);
     config.segmentation_provider = parley::runtime::parse_provider(segmentation_provider);
     const std::vector<float> once = read_wav_16k_mono(audio_path);
@@ -93,9 +110,10 @@ int main(int argc, char** argv) {
       for (const auto& [stage, seconds] : result.stage_times.entries()) {
         stages += fmt::format(" {}={:.2f}s", stage, seconds);
       }
-      fmt::print("{}: wall {:.2f} s, {:.1f}x real time, {} speakers, {} turns, peak RSS {:.0f} MiB;{}\n",
-                 run, wall, audio_seconds / wall, result.speaker_count, result.turns.size(),
-                 peak_rss_mib(), stages);
+      fmt::print(
+          "{}: wall {:.2f} s, {:.1f}x real time, {} speakers, {} turns, peak RSS {:.0f} MiB;{}\n",
+          run, wall, audio_seconds / wall, result.speaker_count, result.turns.size(),
+          peak_rss_mib(), stages);
       std::fflush(stdout);
     }
   } catch (const std::exception& error) {

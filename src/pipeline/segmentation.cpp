@@ -1,7 +1,7 @@
 #include "pipeline/segmentation.h"
 
+#include "models/accelerator_rewrite.h"
 #include "models/onnx_graph.h"
-#include "models/recurrent_state_rewrite.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,8 +14,14 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/sha256.h"
+#include "pipeline/output.h"
+#include "runtime/compile_cache.h"
+#include "runtime/compiled_session.h"
+#include "runtime/provider_discovery.h"
 
 namespace parley::pipeline {
 namespace {
@@ -96,42 +102,81 @@ std::string unfolded_fp16_warning(const std::filesystem::path& model_path) {
 }
 
 struct SegmentationModel::Worker {
-  runtime::OnnxSession session;
+  std::unique_ptr<runtime::OnnxSession> session;  // every batch size (dynamic shapes)
+  // Static-shape providers: one compiled session per bucket, opened on first use.
+  std::map<std::size_t, std::unique_ptr<runtime::OnnxSession>> compiled;
   NdArray<float> input;  // reused across calls of the same batch size
-
-  Worker(const std::filesystem::path& path, const std::string& rewritten_model,
-         const runtime::SessionConfig& session_config)
-      : session(rewritten_model.empty()
-                    ? runtime::OnnxSession(path, session_config)
-                    : runtime::OnnxSession(runtime::ModelBuffer{rewritten_model, path.string()},
-                                           session_config)) {}
 };
+
+namespace {
+
+std::unique_ptr<runtime::OnnxSession> open_session(const std::filesystem::path& path,
+                                                   const std::string& rewritten_model,
+                                                   const runtime::SessionConfig& config) {
+  if (rewritten_model.empty()) return std::make_unique<runtime::OnnxSession>(path, config);
+  return std::make_unique<runtime::OnnxSession>(
+      runtime::ModelBuffer{rewritten_model, path.string()}, config);
+}
+
+// Writes `bytes` to `path` unless a file of that size is there already (the name holds the
+// content's digest); atomic through a rename.
+void write_once(const std::filesystem::path& path, const std::string& bytes) {
+  std::error_code ec;
+  if (std::filesystem::file_size(path, ec) == bytes.size() && !ec) return;
+  std::filesystem::create_directories(path.parent_path());
+  const auto staging = path.string() + fmt::format(".tmp-{}", ::getpid());
+  write_text_file(staging, bytes);
+  std::filesystem::rename(staging, path);
+}
+
+}  // namespace
 
 SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
                                      const SegmentationConfig& config)
     : model_path_(model_path), config_(config) {
   config_.validate();
-  runtime::SessionConfig session_config;
   // Parallelism comes from several single-threaded sessions by default, which keeps every
   // chunk's arithmetic independent of the thread count.
-  session_config.intra_op_threads = config_.intra_op_threads;
-  session_config.optimization = config_.optimization;
-  session_config.provider = config_.provider;
-  session_config.provider_options = config_.provider_options;
+  session_config_.intra_op_threads = config_.intra_op_threads;
+  session_config_.optimization = config_.optimization;
+  session_config_.provider = config_.provider;
+  session_config_.provider_options = config_.provider_options;
+  bool batch_made_dynamic = false;
   if (config_.provider != runtime::ProviderId::kCpu) {
-    // ORT 1.29's CUDA provider crashes on the exported LSTMs' zero-state chain; dropping it is
-    // exact (docs/gpu-segmentation-crash.md).
-    const auto rewrite = models::drop_zero_recurrent_states(models::read_model_bytes(model_path_),
-                                                            model_path_.string());
-    if (rewrite.states_removed > 0) {
-      rewritten_model_ = rewrite.model;
-      spdlog::debug("{}: removed {} zero recurrent states and {} nodes for {}",
-                    model_path_.string(), rewrite.states_removed, rewrite.nodes_removed,
-                    runtime::provider_name(config_.provider));
-    }
+    // ORT 1.29's CUDA provider crashes on the export's SincNet `If` and the LSTMs' zero-state
+    // chain; removing both is exact (docs/gpu-segmentation-crash.md). The batch is made dynamic
+    // so that an accelerator runs `batch_size` chunks per call.
+    const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(model_path_),
+                                                         model_path_.string());
+    if (rewrite.changed()) rewritten_model_ = rewrite.model;
+    batch_made_dynamic = rewrite.batch_dynamic;
+    spdlog::debug("{}: for {}: {}", model_path_.string(), runtime::provider_name(config_.provider),
+                  rewrite.describe());
   }
-  workers_.push_back(std::make_unique<Worker>(model_path_, rewritten_model_, session_config));
-  signature_ = SegmentationSignature::from(workers_.front()->session);
+  static_shapes_ = runtime::traits(config_.provider).static_shapes;
+  auto first = std::make_unique<Worker>();
+  if (static_shapes_) {
+    // The compiled-graph cache is keyed by a model file's digest: keep the rewritten model on
+    // disk under its own digest, next to the compiled graphs.
+    const std::string bytes =
+        rewritten_model_.empty() ? models::read_model_bytes(model_path_) : rewritten_model_;
+    compiled_model_sha256_ = sha256_text(bytes);
+    const auto root = config_.compile_cache_root.empty() ? runtime::CompileCache::default_root()
+                                                         : config_.compile_cache_root;
+    compiled_model_path_ = root / "models" /
+                           fmt::format("{}-{}.onnx", model_path_.stem().string(),
+                                       compiled_model_sha256_.substr(0, 16));
+    write_once(compiled_model_path_, bytes);
+    const std::size_t batch = config_.batch_buckets ? config_.batch_buckets->smallest() : 1;
+    first->compiled[batch] = open_compiled(batch);
+    signature_ = SegmentationSignature::from(*first->compiled[batch]);
+    // That session reports the batch it was pinned to; the model itself takes any.
+    signature_.batch_is_dynamic = batch_made_dynamic;
+  } else {
+    first->session = open_session(model_path_, rewritten_model_, session_config_);
+    signature_ = SegmentationSignature::from(*first->session);
+  }
+  workers_.push_back(std::move(first));
   if (signature_.declared_samples > 0 &&
       static_cast<std::size_t>(signature_.declared_samples) != config_.samples_per_chunk) {
     fail(
@@ -143,27 +188,75 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
     spdlog::warn("{}", warning);
   }
   for (int worker = 1; worker < config_.threads; ++worker) {
-    workers_.push_back(std::make_unique<Worker>(model_path_, rewritten_model_, session_config));
+    auto next = std::make_unique<Worker>();
+    if (!static_shapes_)
+      next->session = open_session(model_path_, rewritten_model_, session_config_);
+    workers_.push_back(std::move(next));
   }
 }
 
 SegmentationModel::~SegmentationModel() = default;
 
+std::unique_ptr<runtime::OnnxSession> SegmentationModel::open_compiled(std::size_t batch) {
+  runtime::CompileCache cache(config_.compile_cache_root.empty()
+                                  ? runtime::CompileCache::default_root()
+                                  : config_.compile_cache_root);
+  runtime::CompiledSessionRequest request;
+  request.model = compiled_model_path_;
+  request.model_sha256 = compiled_model_sha256_;
+  request.config = session_config_;
+  request.shapes = {{"waveform",
+                     {static_cast<std::int64_t>(batch), 1,
+                      static_cast<std::int64_t>(config_.samples_per_chunk)}}};
+  request.dimension_overrides = {{"batch", static_cast<std::int64_t>(batch)},
+                                 {"samples", static_cast<std::int64_t>(config_.samples_per_chunk)}};
+  auto compiled = runtime::open_compiled_session(
+      cache, runtime::find_status(runtime::provider_statuses(), config_.provider), request);
+  for (const auto& note : compiled.notes) spdlog::info("{}", note);
+  spdlog::debug("{}: batch {} on {}: {} in {:.2f} s", model_path_.string(), batch,
+                runtime::provider_name(config_.provider),
+                compiled.cache_hit ? "compiled graph from the cache" : "compiled",
+                compiled.seconds);
+  return std::move(compiled.session);
+}
+
+runtime::OnnxSession& SegmentationModel::session_for(Worker& worker, std::size_t batch) {
+  if (!static_shapes_) return *worker.session;
+  auto& session = worker.compiled[batch];
+  if (!session) session = open_compiled(batch);
+  return *session;
+}
+
 std::size_t SegmentationModel::effective_batch_size() const {
   return signature_.batch_is_dynamic ? config_.batch_size : 1;
 }
 
-NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource& source,
-                                      const ProgressCallback& progress) {
+std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk_count) const {
   const std::size_t batch_size = effective_batch_size();
+  if (config_.batch_buckets && signature_.batch_is_dynamic) {
+    return runtime::plan_batches(chunk_count, *config_.batch_buckets, batch_size);
+  }
+  std::vector<runtime::BatchSlice> plan;
+  for (std::size_t offset = 0; offset < chunk_count; offset += batch_size) {
+    const std::size_t count = std::min(batch_size, chunk_count - offset);
+    plan.push_back({offset, count, count});
+  }
+  return plan;
+}
+
+NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource& source,
+                                      const ProgressCallback& progress,
+                                      const BatchCallback& on_batch) {
   const std::size_t samples = config_.samples_per_chunk;
-  const std::size_t batch_count = (chunk_count + batch_size - 1) / batch_size;
+  const std::vector<runtime::BatchSlice> calls = plan_calls(chunk_count);
+  const std::size_t batch_count = calls.size();
   std::vector<NdArray<float>> batch_outputs(batch_count);
 
   std::atomic<std::size_t> next_batch{0};
   std::atomic<bool> stop{false};
   std::mutex report_mutex;
   std::size_t chunks_done = 0;
+  std::size_t next_batch_to_report = 0;
   std::exception_ptr first_error;
 
   auto work = [&](Worker& worker) {
@@ -171,29 +264,38 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
       while (!stop.load()) {
         const std::size_t batch = next_batch.fetch_add(1);
         if (batch >= batch_count) break;
-        const std::size_t first_chunk = batch * batch_size;
-        const std::size_t chunks_in_batch = std::min(batch_size, chunk_count - first_chunk);
-        if (worker.input.empty() || worker.input.dim(0) != chunks_in_batch) {
-          worker.input = NdArray<float>({chunks_in_batch, 1, samples});
+        const runtime::BatchSlice& call = calls[batch];
+        if (worker.input.empty() || worker.input.dim(0) != call.bucket) {
+          worker.input = NdArray<float>({call.bucket, 1, samples});
         }
-        for (std::size_t i = 0; i < chunks_in_batch; ++i) {
-          std::span<float> chunk_samples(worker.input.data() + i * samples, samples);
-          std::fill(chunk_samples.begin(), chunk_samples.end(), 0.f);
-          source(first_chunk + i, chunk_samples);
+        // Padding rows stay zero: chunks are independent, so they change no real row.
+        std::fill(worker.input.data(), worker.input.data() + worker.input.size(), 0.f);
+        for (std::size_t i = 0; i < call.count; ++i) {
+          source(call.offset + i, std::span<float>(worker.input.data() + i * samples, samples));
         }
+        runtime::OnnxSession& session = session_for(worker, call.bucket);
         auto outputs =
-            worker.session.run({{signature_.input_name, &worker.input}}, {signature_.output_name});
+            session.run({{signature_.input_name, &worker.input}}, {signature_.output_name});
         NdArray<float>& output = outputs.front();
-        if (output.rank() != 3 || output.dim(0) != chunks_in_batch ||
+        if (output.rank() != 3 || output.dim(0) != call.bucket ||
             output.dim(2) != static_cast<std::size_t>(signature_.classes)) {
           fail("{}: returned shape [{}] for {} chunk(s); expected [{},frames,{}]",
-               model_path_.string(), fmt::join(output.shape(), ","), chunks_in_batch,
-               chunks_in_batch, signature_.classes);
+               model_path_.string(), fmt::join(output.shape(), ","), call.bucket, call.bucket,
+               signature_.classes);
         }
-        batch_outputs[batch] = std::move(output);
         std::lock_guard lock(report_mutex);
-        chunks_done += chunks_in_batch;
+        batch_outputs[batch] =
+            call.padding() == 0 ? std::move(output) : runtime::truncate_axis(output, 0, call.count);
+        chunks_done += call.count;
         if (progress) progress(chunks_done);
+        // Batches finish out of order across workers; they are handed on in chunk order.
+        // A callback that blocks holds back the workers, which is how a slow consumer
+        // limits how far segmentation runs ahead.
+        while (on_batch && next_batch_to_report < batch_count &&
+               !batch_outputs[next_batch_to_report].empty()) {
+          on_batch(calls[next_batch_to_report].offset, batch_outputs[next_batch_to_report]);
+          ++next_batch_to_report;
+        }
       }
     } catch (...) {
       stop.store(true);

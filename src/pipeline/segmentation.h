@@ -9,13 +9,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/ndarray.h"
 #include "runtime/onnx_session.h"
+#include "runtime/shape_plan.h"
 
 namespace parley::pipeline {
 
@@ -34,10 +37,17 @@ struct SegmentationConfig {
   // pyannote segmentation-3.0 reads 10 s at 16 kHz.
   std::size_t samples_per_chunk = 160000;
   runtime::GraphOptimization optimization = runtime::GraphOptimization::kExtended;
-  // Execution provider of every worker's session; for accelerators the model's zero LSTM states
-  // are removed first (models/recurrent_state_rewrite.h).
+  // Execution provider of every worker's session; for accelerators the model is rewritten first
+  // (models/accelerator_rewrite.h: constant If inlined, zero LSTM states removed, batch dynamic).
   runtime::ProviderId provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions provider_options;
+  // Pads every call to one of these batch sizes (the tail to the smallest that holds it; the
+  // padding rows are zeros and their outputs are dropped), so that a static-shape provider
+  // compiles one graph per bucket (runtime/shape_plan.h). Unset: calls of up to batch_size.
+  std::optional<runtime::Buckets> batch_buckets;
+  // Static-shape providers (MIGraphX, TensorRT): where compiled graphs are kept and the rewritten
+  // model is written (runtime/compile_cache.h); empty: runtime::CompileCache::default_root().
+  std::filesystem::path compile_cache_root;
 
   void validate() const;
 };
@@ -74,6 +84,10 @@ class SegmentationModel {
   using ChunkSource = std::function<void(std::size_t chunk_index, std::span<float> chunk_samples)>;
   // Called with the number of chunks finished so far (serialised, increasing).
   using ProgressCallback = std::function<void(std::size_t chunks_done)>;
+  // Called with each batch's log-probabilities [count, frames, classes] and its first chunk,
+  // in chunk order, one call at a time. An exception thrown from it stops the run.
+  using BatchCallback =
+      std::function<void(std::size_t first_chunk, const NdArray<float>& log_probabilities)>;
 
   SegmentationModel(const std::filesystem::path& model_path, const SegmentationConfig& config);
   ~SegmentationModel();
@@ -85,18 +99,31 @@ class SegmentationModel {
   const std::filesystem::path& model_path() const { return model_path_; }
   // Chunks per model call actually used: config().batch_size, or 1 for a fixed-batch model.
   std::size_t effective_batch_size() const;
+  // The calls run() makes for `chunk_count` chunks (padded to buckets when configured).
+  std::vector<runtime::BatchSlice> plan_calls(std::size_t chunk_count) const;
+  // The model as the sessions load it: rewritten for an accelerator, else the file's bytes
+  // (empty when the file is loaded directly).
+  const std::string& rewritten_model() const { return rewritten_model_; }
 
   // Returns [chunk_count, frames, classes] log-probabilities, chunk order preserved. One run at
   // a time per SegmentationModel (its workers' sessions and buffers are reused).
   NdArray<float> run(std::size_t chunk_count, const ChunkSource& source,
-                     const ProgressCallback& progress = {});
+                     const ProgressCallback& progress = {}, const BatchCallback& on_batch = {});
   // Convenience for chunks already cut: `chunks` is [chunk_count, samples_per_chunk].
   NdArray<float> run(const NdArray<float>& chunks, const ProgressCallback& progress = {});
 
  private:
   struct Worker;
+  // The session that runs a call of `batch` chunks: the worker's own, or on a static-shape
+  // provider the compiled graph for that batch size (opened on first use, through the cache).
+  runtime::OnnxSession& session_for(Worker& worker, std::size_t batch);
+  std::unique_ptr<runtime::OnnxSession> open_compiled(std::size_t batch);
 
   std::filesystem::path model_path_;
+  runtime::SessionConfig session_config_;
+  bool static_shapes_ = false;
+  std::filesystem::path compiled_model_path_;  // the rewritten model on disk, for the cache
+  std::string compiled_model_sha256_;
   SegmentationConfig config_;
   SegmentationSignature signature_;
   std::string rewritten_model_;  // the model as sessions load it, when it had to be rewritten

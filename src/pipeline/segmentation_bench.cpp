@@ -1,20 +1,30 @@
 // Measures segmentation throughput (chunks per second) for one model and configuration, on the
 // 10 s chunks (1 s step) of a real recording. Used for the numbers in docs/segmentation.md:
 //   build/src/pipeline/segmentation_bench --model M --threads N --batch B --audio clip.wav
+// On an accelerator (--provider cuda ...) it also checks the outputs against the CPU running the
+// unmodified model (--check-cpu, max |log-prob diff| and decoded-frame agreement), and can write
+// the model as the accelerator got it (--dump-rewritten FILE, models/accelerator_rewrite.h).
 #include <fmt/format.h>
 #include <sndfile.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <memory>
 #include <vector>
 
 #include "core/error.h"
+#include "models/accelerator_rewrite.h"
+#include "models/onnx_graph.h"
+#include "pipeline/output.h"
+#include "pipeline/powerset.h"
 #include "pipeline/segmentation.h"
 #include "pipeline/sliding_window.h"
+#include "runtime/provider.h"
+#include "runtime/shutdown.h"
 
 namespace {
 
@@ -43,6 +53,8 @@ double process_cpu_seconds() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
+  const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   CLI::App app{"segmentation throughput"};
   std::string model_path;
   std::string audio_path;
@@ -60,9 +72,32 @@ int main(int argc, char** argv) {
   app.add_option("--max-chunks", max_chunks, "use at most this many chunks (0: all)");
   app.add_option("--repeats", repeats, "timed runs (best is reported)");
   app.add_option("--optimization", optimization, "disabled|basic|extended|all");
+  std::string provider = "cpu";
+  std::vector<std::string> provider_options;
+  std::string dump_rewritten;
+  bool check_cpu = false;
+  app.add_option("--provider", provider, "execution provider (cpu, cuda, migraphx, ...)");
+  app.add_option("--provider-option", provider_options, "key=value for the provider, repeatable");
+  app.add_option("--dump-rewritten", dump_rewritten,
+                 "write the model as accelerators get it (If inlined, zero states removed, "
+                 "batch dynamic) to this file");
+  app.add_flag("--check-cpu", check_cpu,
+               "compare the outputs with the unmodified model on the CPU (batch 1)");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!dump_rewritten.empty()) {
+      const auto rewrite = parley::models::rewrite_for_accelerator(
+          parley::models::read_model_bytes(model_path), model_path);
+      parley::pipeline::write_text_file(dump_rewritten, rewrite.model);
+      fmt::print("wrote {} ({}; {} bytes)\n", dump_rewritten, rewrite.describe(),
+                 rewrite.model.size());
+    }
     parley::pipeline::SegmentationConfig config;
+    config.provider = parley::runtime::parse_provider(provider);
+    for (const auto& text : provider_options) {
+      auto [key, value] = parley::runtime::parse_provider_option(text);
+      config.provider_options[key] = value;
+    }
     config.threads = threads;
     config.batch_size = batch;
     config.intra_op_threads = intra_op_threads;
@@ -103,13 +138,41 @@ int main(int argc, char** argv) {
           best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     fmt::print(
-        "model={} dynamic_batch={} threads={} intra_op={} batch={} optimization={} chunks={} "
+        "model={} provider={} dynamic_batch={} threads={} intra_op={} batch={} optimization={} "
+        "chunks={} "
         "load={:.3f}s best={:.3f}s chunks_per_s={:.1f} ms_per_chunk={:.2f} "
         "cpu_ms_per_chunk={:.2f}\n",
-        model_path, model.signature().batch_is_dynamic, threads, intra_op_threads,
-        model.effective_batch_size(), optimization, chunk_count, load_seconds, best,
-        static_cast<double>(chunk_count) / best, 1000.0 * best / static_cast<double>(chunk_count),
+        model_path, parley::runtime::provider_name(config.provider),
+        model.signature().batch_is_dynamic, threads, intra_op_threads, model.effective_batch_size(),
+        optimization, chunk_count, load_seconds, best, static_cast<double>(chunk_count) / best,
+        1000.0 * best / static_cast<double>(chunk_count),
         1000.0 * best_cpu / static_cast<double>(chunk_count));
+    if (check_cpu) {
+      const parley::NdArray<float> ours = model.run(chunk_count, source);
+      parley::pipeline::SegmentationConfig cpu_config;
+      cpu_config.threads = threads;
+      parley::pipeline::SegmentationModel reference_model(model_path, cpu_config);
+      const parley::NdArray<float> reference = reference_model.run(chunk_count, source);
+      double largest = 0.0;
+      for (std::size_t i = 0; i < ours.size(); ++i) {
+        largest = std::max(largest, static_cast<double>(std::abs(ours(i) - reference(i))));
+      }
+      const parley::pipeline::Powerset powerset(3, 2);
+      const auto ours_speakers = powerset.to_multilabel(ours);
+      const auto reference_speakers = powerset.to_multilabel(reference);
+      std::size_t same = 0;
+      const std::size_t frames = ours_speakers.dim(0) * ours_speakers.dim(1);
+      for (std::size_t frame = 0; frame < frames; ++frame) {
+        bool equal = true;
+        for (std::size_t s = 0; s < 3; ++s) {
+          equal &= ours_speakers(frame * 3 + s) == reference_speakers(frame * 3 + s);
+        }
+        same += equal ? 1 : 0;
+      }
+      fmt::print(
+          "check against the CPU: max |log-prob diff| {:.6f}, decoded frames equal {:.2f} %\n",
+          largest, 100.0 * static_cast<double>(same) / static_cast<double>(frames));
+    }
   } catch (const parley::Error& error) {
     fmt::print(stderr, "segmentation_bench: error: {}\n", error.what());
     return 1;

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <atomic>
 #include <cstring>
+#include <mutex>
 
 #include "core/error.h"
 #include "runtime/compile_cache.h"
@@ -128,11 +130,49 @@ std::string TensorInfo::to_string() const {
   return fmt::format("{} {}[{}]", name, element_type_name(element_type), fmt::join(shape, ","));
 }
 
+namespace {
+
+struct EnvironmentState {
+  std::mutex mutex;
+  std::unique_ptr<Ort::Env> env;
+  bool released = false;
+  std::atomic<int> live_sessions{0};
+};
+
+EnvironmentState& environment_state() {
+  // Deliberately never destroyed: a static Ort::Env would be released during exit, after the
+  // CUDA runtime, cuBLAS and cuDNN loaded by a provider library have run their own exit-time
+  // destructors, and its teardown then frees into torn-down libraries ("malloc(): largebin
+  // double linked list corrupted"). shutdown_onnx_runtime() releases it in order instead.
+  static auto* state = new EnvironmentState;
+  return *state;
+}
+
+}  // namespace
+
+LiveSessionToken::LiveSessionToken() { ++environment_state().live_sessions; }
+LiveSessionToken::LiveSessionToken(const LiveSessionToken&) { ++environment_state().live_sessions; }
+LiveSessionToken::~LiveSessionToken() { --environment_state().live_sessions; }
+
+int live_session_count() { return environment_state().live_sessions.load(); }
+
 Ort::Env& ort_env() {
+  auto& state = environment_state();
+  std::lock_guard lock(state.mutex);
+  if (state.released) {
+    fail("ONNX Runtime was already shut down in this process; models cannot be loaded any more");
+  }
   // Errors only: ORT's warnings (e.g. about constant folding) say nothing a user can act on,
   // and parley reports model problems itself.
-  static Ort::Env env(ORT_LOGGING_LEVEL_ERROR, "parley");
-  return env;
+  if (!state.env) state.env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_ERROR, "parley");
+  return *state.env;
+}
+
+void release_ort_env() {
+  auto& state = environment_state();
+  std::lock_guard lock(state.mutex);
+  state.env.reset();
+  state.released = true;
 }
 
 void OnnxSession::fail_on_provider(const std::string& model_name, const std::string& error) const {

@@ -55,14 +55,30 @@ struct TensorInfo {
 
 const char* element_type_name(ONNXTensorElementDataType type);
 
-// The process-wide ONNX Runtime environment (created on first use, warnings only).
+// The process-wide ONNX Runtime environment (created on first use, errors only). It is never
+// destroyed by static destruction at exit -- there it would run after the CUDA libraries that a
+// provider loaded have torn themselves down (docs/providers.md, "Shutdown") -- but released by
+// runtime/shutdown.h in order. Throws parley::Error after that shutdown.
 Ort::Env& ort_env();
+// Releases the environment (runtime/shutdown.h calls it after unregistering provider libraries).
+void release_ort_env();
+// OnnxSession objects alive now: the environment and provider libraries must outlive them.
+int live_session_count();
 
 // A model held in memory (for example one edited with models/onnx_graph.h); `name` stands in
 // for the file name in messages.
 struct ModelBuffer {
   std::string_view bytes;
   std::string name;
+};
+
+// Counts live sessions (copied or moved tokens count as new ones).
+class LiveSessionToken {
+ public:
+  LiveSessionToken();
+  LiveSessionToken(const LiveSessionToken&);
+  LiveSessionToken& operator=(const LiveSessionToken&) = default;
+  ~LiveSessionToken();
 };
 
 class OnnxSession {
@@ -97,6 +113,7 @@ class OnnxSession {
   std::filesystem::path model_path_;
   ProviderId provider_ = ProviderId::kCpu;
   std::string provider_method_ = "built in";
+  LiveSessionToken live_;
   std::unique_ptr<Ort::Session> session_;
   std::vector<TensorInfo> inputs_;
   std::vector<TensorInfo> outputs_;

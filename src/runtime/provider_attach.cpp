@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <map>
 #include <memory>
@@ -281,6 +282,23 @@ PluginRegistration register_plugin_library(ProviderId provider,
   }
   registry().emplace(provider, registration);
   return registration;
+}
+
+std::vector<ProviderId> unregister_plugin_libraries() {
+  std::lock_guard lock(registry_mutex());
+  std::vector<ProviderId> unregistered;
+  for (const auto& [provider, registration] : registry()) {
+    if (!registration.registered) continue;
+    try {
+      ort_env().UnregisterExecutionProviderLibrary(std::string(provider_name(provider)).c_str());
+      unregistered.push_back(provider);
+    } catch (const std::exception& error) {
+      spdlog::debug("{}: unregistering {} failed: {}", provider_name(provider),
+                    registration.library.string(), error.what());
+    }
+  }
+  registry().clear();
+  return unregistered;
 }
 
 std::vector<EpDeviceInfo> ep_devices_for(ProviderId provider) {

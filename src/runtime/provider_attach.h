@@ -27,6 +27,11 @@ struct PluginRegistration {
 PluginRegistration register_plugin_library(ProviderId provider,
                                            const std::filesystem::path& library);
 
+// Unregisters every provider library registered above (UnregisterExecutionProviderLibrary),
+// while the libraries those providers loaded (CUDA, cuDNN, ...) are still intact. Every session
+// must be gone. Returns the providers unregistered; failures are logged, not thrown.
+std::vector<ProviderId> unregister_plugin_libraries();
+
 // One device ONNX Runtime offers for a provider.
 struct EpDeviceInfo {
   std::string description;     // "NVIDIA (0x10de:0x2330) GPU"

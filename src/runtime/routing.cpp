@@ -65,10 +65,13 @@ RouteDecision route(const RouteRequest& request) {
            request.accelerator_problem.empty() ? std::string("none was found")
                                                : request.accelerator_problem);
     }
-    return on_cpu(request,
-                  fmt::format("{}: CPU (no GPU provider: {})", model, request.accelerator_problem),
-                  fmt::format("no GPU provider can be used ({}); running on the CPU",
-                              request.accelerator_problem));
+    return on_cpu(
+        request,
+        // The problem itself is long (every candidate's reason) and said once in the
+        // notice; the per-model line stays one short line.
+        fmt::format("{}: CPU (no GPU provider can be used; `parley providers` says why)", model),
+        fmt::format("no GPU provider can be used ({}); running on the CPU",
+                    request.accelerator_problem));
   }
   const ProviderId provider = *request.accelerator;
   const auto& provider_traits = traits(provider);

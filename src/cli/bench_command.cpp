@@ -1,0 +1,379 @@
+// `parley bench AUDIO...`: how fast the pipeline runs here. Models load once; warm-up runs are
+// not timed; every timed run is silent (no progress, no per-call logging) and records wall time
+// and time per stage (decode, segmentation, embedding, clustering, reconstruction, output).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "audio/audio_source.h"
+#include "audio/mono_resampled_stream.h"
+#include "cli/commands.h"
+#include "cli/diarization_options.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/sample_stats.h"
+#include "core/stage_timer.h"
+#include "core/version.h"
+#include "models/speed_twin.h"
+#include "pipeline/diarizer.h"
+#include "plot/charts.h"
+#include "plot/gnuplot.h"
+#include "runtime/device_memory.h"
+
+namespace parley::cli {
+namespace {
+
+struct BenchArguments {
+  std::vector<std::string> audio;
+  DiarizationFlags flags;
+  EngineFlags engine;
+  int warmup = 1;
+  int repeat = 3;
+  bool json = false;
+  std::string plot;
+  std::string label;
+};
+
+struct TimedRun {
+  double audio_seconds = 0.0;
+  double wall_seconds = 0.0;
+  StageTimes stages;  // decode, the diarizer's stages, output
+  std::size_t speakers = 0;
+  std::size_t turns = 0;
+};
+
+struct FileBench {
+  std::string audio;
+  std::string uri;
+  double audio_seconds = 0.0;
+  std::vector<TimedRun> runs;
+};
+
+// Used device memory (total - free), sampled between runs; the device is shared with whatever
+// else runs on it, so this is an upper bound for parley.
+struct DeviceMemorySamples {
+  std::optional<runtime::DeviceMemory> before_models;
+  std::uintmax_t peak_used_bytes = 0;
+  std::string source;
+};
+
+double peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;  // ru_maxrss is KiB on Linux
+}
+
+int device_id(const runtime::ProviderOptions& options) {
+  const auto it = options.find("device_id");
+  if (it == options.end()) return 0;
+  try {
+    return std::stoi(it->second);
+  } catch (const std::exception&) {
+    fail("--provider-option device_id={}: expected a device number", it->second);
+  }
+}
+
+TimedRun run_once(pipeline::Diarizer& diarizer, const std::string& audio, const std::string& uri,
+                  Progress& progress) {
+  TimedRun run;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<float> samples;
+  {
+    ScopedStageTimer timer(run.stages, "decode");
+    samples = audio::load_mono_16k(audio);
+  }
+  run.audio_seconds = static_cast<double>(samples.size()) / 16000.0;
+  const pipeline::DiarizationResult result = diarizer.diarize(samples, uri, progress);
+  for (const auto& [stage, seconds] : result.stage_times.entries()) run.stages.add(stage, seconds);
+  {
+    ScopedStageTimer timer(run.stages, "output");
+    const std::string rttm = pipeline::format_rttm(result.turns, result.uri);
+    // Keeps the formatting from being optimized away without printing anything.
+    if (rttm.size() == static_cast<std::size_t>(-1)) std::fputs(rttm.c_str(), stderr);
+  }
+  run.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.speakers = result.speaker_count;
+  run.turns = result.turns.size();
+  return run;
+}
+
+std::vector<std::string> stage_order(const std::vector<FileBench>& files) {
+  std::vector<std::string> order;
+  for (const FileBench& file : files) {
+    for (const TimedRun& run : file.runs) {
+      for (const auto& [stage, seconds] : run.stages.entries()) {
+        if (std::find(order.begin(), order.end(), stage) == order.end()) order.push_back(stage);
+      }
+    }
+  }
+  return order;
+}
+
+double stage_of(const StageTimes& times, const std::string& stage) {
+  for (const auto& [name, seconds] : times.entries()) {
+    if (name == stage) return seconds;
+  }
+  return 0.0;
+}
+
+SampleStats stage_stats(const FileBench& file, const std::string& stage) {
+  std::vector<double> values;
+  for (const TimedRun& run : file.runs) values.push_back(stage_of(run.stages, stage));
+  return summarize(values);
+}
+
+SampleStats wall_stats(const FileBench& file) {
+  std::vector<double> values;
+  for (const TimedRun& run : file.runs) values.push_back(run.wall_seconds);
+  return summarize(values);
+}
+
+SampleStats rtf_stats(const FileBench& file) {
+  std::vector<double> values;
+  for (const TimedRun& run : file.runs) {
+    values.push_back(run.wall_seconds > 0.0 ? file.audio_seconds / run.wall_seconds : 0.0);
+  }
+  return summarize(values);
+}
+
+nlohmann::ordered_json stats_json(const SampleStats& stats) {
+  return {{"min", stats.min}, {"median", stats.median}, {"mean", stats.mean}};
+}
+
+std::string format_table(const std::vector<FileBench>& files, const BenchArguments& arguments,
+                         double model_load_seconds, double rss_bytes,
+                         const std::optional<DeviceMemorySamples>& device) {
+  const std::vector<std::string> stages = stage_order(files);
+  std::string text = fmt::format(
+      "{} timed run(s) per file after {} warm-up run(s); times in seconds, median of the timed "
+      "runs (min / mean in --json)\n",
+      arguments.repeat, arguments.warmup);
+  std::size_t width = 4;
+  for (const FileBench& file : files) width = std::max(width, file.uri.size());
+  text += fmt::format("{:<{}}  {:>9}  {:>8}  {:>8}  {:>8}  {:>7}", "file", width, "audio (s)",
+                      "wall min", "wall med", "wall avg", "RTF med");
+  for (const std::string& stage : stages) {
+    text += fmt::format("  {:>{}}", stage, std::max<std::size_t>(stage.size(), 7));
+  }
+  text += "\n";
+  for (const FileBench& file : files) {
+    const SampleStats wall = wall_stats(file);
+    text +=
+        fmt::format("{:<{}}  {:>9.1f}  {:>8.2f}  {:>8.2f}  {:>8.2f}  {:>6.1f}x", file.uri, width,
+                    file.audio_seconds, wall.min, wall.median, wall.mean, rtf_stats(file).median);
+    for (const std::string& stage : stages) {
+      text += fmt::format("  {:>{}.2f}", stage_stats(file, stage).median,
+                          std::max<std::size_t>(stage.size(), 7));
+    }
+    text += "\n";
+  }
+  text += fmt::format(
+      "model loading {:.2f} s; peak RSS {:.0f} MiB; device memory: {}\n", model_load_seconds,
+      rss_bytes / (1024.0 * 1024.0),
+      !device ? std::string("n/a (CPU)")
+      : device->peak_used_bytes == 0
+          ? std::string("not measurable on this machine")
+          : fmt::format("{} used at peak of {} ({})",
+                        runtime::format_bytes(device->peak_used_bytes),
+                        runtime::format_bytes(device->before_models->total_bytes), device->source));
+  return text;
+}
+
+nlohmann::ordered_json bench_json(const std::vector<FileBench>& files,
+                                  const BenchArguments& arguments,
+                                  const pipeline::DiarizationConfig& config,
+                                  const pipeline::DiarizationModels& models,
+                                  double model_load_seconds, double rss_bytes,
+                                  const std::optional<DeviceMemorySamples>& device) {
+  nlohmann::ordered_json json;
+  json["schema"] = "parley-bench/1";
+  json["parley_version"] = std::string(kVersion);
+  json["label"] = arguments.label;
+  json["settings"] = {{"pipeline", config.to_string()},
+                      {"step", config.step_seconds},
+                      {"threads", config.threads},
+                      {"clustering", arguments.flags.clustering},
+                      {"embedding_provider", runtime::provider_name(config.embedding_provider)},
+                      {"segmentation_model", models.segmentation.string()},
+                      {"embedding_model", models.embedding.string()},
+                      {"speed_twin", models::is_speed_twin(models.embedding)}};
+  json["warmup"] = arguments.warmup;
+  json["repeat"] = arguments.repeat;
+  json["model_load_seconds"] = model_load_seconds;
+  const std::vector<std::string> stages = stage_order(files);
+  nlohmann::ordered_json file_list = nlohmann::ordered_json::array();
+  for (const FileBench& file : files) {
+    nlohmann::ordered_json entry;
+    entry["audio"] = file.audio;
+    entry["uri"] = file.uri;
+    entry["audio_seconds"] = file.audio_seconds;
+    entry["wall_seconds"] = stats_json(wall_stats(file));
+    entry["rtf"] = stats_json(rtf_stats(file));
+    nlohmann::ordered_json stage_json = nlohmann::ordered_json::object();
+    for (const std::string& stage : stages)
+      stage_json[stage] = stats_json(stage_stats(file, stage));
+    entry["stage_seconds"] = stage_json;
+    nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+    for (const TimedRun& run : file.runs) {
+      nlohmann::ordered_json run_json;
+      run_json["wall_seconds"] = run.wall_seconds;
+      nlohmann::ordered_json per_stage = nlohmann::ordered_json::object();
+      for (const auto& [stage, seconds] : run.stages.entries()) per_stage[stage] = seconds;
+      run_json["stage_seconds"] = per_stage;
+      run_json["speakers"] = run.speakers;
+      run_json["turns"] = run.turns;
+      runs.push_back(run_json);
+    }
+    entry["runs"] = runs;
+    file_list.push_back(entry);
+  }
+  json["files"] = file_list;
+  json["peak_rss_bytes"] = static_cast<std::uint64_t>(rss_bytes);
+  if (device && device->before_models) {
+    json["device_memory"] = {{"source", device->source},
+                             {"total_bytes", device->before_models->total_bytes},
+                             {"used_bytes_before_models", device->before_models->total_bytes -
+                                                              device->before_models->free_bytes},
+                             {"peak_used_bytes", device->peak_used_bytes}};
+  } else {
+    json["device_memory"] = nullptr;
+  }
+  return json;
+}
+
+void run_bench(const BenchArguments& arguments) {
+  if (arguments.repeat < 1) fail("--repeat {}: at least one timed run is needed", arguments.repeat);
+  if (arguments.warmup < 0) fail("--warmup {}: must be 0 or more", arguments.warmup);
+  if (!arguments.plot.empty()) {
+    static_cast<void>(plot::image_format_for(arguments.plot));
+    static_cast<void>(plot::require_gnuplot());
+  }
+  // Every input is checked before any model loads, so a typo fails in milliseconds.
+  for (const auto& audio_argument : arguments.audio) {
+    static_cast<void>(audio::open_audio_source(audio_argument));
+  }
+  const pipeline::DiarizationConfig config = diarization_config(arguments.engine, arguments.flags);
+  const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
+  models::warn_if_speed_twin(models.embedding);
+
+  std::optional<DeviceMemorySamples> device;
+  const auto sample_device = [&] {
+    if (!device) return;
+    if (const auto memory = runtime::query_device_memory(
+            config.embedding_provider, device_id(config.embedding_provider_options))) {
+      device->peak_used_bytes =
+          std::max(device->peak_used_bytes, memory->total_bytes - memory->free_bytes);
+      device->source = memory->source;
+    }
+  };
+  if (config.embedding_provider != runtime::ProviderId::kCpu) {
+    device.emplace();
+    device->before_models = runtime::query_device_memory(
+        config.embedding_provider, device_id(config.embedding_provider_options));
+    if (!device->before_models) device->before_models = runtime::DeviceMemory{};
+  }
+
+  const auto load_start = std::chrono::steady_clock::now();
+  pipeline::Diarizer diarizer(models, config);
+  const double model_load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  sample_device();
+
+  Progress warmup_progress(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
+  Progress silent(Progress::Mode::kNever);
+  std::vector<FileBench> files;
+  for (const std::string& audio : arguments.audio) {
+    FileBench file;
+    file.audio = audio;
+    file.uri = recording_uri(audio);
+    for (int i = 0; i < arguments.warmup; ++i) {
+      if (!arguments.flags.quiet) {
+        fmt::print(stderr, "{}: warm-up run {} of {}\n", file.uri, i + 1, arguments.warmup);
+      }
+      static_cast<void>(run_once(diarizer, audio, file.uri, warmup_progress));
+      sample_device();
+    }
+    if (!arguments.flags.quiet) {
+      fmt::print(stderr, "{}: {} timed run(s), silent\n", file.uri, arguments.repeat);
+    }
+    // Timed runs: nothing below a warning is logged, nothing is drawn.
+    const spdlog::level::level_enum log_level = spdlog::get_level();
+    spdlog::set_level(spdlog::level::warn);
+    for (int i = 0; i < arguments.repeat; ++i) {
+      file.runs.push_back(run_once(diarizer, audio, file.uri, silent));
+      sample_device();
+    }
+    spdlog::set_level(log_level);
+    file.audio_seconds = file.runs.front().audio_seconds;
+    files.push_back(std::move(file));
+  }
+  const double rss = peak_rss_bytes();
+
+  if (arguments.json) {
+    fmt::print(
+        "{}\n",
+        bench_json(files, arguments, config, models, model_load_seconds, rss, device).dump(2));
+  } else {
+    fmt::print("{}", format_table(files, arguments, model_load_seconds, rss, device));
+  }
+  if (!arguments.plot.empty()) {
+    std::vector<plot::StageBar> bars;
+    for (const FileBench& file : files) {
+      plot::StageBar bar;
+      bar.label = arguments.label.empty() ? file.uri : arguments.label + ": " + file.uri;
+      for (const std::string& stage : stage_order(files)) {
+        bar.seconds.add(stage, stage_stats(file, stage).median);
+      }
+      bar.audio_seconds = file.audio_seconds;
+      bar.rtf = rtf_stats(file).median;
+      bars.push_back(std::move(bar));
+    }
+    plot::plot_stage_times(
+        bars,
+        fmt::format("{} (step {} s, {}, {} threads, median of {})",
+                    arguments.label.empty() ? "parley bench" : arguments.label, config.step_seconds,
+                    runtime::provider_name(config.embedding_provider), config.threads,
+                    arguments.repeat),
+        arguments.plot);
+    if (!arguments.flags.quiet) fmt::print(stderr, "chart written to {}\n", arguments.plot);
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto arguments = std::make_shared<BenchArguments>();
+  auto* command = app.add_subcommand(
+      "bench",
+      "Time the pipeline on recordings: wall time, real-time factor, time per stage, peak "
+      "memory (models load once; warm-up runs are not timed)");
+  command->add_option("audio", arguments->audio, "recordings (wav, flac, ogg, mp3, m4a, ...)")
+      ->required();
+  add_clustering_flags(*command, arguments->flags);
+  add_engine_flags(*command, arguments->engine);
+  command->add_option("--warmup", arguments->warmup, "untimed runs per recording first")
+      ->capture_default_str();
+  command->add_option("--repeat", arguments->repeat, "timed runs per recording")
+      ->capture_default_str();
+  command->add_flag("--json", arguments->json,
+                    "print a JSON record (schema parley-bench/1, docs/eval.md) instead of the "
+                    "table");
+  command->add_option("--plot", arguments->plot,
+                      "draw time per stage and speed per recording into this .png or .svg "
+                      "(needs gnuplot)");
+  command->add_option("--label", arguments->label, "name of this mode in the chart and JSON");
+  command->callback([arguments] { run_bench(*arguments); });
+}
+
+}  // namespace parley::cli

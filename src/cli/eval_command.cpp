@@ -1,0 +1,442 @@
+// `parley eval`: diarize a set of recordings with human references, score each one and the whole
+// set, and time it. Results go to --out DIR one recording at a time (a JSON record and the
+// hypothesis RTTM), so an interrupted run resumes where it stopped; a recording whose settings
+// changed is diarized again. docs/eval.md describes the inputs, the JSON and resuming.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "audio/audio_source.h"
+#include "audio/mono_resampled_stream.h"
+#include "cli/commands.h"
+#include "cli/diarization_options.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/sha256.h"
+#include "core/stage_timer.h"
+#include "eval/der.h"
+#include "eval/eval_results.h"
+#include "eval/eval_set.h"
+#include "eval/rttm.h"
+#include "eval/text_records.h"
+#include "models/speed_twin.h"
+#include "pipeline/diarizer.h"
+#include "pipeline/output.h"
+#include "plot/charts.h"
+#include "plot/gnuplot.h"
+#include "runtime/provider.h"
+
+namespace parley::cli {
+namespace {
+
+struct EvalArguments {
+  std::vector<std::string> lists;
+  std::vector<std::string> audio_dirs;
+  std::vector<std::string> rttms;
+  std::vector<std::string> uems;
+  std::string manifest;
+  DiarizationFlags flags;
+  EngineFlags engine;
+  double collar = 0.0;
+  bool skip_overlap = false;
+  std::string convention;
+  bool exclusive = false;
+  std::string out_dir;
+  std::string json;
+  std::string label;
+  std::string plot;
+  std::vector<std::string> compare;
+  bool redo = false;
+};
+
+// --rttm, --uem and --audio-dir come once for every list or once per list.
+const std::string& for_list(const std::vector<std::string>& values, std::size_t index,
+                            const char* flag, std::size_t lists) {
+  if (values.size() != 1 && values.size() != lists) {
+    fail("{} was given {} times for {} --list: give it once (shared) or once per list", flag,
+         values.size(), lists);
+  }
+  return values.size() == 1 ? values.front() : values[index];
+}
+
+std::vector<eval::EvalFile> recordings(const EvalArguments& arguments) {
+  if (!arguments.manifest.empty()) return eval::eval_files_from_manifest(arguments.manifest);
+  if (arguments.lists.empty()) {
+    fail(
+        "name the recordings: --list FILE.lst --audio-dir DIR --rttm REF.rttm [--uem U.uem], or "
+        "--manifest FILE.tsv");
+  }
+  if (arguments.rttms.empty()) fail("--list needs --rttm, the reference turns of its URIs");
+  std::vector<eval::EvalFile> files;
+  for (std::size_t i = 0; i < arguments.lists.size(); ++i) {
+    const std::string list = arguments.lists[i];
+    const std::filesystem::path audio_dir =
+        arguments.audio_dirs.empty()
+            ? std::filesystem::path(list).parent_path()
+            : std::filesystem::path(
+                  for_list(arguments.audio_dirs, i, "--audio-dir", arguments.lists.size()));
+    std::optional<std::filesystem::path> uem;
+    if (!arguments.uems.empty()) uem = for_list(arguments.uems, i, "--uem", arguments.lists.size());
+    auto from_list = eval::eval_files_from_list(
+        list, audio_dir, for_list(arguments.rttms, i, "--rttm", arguments.lists.size()), uem);
+    for (auto& file : from_list) {
+      for (const auto& earlier : files) {
+        if (earlier.uri == file.uri) fail("'{}' is in two lists; each recording once", file.uri);
+      }
+      files.push_back(std::move(file));
+    }
+  }
+  return files;
+}
+
+// Everything that changes the hypothesis of a recording; threads do not (output is identical for
+// any count) and are left out so that a rerun with other threads resumes.
+nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
+                                    const pipeline::DiarizationModels& models,
+                                    const EvalArguments& arguments) {
+  const std::string pipeline_text =
+      std::regex_replace(config.to_string(), std::regex("threads=[0-9]+, "), "");
+  const auto hash_or_absent = [](const std::filesystem::path& path) {
+    std::error_code error;
+    return std::filesystem::exists(path, error) ? sha256_file(path) : std::string("absent");
+  };
+  return {{"step", config.step_seconds},
+          {"clustering", config.clustering.describe()},
+          {"speakers", config.speakers.describe()},
+          {"embedding_provider", std::string(runtime::provider_name(config.embedding_provider))},
+          {"exclusive", arguments.exclusive},
+          {"pipeline", pipeline_text},
+          {"segmentation_model", hash_or_absent(models.segmentation)},
+          {"embedding_model", hash_or_absent(models.embedding)},
+          {"plda", hash_or_absent(models.plda / "plda.npz") + " " +
+                       hash_or_absent(models.plda / "xvec_transform.npz")}};
+}
+
+nlohmann::ordered_json file_settings(const nlohmann::ordered_json& settings,
+                                     const std::filesystem::path& audio) {
+  nlohmann::ordered_json with_audio = settings;
+  std::error_code error;
+  with_audio["audio"] = std::filesystem::absolute(audio).string();
+  with_audio["audio_bytes"] = std::filesystem::file_size(audio, error);
+  const auto modified = std::filesystem::last_write_time(audio, error);
+  with_audio["audio_modified"] = static_cast<long long>(modified.time_since_epoch().count());
+  return with_audio;
+}
+
+// File names for a URI: '/' (pyannote URIs may hold it) and '%' are percent-encoded.
+std::string file_stem(const std::string& uri) {
+  std::string stem;
+  for (char c : uri) {
+    if (c == '/') {
+      stem += "%2F";
+    } else if (c == '%') {
+      stem += "%25";
+    } else {
+      stem += c;
+    }
+  }
+  return stem;
+}
+
+// Written beside, then renamed: a record is either whole or absent, even after a kill.
+void write_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path partial = path.string() + ".partial";
+  pipeline::write_text_file(partial, text);
+  std::filesystem::rename(partial, path);
+}
+
+std::string rttm_text(const std::vector<eval::Turn>& turns) {
+  std::ostringstream text;
+  eval::write_rttm(text, turns);
+  return text.str();
+}
+
+class EvalRunner {
+ public:
+  EvalRunner(const EvalArguments& arguments, pipeline::DiarizationModels models,
+             pipeline::DiarizationConfig config, eval::ScoringOptions scoring)
+      : arguments_(arguments),
+        models_(std::move(models)),
+        config_(std::move(config)),
+        scoring_(scoring),
+        settings_(run_settings(config_, models_, arguments)),
+        progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {
+    if (!arguments_.out_dir.empty()) {
+      std::filesystem::create_directories(std::filesystem::path(arguments_.out_dir) / "files");
+    }
+  }
+
+  const nlohmann::ordered_json& settings() const { return settings_; }
+
+  eval::EvalFileResult evaluate(const eval::EvalFile& file) {
+    eval::EvalFileResult result;
+    result.uri = file.uri;
+    result.audio = file.audio.string();
+    if (!file.problem.empty()) {
+      result.error = file.problem;
+      say("{}: skipped: {}", file.uri, file.problem);
+      return result;
+    }
+    try {
+      const nlohmann::ordered_json settings = file_settings(settings_, file.audio);
+      result.fingerprint = eval::settings_fingerprint(settings);
+      std::string hypothesis;
+      if (!reuse_earlier(file, settings, result, hypothesis)) {
+        hypothesis = diarize(file, result);
+        if (!arguments_.out_dir.empty()) {
+          write_atomically(hypothesis_path(file.uri), hypothesis);
+        }
+      }
+      const std::vector<eval::Turn> turns = eval::parse_rttm(hypothesis, file.uri);
+      const eval::Timeline* uem = file.uem ? &*file.uem : nullptr;
+      result.scores = eval::score_file(file.uri, file.reference, turns, uem, scoring_).times;
+      result.ok = true;
+      if (!arguments_.out_dir.empty() && !result.resumed) {
+        nlohmann::ordered_json record = eval::file_result_json(result);
+        record["settings"] = settings;
+        write_atomically(record_path(file.uri), record.dump(2) + "\n");
+      }
+      say("{}: DER {:.2f} %, {:.1f} s of audio in {:.2f} s ({:.1f}x real time){}", file.uri,
+          100.0 * result.scores.der(), result.audio_seconds, result.wall_seconds, result.rtf(),
+          result.resumed ? ", from the earlier run" : "");
+    } catch (const Error& error) {
+      // Models that do not load fail every recording alike: stop instead of repeating it.
+      if (models_failed_) throw;
+      result.ok = false;
+      result.error = error.what();
+      say("{}: failed: {}", file.uri, error.what());
+    }
+    return result;
+  }
+
+ private:
+  template <typename... Args>
+  void say(fmt::format_string<Args...> format, Args&&... args) {
+    if (!arguments_.flags.quiet) {
+      fmt::print(stderr, "{}\n", fmt::format(format, std::forward<Args>(args)...));
+    }
+  }
+
+  std::filesystem::path record_path(const std::string& uri) const {
+    return std::filesystem::path(arguments_.out_dir) / "files" / (file_stem(uri) + ".json");
+  }
+  std::filesystem::path hypothesis_path(const std::string& uri) const {
+    return std::filesystem::path(arguments_.out_dir) / "files" / (file_stem(uri) + ".rttm");
+  }
+
+  // True when --out holds this recording's result from a run with the same settings and audio:
+  // its timings and hypothesis are taken over (and scored again, so scoring options may change).
+  bool reuse_earlier(const eval::EvalFile& file, const nlohmann::ordered_json& settings,
+                     eval::EvalFileResult& result, std::string& hypothesis) {
+    if (arguments_.out_dir.empty()) return false;
+    const auto record_file = record_path(file.uri);
+    const auto rttm_file = hypothesis_path(file.uri);
+    if (!std::filesystem::exists(record_file) || !std::filesystem::exists(rttm_file)) return false;
+    nlohmann::ordered_json record;
+    try {
+      std::ifstream stream(record_file);
+      record = nlohmann::ordered_json::parse(stream);
+    } catch (const nlohmann::json::exception&) {
+      say("{}: the earlier record {} is unreadable; diarizing again", file.uri,
+          record_file.string());
+      return false;
+    }
+    if (record.value("fingerprint", std::string()) != result.fingerprint) {
+      std::string changes;
+      for (const std::string& change : eval::changed_settings(
+               record.value("settings", nlohmann::ordered_json::object()), settings)) {
+        changes += (changes.empty() ? "" : "; ") + change;
+      }
+      say("{}: settings changed since the earlier run ({}); diarizing again", file.uri,
+          changes.empty() ? std::string("fingerprint differs") : changes);
+      return false;
+    }
+    if (arguments_.redo) {
+      say("{}: --redo: diarizing again", file.uri);
+      return false;
+    }
+    const eval::EvalFileResult earlier = eval::file_result_from_json(record, record_file.string());
+    result.audio_seconds = earlier.audio_seconds;
+    result.wall_seconds = earlier.wall_seconds;
+    result.stage_seconds = earlier.stage_seconds;
+    result.speakers = earlier.speakers;
+    result.resumed = true;
+    hypothesis = eval::read_text_file(rttm_file, "hypothesis RTTM");
+    return true;
+  }
+
+  std::string diarize(const eval::EvalFile& file, eval::EvalFileResult& result) {
+    if (!diarizer_) {
+      models::warn_if_speed_twin(models_.embedding);
+      models_failed_ = true;
+      diarizer_ = std::make_unique<pipeline::Diarizer>(models_, config_);
+      models_failed_ = false;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    StageTimes times;
+    std::vector<float> samples;
+    {
+      ScopedStageTimer timer(times, "decode");
+      samples = audio::load_mono_16k(file.audio);
+    }
+    const pipeline::DiarizationResult diarization =
+        diarizer_->diarize(samples, file.uri, progress_);
+    for (const auto& [stage, seconds] : diarization.stage_times.entries()) {
+      times.add(stage, seconds);
+    }
+    std::string hypothesis;
+    {
+      ScopedStageTimer timer(times, "output");
+      hypothesis = rttm_text(pipeline::to_eval_turns(
+          arguments_.exclusive ? diarization.exclusive_turns : diarization.turns, file.uri));
+    }
+    result.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.audio_seconds = diarization.duration_seconds;
+    result.stage_seconds = times;
+    result.speakers = diarization.speaker_count;
+    return hypothesis;
+  }
+
+  const EvalArguments& arguments_;
+  pipeline::DiarizationModels models_;
+  pipeline::DiarizationConfig config_;
+  eval::ScoringOptions scoring_;
+  nlohmann::ordered_json settings_;
+  Progress progress_;
+  std::unique_ptr<pipeline::Diarizer> diarizer_;
+  bool models_failed_ = false;
+};
+
+void run_eval(const EvalArguments& arguments) {
+  if (!arguments.plot.empty()) {
+    static_cast<void>(plot::image_format_for(arguments.plot));
+    static_cast<void>(plot::require_gnuplot());
+  }
+  if (!arguments.manifest.empty() && !arguments.lists.empty()) {
+    fail("give --manifest or --list, not both");
+  }
+  eval::ScoringOptions scoring;
+  if (!arguments.convention.empty()) {
+    scoring = eval::scoring_options(eval::parse_convention(arguments.convention));
+  } else {
+    scoring.collar = arguments.collar;
+    scoring.skip_overlap = arguments.skip_overlap;
+  }
+  // Compared systems are read first: a wrong path fails before an hour of diarization.
+  std::vector<eval::SystemSummary> compared;
+  for (const std::string& path : arguments.compare) {
+    compared.push_back(eval::read_system_summary(path));
+  }
+  const std::vector<eval::EvalFile> files = recordings(arguments);
+  const pipeline::DiarizationConfig config = diarization_config(arguments.engine, arguments.flags);
+  const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
+
+  eval::EvalRun run;
+  run.system =
+      arguments.label.empty()
+          ? fmt::format("parley {} step {} {}", arguments.flags.clustering, config.step_seconds,
+                        runtime::provider_name(config.embedding_provider))
+          : arguments.label;
+  run.scoring = scoring;
+  run.uem = std::any_of(files.begin(), files.end(), [](const auto& file) { return file.uem; });
+  EvalRunner runner(arguments, models, config, scoring);
+  run.settings = runner.settings();
+  for (const eval::EvalFile& file : files) run.files.push_back(runner.evaluate(file));
+
+  const nlohmann::ordered_json json = eval::eval_run_json(run);
+  if (!arguments.out_dir.empty()) {
+    write_atomically(std::filesystem::path(arguments.out_dir) / "eval.json", json.dump(2) + "\n");
+  }
+  if (!arguments.json.empty()) write_output(json.dump(2) + "\n", arguments.json);
+  if (arguments.json != "-") fmt::print("{}", eval::format_eval_table(run));
+
+  if (!arguments.plot.empty()) {
+    std::vector<eval::SystemSummary> systems = {eval::system_summary(run)};
+    systems.insert(systems.end(), compared.begin(), compared.end());
+    std::vector<plot::SpeedAccuracyPoint> points;
+    std::vector<plot::StageBar> bars;
+    for (const eval::SystemSummary& system : systems) {
+      points.push_back({system.system, system.rtf, system.der});
+      bars.push_back({system.system, system.stage_seconds, system.audio_seconds, system.rtf});
+    }
+    plot::plot_accuracy_speed(
+        points, bars,
+        fmt::format("accuracy against speed ({} recordings)", eval::eval_totals(run.files).files),
+        arguments.plot);
+    if (!arguments.flags.quiet) fmt::print(stderr, "chart written to {}\n", arguments.plot);
+  }
+  const eval::EvalTotals totals = eval::eval_totals(run.files);
+  if (totals.failed > 0) {
+    fail("{} of {} recordings failed (listed above); the others are scored", totals.failed,
+         totals.files);
+  }
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto arguments = std::make_shared<EvalArguments>();
+  auto* command = app.add_subcommand(
+      "eval",
+      "Diarize recordings that have reference RTTMs, score each and the whole set (DER) and time "
+      "them; resumable with --out (docs/eval.md)");
+  command->add_option("--list", arguments->lists,
+                      "pyannote database list: one URI per line (repeatable: one set per list)");
+  command->add_option("--audio-dir", arguments->audio_dirs,
+                      "folder with <uri>.wav (or .flac, ...); default: the list's folder");
+  command->add_option("--rttm", arguments->rttms,
+                      "reference RTTM holding the list's URIs (once, or once per --list)");
+  command->add_option("--uem", arguments->uems,
+                      "UEM with the scored region of each URI (once, or once per --list)");
+  command->add_option("--manifest", arguments->manifest,
+                      "TSV: audio<TAB>rttm[<TAB>uem] per line, paths relative to the manifest");
+  add_clustering_flags(*command, arguments->flags);
+  add_engine_flags(*command, arguments->engine);
+  auto* collar = command
+                     ->add_option("--collar", arguments->collar,
+                                  "seconds unscored on each side of every reference boundary "
+                                  "(md-eval -c; pyannote.metrics' collar is twice this)")
+                     ->check(CLI::NonNegativeNumber)
+                     ->capture_default_str();
+  auto* skip_overlap = command->add_flag("--skip-overlap", arguments->skip_overlap,
+                                         "do not score overlapped reference speech (md-eval -1)");
+  command
+      ->add_option("--convention", arguments->convention,
+                   "strict, voxconverse or lenient (docs/scoring.md)")
+      ->check(CLI::IsMember({"strict", "voxconverse", "lenient"}))
+      ->excludes(collar)
+      ->excludes(skip_overlap);
+  command->add_flag("--exclusive", arguments->exclusive,
+                    "score the exclusive turns (one speaker at a time)");
+  command->add_option("--out", arguments->out_dir,
+                      "folder for results: files/<uri>.json and .rttm per recording and "
+                      "eval.json; a rerun skips recordings done with the same settings");
+  command->add_flag("--redo", arguments->redo,
+                    "diarize every recording again even when --out has its result");
+  command->add_option("--json", arguments->json,
+                      "write the results JSON (schema parley-eval/1) here; - for standard output");
+  command->add_option("--label", arguments->label,
+                      "name of this system in the JSON and the chart (default: parley <clustering> "
+                      "step <s> <provider>)");
+  command->add_option("--plot", arguments->plot,
+                      "draw accuracy against speed and time per stage into this .png or .svg "
+                      "(needs gnuplot)");
+  command
+      ->add_option("--compare", arguments->compare,
+                   "other eval JSON files (other modes, peer systems) to put on the chart")
+      ->expected(1, -1);
+  command->callback([arguments] { run_eval(*arguments); });
+}
+
+}  // namespace parley::cli

@@ -1,0 +1,165 @@
+#include "pipeline/model_routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <system_error>
+
+#include "core/sha256.h"
+#include "pipeline/diarizer.h"
+#include "runtime/device_memory.h"
+#include "runtime/model_router.h"
+
+namespace parley::pipeline {
+namespace {
+
+constexpr double kChunkSeconds = 10.0;
+constexpr std::int64_t kSamplesPerChunk = 160000;  // 10 s at 16 kHz
+constexpr std::int64_t kSegmentationFrames = 589;
+constexpr std::int64_t kPowersetClasses = 7;
+constexpr std::int64_t kFbankFrames = 998;  // 10 s of 25 ms frames every 10 ms
+constexpr std::int64_t kFbankBins = 80;
+// WeSpeaker ResNet34's pooled feature map per chunk: 256 channels x 10 bins x 125 frames.
+constexpr std::int64_t kTrunkFloatsPerChunk = 256 * 10 * 125;
+
+std::size_t expected_chunks(double audio_seconds, double step_seconds) {
+  if (audio_seconds <= kChunkSeconds) return 1;
+  return static_cast<std::size_t>(std::ceil((audio_seconds - kChunkSeconds) / step_seconds)) + 1;
+}
+
+std::uintmax_t file_bytes(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+std::size_t largest_call(const runtime::RouteDecision& decision) {
+  std::size_t largest = 1;
+  for (const auto& slice : decision.plan) largest = std::max(largest, slice.bucket);
+  return largest;
+}
+
+struct ModelJob {
+  std::filesystem::path model;
+  runtime::ProviderChoice choice;
+  runtime::Buckets buckets;
+  std::vector<runtime::InputShape> (*shapes)(std::size_t batch);
+  std::uintmax_t input_bytes_per_item;
+  std::uintmax_t output_bytes_per_item;
+};
+
+std::vector<runtime::InputShape> segmentation_shapes(std::size_t batch) {
+  return {{"waveform", {static_cast<std::int64_t>(batch), 1, kSamplesPerChunk}}};
+}
+
+std::vector<runtime::InputShape> embedding_shapes(std::size_t batch) {
+  return {{"feats", {static_cast<std::int64_t>(batch), kFbankFrames, kFbankBins}}};
+}
+
+runtime::RouteDecision route_one(const ModelJob& job, const ProviderRouting& routing,
+                                 std::size_t items, const runtime::CompileCache& cache,
+                                 const runtime::CostModelStore& costs,
+                                 const std::vector<runtime::ProviderStatus>& statuses,
+                                 runtime::OnceNotices& notices) {
+  runtime::ModelRouteRequest request;
+  request.choice = job.choice;
+  request.options = routing.options;
+  request.force = routing.force;
+  request.model = job.model;
+  request.shapes_for_batch = job.shapes;
+  request.items = items;
+  request.buckets = job.buckets;
+  request.memory_need = runtime::estimate_memory_need(
+      file_bytes(job.model), job.input_bytes_per_item, job.output_bytes_per_item);
+  // The digest keys compiled graphs and cost constants: only worth reading the file for when an
+  // accelerator is in play (an explicit but unavailable one throws here, with its reason).
+  const bool cpu_only = routing.force == runtime::ForceMode::kCpu ||
+                        (!job.choice.automatic && job.choice.provider == runtime::ProviderId::kCpu);
+  if (!cpu_only) {
+    runtime::OnceNotices quiet(nullptr);
+    if (runtime::resolve_provider(job.choice, statuses, quiet).accelerator) {
+      request.model_sha256 = sha256_file(job.model);
+    }
+  }
+  return runtime::route_model(request, cache, costs, statuses, notices);
+}
+
+}  // namespace
+
+ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
+                                     const DiarizationConfig& config,
+                                     const RoutingEnvironment& environment) {
+  ModelSessionPlan plan;
+  SegmentationConfig& segmentation = plan.segmentation;
+  segmentation.threads = config.threads;
+  segmentation.batch_size = config.segmentation_batch_size;
+  segmentation.provider = config.segmentation_provider;
+  segmentation.provider_options = config.segmentation_provider_options;
+
+  EmbeddingConfig& embedding = plan.embedding;
+  embedding.batch_size = config.embedding_batch_size;
+  embedding.exclude_overlap = config.embedding_exclude_overlap;
+  embedding.feature_threads = config.threads;
+  embedding.session.intra_op_threads = config.threads;
+  embedding.session.provider = config.embedding_provider;
+  embedding.session.provider_options = config.embedding_provider_options;
+  if (!config.routing) return plan;
+
+  const ProviderRouting& routing = *config.routing;
+  const auto& statuses =
+      environment.statuses != nullptr ? *environment.statuses : runtime::provider_statuses();
+  runtime::OnceNotices& notices =
+      environment.notices != nullptr ? *environment.notices : runtime::notices();
+  const std::filesystem::path root = routing.compile_cache_root.empty()
+                                         ? runtime::CompileCache::default_root()
+                                         : routing.compile_cache_root;
+  const runtime::CompileCache cache(root);
+  const runtime::CostModelStore costs(root, runtime::CostModelStore::this_machine_id());
+  const std::size_t chunks = expected_chunks(routing.expected_audio_seconds, config.step_seconds);
+
+  const ModelJob segmentation_job{models.segmentation,
+                                  routing.segmentation_choice.value_or(routing.choice),
+                                  runtime::Buckets::powers_of_two(std::max<std::size_t>(
+                                      1, routing.accelerator_segmentation_batch_size)),
+                                  &segmentation_shapes,
+                                  kSamplesPerChunk * sizeof(float),
+                                  kSegmentationFrames * kPowersetClasses * sizeof(float)};
+  const auto segmentation_route =
+      route_one(segmentation_job, routing, chunks, cache, costs, statuses, notices);
+  if (segmentation_route.on_accelerator) {
+    segmentation.provider = segmentation_route.provider;
+    segmentation.provider_options = routing.options;
+    // One session feeds the device; its batches are the parallelism.
+    segmentation.threads = 1;
+    segmentation.batch_size = largest_call(segmentation_route);
+    if (runtime::traits(segmentation_route.provider).static_shapes) {
+      segmentation.batch_buckets = segmentation_job.buckets.capped(segmentation.batch_size);
+    }
+    segmentation.compile_cache_root = root;
+  } else {
+    segmentation.provider = runtime::ProviderId::kCpu;
+    segmentation.provider_options.clear();
+  }
+  plan.segmentation_route = segmentation_route;
+
+  const ModelJob embedding_job{
+      models.embedding,
+      routing.embedding_choice.value_or(routing.choice),
+      runtime::Buckets::powers_of_two(std::max<std::size_t>(1, config.embedding_batch_size)),
+      &embedding_shapes,
+      kFbankFrames * kFbankBins * sizeof(float),
+      kTrunkFloatsPerChunk * sizeof(float)};
+  const auto embedding_route =
+      route_one(embedding_job, routing, chunks, cache, costs, statuses, notices);
+  if (embedding_route.on_accelerator) {
+    embedding.session.provider = embedding_route.provider;
+    embedding.session.provider_options = routing.options;
+    embedding.batch_size = std::min(embedding.batch_size, largest_call(embedding_route));
+  } else {
+    embedding.session.provider = runtime::ProviderId::kCpu;
+    embedding.session.provider_options.clear();
+  }
+  plan.embedding_route = embedding_route;
+  return plan;
+}
+
+}  // namespace parley::pipeline

@@ -1,0 +1,178 @@
+#include "pipeline/model_routing.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "pipeline/diarizer.h"
+
+namespace parley::pipeline {
+namespace {
+namespace fs = std::filesystem;
+using runtime::ProviderChoice;
+using runtime::ProviderId;
+
+// Synthetic machines: the decisions are pure functions of these facts, so no GPU is needed.
+class ModelRoutingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("parley_model_routing_test_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    models_.segmentation = root_ / "segmentation.onnx";
+    models_.embedding = root_ / "embedding.onnx";
+    std::ofstream(models_.segmentation) << "segmentation bytes";
+    std::ofstream(models_.embedding) << "embedding bytes";
+
+    runtime::DiscoveryFacts facts;
+    facts.os = "linux";
+    facts.ort_version = "1.29.0";
+    facts.ort_providers = {"CPUExecutionProvider"};
+    cpu_statuses_ = runtime::assess_providers(facts);
+    runtime::LibraryFacts cuda;
+    cuda.file = "/opt/ort/lib/libonnxruntime_providers_cuda.so";
+    cuda.identity = "libonnxruntime_providers_cuda.so 1 bytes mtime 1";
+    cuda.plugin_registered = true;
+    cuda.plugin_devices = {"NVIDIA H100 80GB HBM3"};
+    facts.libraries[ProviderId::kCuda] = cuda;
+    runtime::LibraryFacts migraphx;
+    migraphx.file = "/opt/rocm/lib/libonnxruntime_providers_migraphx.so";
+    migraphx.identity = "libonnxruntime_providers_migraphx.so 1 bytes mtime 1";
+    migraphx.plugin_registered = true;
+    migraphx.plugin_devices = {"AMD Instinct MI300X"};
+    facts.libraries[ProviderId::kMigraphx] = migraphx;
+    gpu_statuses_ = runtime::assess_providers(facts);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  DiarizationConfig routed(const std::string& provider,
+                           runtime::ForceMode force = runtime::ForceMode::kNone) const {
+    DiarizationConfig config;
+    config.threads = 4;
+    ProviderRouting routing;
+    routing.choice = ProviderChoice::parse(provider);
+    routing.force = force;
+    routing.compile_cache_root = root_ / "cache";
+    routing.expected_audio_seconds = 3600.0;
+    config.routing = routing;
+    return config;
+  }
+
+  ModelSessionPlan plan(const DiarizationConfig& config,
+                        const std::vector<runtime::ProviderStatus>& statuses) {
+    return plan_model_sessions(models_, config, {&statuses, &notices_});
+  }
+
+  fs::path root_;
+  DiarizationModels models_;
+  std::vector<runtime::ProviderStatus> cpu_statuses_;
+  std::vector<runtime::ProviderStatus> gpu_statuses_;
+  std::vector<std::string> said_;
+  runtime::OnceNotices notices_{[this](const std::string& message) { said_.push_back(message); }};
+};
+
+TEST_F(ModelRoutingTest, WithoutRoutingTheExplicitProvidersAreUsedAsGiven) {
+  DiarizationConfig config;
+  config.threads = 3;
+  config.segmentation_batch_size = 2;
+  const auto sessions = plan(config, gpu_statuses_);
+  EXPECT_FALSE(sessions.segmentation_route);
+  EXPECT_FALSE(sessions.embedding_route);
+  EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
+  EXPECT_EQ(sessions.segmentation.threads, 3);
+  EXPECT_EQ(sessions.segmentation.batch_size, 2u);
+  EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
+  EXPECT_EQ(sessions.embedding.session.intra_op_threads, 3);
+  EXPECT_TRUE(said_.empty());
+}
+
+TEST_F(ModelRoutingTest, AutoWithoutGpuRunsBothOnTheCpuAndSaysSoOnce) {
+  const auto sessions = plan(routed("auto"), cpu_statuses_);
+  ASSERT_TRUE(sessions.segmentation_route);
+  ASSERT_TRUE(sessions.embedding_route);
+  EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
+  EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
+  EXPECT_EQ(sessions.segmentation.threads, 4);  // CPU workers, one chunk per call as before
+  EXPECT_EQ(sessions.segmentation.batch_size, 1u);
+  EXPECT_FALSE(sessions.segmentation.batch_buckets);
+  EXPECT_NE(sessions.segmentation_route->reason.find("CPU"), std::string::npos);
+  EXPECT_NE(sessions.embedding_route->reason.find("CPU"), std::string::npos);
+  ASSERT_EQ(said_.size(), 1u) << "one notice for both models";
+  EXPECT_NE(said_.front().find("CPU"), std::string::npos) << said_.front();
+}
+
+TEST_F(ModelRoutingTest, NamedUnavailableProviderIsAClearError) {
+  try {
+    plan(routed("cuda"), cpu_statuses_);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("cuda"), std::string::npos) << message;
+    EXPECT_NE(message.find("libonnxruntime_providers_cuda.so"), std::string::npos) << message;
+  }
+  EXPECT_THROW(plan(routed("auto", runtime::ForceMode::kGpu), cpu_statuses_), Error);
+}
+
+TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentation) {
+  DiarizationConfig config = routed("cuda");
+  config.routing->options = {{"device_id", "0"}};
+  const auto sessions = plan(config, gpu_statuses_);
+  EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCuda);
+  EXPECT_EQ(sessions.segmentation.provider_options.at("device_id"), "0");
+  EXPECT_EQ(sessions.segmentation.threads, 1);
+  EXPECT_EQ(sessions.segmentation.batch_size, 32u);   // the GPU default, an hour of chunks
+  EXPECT_FALSE(sessions.segmentation.batch_buckets);  // CUDA takes any batch: no padding
+  EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCuda);
+  EXPECT_EQ(sessions.embedding.session.provider_options.at("device_id"), "0");
+  EXPECT_EQ(sessions.embedding.batch_size, 32u);
+  EXPECT_NE(sessions.segmentation_route->reason.find("cuda (--provider cuda)"), std::string::npos)
+      << sessions.segmentation_route->reason;
+  EXPECT_TRUE(said_.empty());
+}
+
+TEST_F(ModelRoutingTest, PerModelChoiceOverridesTheCommonOne) {
+  DiarizationConfig config = routed("cuda");
+  config.routing->segmentation_choice = ProviderChoice::parse("cpu");
+  const auto sessions = plan(config, gpu_statuses_);
+  EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
+  EXPECT_EQ(sessions.segmentation.threads, 4);
+  EXPECT_NE(sessions.segmentation_route->reason.find("--provider cpu"), std::string::npos);
+  EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCuda);
+}
+
+TEST_F(ModelRoutingTest, ShortJobsUseSmallerSegmentationBatches) {
+  DiarizationConfig config = routed("cuda");
+  config.routing->expected_audio_seconds = 15.0;  // 6 chunks
+  const auto sessions = plan(config, gpu_statuses_);
+  EXPECT_EQ(sessions.segmentation.batch_size, 6u);
+}
+
+TEST_F(ModelRoutingTest, StaticShapeProviderPadsToBucketsThroughTheCache) {
+  const auto sessions = plan(routed("migraphx"), gpu_statuses_);
+  EXPECT_EQ(sessions.segmentation.provider, ProviderId::kMigraphx);
+  ASSERT_TRUE(sessions.segmentation.batch_buckets);
+  EXPECT_EQ(sessions.segmentation.batch_buckets->to_string(), "1,2,4,8,16,32");
+  EXPECT_EQ(sessions.segmentation.compile_cache_root, root_ / "cache");
+  // Nothing compiled yet: a named provider compiles first and says how to do it ahead of time.
+  EXPECT_NE(sessions.segmentation_route->reason.find("warm-cache"), std::string::npos)
+      << sessions.segmentation_route->reason;
+}
+
+TEST_F(ModelRoutingTest, AutoLeavesUncompiledStaticShapesOnTheCpu) {
+  std::vector<runtime::ProviderStatus> migraphx_only = gpu_statuses_;
+  for (auto& status : migraphx_only) {
+    if (status.id == ProviderId::kCuda) status.available = false;
+  }
+  const auto sessions = plan(routed("auto"), migraphx_only);
+  EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
+  EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
+  EXPECT_NE(sessions.segmentation_route->reason.find("not compiled"), std::string::npos)
+      << sessions.segmentation_route->reason;
+}
+
+}  // namespace
+}  // namespace parley::pipeline

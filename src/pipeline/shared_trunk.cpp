@@ -1,0 +1,338 @@
+#include "pipeline/shared_trunk.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/parallel_for.h"
+
+namespace parley::pipeline {
+namespace {
+
+// Feature sums are accumulated in fixed point (2^-32 units, int64): integer addition is
+// associative, so a window's sum is the same bit for bit whichever block or thread computed it.
+constexpr double kFixedPointScale = 4294967296.0;
+// Fbank frames per task when features are computed on several threads.
+constexpr std::size_t kFramesPerFeatureTask = 512;
+
+std::int64_t to_fixed_point(float value) {
+  return static_cast<std::int64_t>(std::llround(static_cast<double>(value) * kFixedPointScale));
+}
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+const char* embedding_mode_name(EmbeddingMode mode) {
+  return mode == EmbeddingMode::kShared ? "shared" : "exact";
+}
+
+EmbeddingMode parse_embedding_mode(const std::string& name) {
+  if (name == "exact") return EmbeddingMode::kExact;
+  if (name == "shared") return EmbeddingMode::kShared;
+  fail(
+      "unknown embedding mode '{}': use exact (pyannote's, the trunk on every chunk) or shared "
+      "(one trunk pass over the recording)",
+      name);
+}
+
+const char* shared_trunk_mean_name(SharedTrunkMean mean) {
+  return mean == SharedTrunkMean::kRecording ? "recording" : "sliding";
+}
+
+SharedTrunkMean parse_shared_trunk_mean(const std::string& name) {
+  if (name == "sliding") return SharedTrunkMean::kSlidingWindow;
+  if (name == "recording") return SharedTrunkMean::kRecording;
+  fail("unknown shared-trunk mean '{}': use sliding or recording", name);
+}
+
+void SharedTrunkConfig::validate() const {
+  if (time_stride < 1) fail("shared trunk: time_stride must be at least 1");
+  if (margin_frames % time_stride != 0) {
+    fail("shared trunk: margin_frames ({}) must be a multiple of time_stride ({})", margin_frames,
+         time_stride);
+  }
+  if (block_frames < time_stride || block_frames % time_stride != 0) {
+    fail("shared trunk: block_frames ({}) must be a positive multiple of time_stride ({})",
+         block_frames, time_stride);
+  }
+  if (threads < 1) fail("shared trunk: threads must be at least 1 (got {})", threads);
+}
+
+std::string SharedTrunkConfig::to_string() const {
+  return fmt::format(
+      "SharedTrunkConfig(block_frames={}, margin_frames={}, time_stride={}, alignment={}, "
+      "mean={}, threads={})",
+      block_frames, margin_frames, time_stride, exact_alignment ? "exact" : "nearest",
+      shared_trunk_mean_name(mean), threads);
+}
+
+SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples,
+                         const ChunkPlan& plan, const SharedTrunkConfig& config)
+    : extractor_(extractor), samples_(samples), plan_(plan), config_(config), fbank_([&] {
+        FbankConfig uncentred = extractor.config().fbank;
+        uncentred.subtract_mean = false;
+        return uncentred;
+      }()) {
+  config_.validate();
+  hop_ = fbank_.config().window_shift();
+  if (plan_.step_samples <= 0 || static_cast<std::size_t>(plan_.step_samples) % hop_ != 0) {
+    fail(
+        "--embedding-mode shared needs a chunk step that is a whole number of {} ms fbank frames "
+        "(got {} samples); use --embedding-mode exact or a step such as 1 or 2 s",
+        fbank_.config().frame_shift_ms, plan_.step_samples);
+  }
+  const auto window = static_cast<std::size_t>(plan_.window_samples);
+  chunk_fbank_frames_ = fbank_.num_frames(window);
+  if (chunk_fbank_frames_ == 0) fail("shared trunk: chunks are shorter than one fbank frame");
+  trunk_frames_per_chunk_ = ceil_div(chunk_fbank_frames_, config_.time_stride);
+  const auto last_chunk = plan_.num_chunks() - 1;
+  padded_samples_ = static_cast<std::size_t>(plan_.chunk_offset(last_chunk)) + window;
+  total_frames_ = fbank_.num_frames(padded_samples_);
+  block_grid_frames_ = config_.block_frames / config_.time_stride;
+
+  if (config_.mean == SharedTrunkMean::kRecording) {
+    const std::size_t bins = fbank_.config().num_mel_bins;
+    std::vector<std::int64_t> sums(bins, 0);
+    for (std::size_t first = 0; first < total_frames_; first += config_.block_frames) {
+      const std::size_t count = std::min(config_.block_frames, total_frames_ - first);
+      const std::vector<float> values = log_mel(first, count);
+      for (std::size_t f = 0; f < count; ++f) {
+        for (std::size_t m = 0; m < bins; ++m) sums[m] += to_fixed_point(values[f * bins + m]);
+      }
+    }
+    recording_mean_.resize(bins);
+    for (std::size_t m = 0; m < bins; ++m) {
+      recording_mean_[m] =
+          static_cast<double>(sums[m]) / kFixedPointScale / static_cast<double>(total_frames_);
+    }
+  }
+}
+
+std::vector<float> SharedTrunk::log_mel(std::size_t first, std::size_t count) const {
+  const std::size_t bins = fbank_.config().num_mel_bins;
+  const std::size_t frame_samples = fbank_.config().window_size();
+  std::vector<float> values(count * bins);
+  const std::size_t tasks = ceil_div(count, kFramesPerFeatureTask);
+  parallel_for(tasks, config_.threads, [&](std::size_t task) {
+    const std::size_t task_first = task * kFramesPerFeatureTask;
+    const std::size_t task_frames = std::min(kFramesPerFeatureTask, count - task_first);
+    const std::size_t sample_first = (first + task_first) * hop_;
+    const std::size_t sample_count = (task_frames - 1) * hop_ + frame_samples;
+    // The recording followed by zeros up to the end of the last chunk, as copy_chunk pads it.
+    std::vector<float> buffer(sample_count, 0.0f);
+    if (sample_first < samples_.size()) {
+      const std::size_t available = std::min(sample_count, samples_.size() - sample_first);
+      std::memcpy(buffer.data(), samples_.data() + sample_first, available * sizeof(float));
+    }
+    fbank_.compute_into(buffer,
+                        std::span<float>(values.data() + task_first * bins, task_frames * bins));
+  });
+  return values;
+}
+
+NdArray<float> SharedTrunk::centred_features(std::size_t first, std::size_t count) {
+  if (count == 0 || first + count > total_frames_) {
+    fail("shared trunk: fbank frames [{}, {}) are outside the recording's {} frames", first,
+         first + count, total_frames_);
+  }
+  const std::size_t bins = fbank_.config().num_mel_bins;
+  NdArray<float> features({count, bins});
+  if (config_.mean == SharedTrunkMean::kRecording) {
+    const std::vector<float> values = log_mel(first, count);
+    for (std::size_t f = 0; f < count; ++f) {
+      for (std::size_t m = 0; m < bins; ++m) {
+        features(f, m) =
+            static_cast<float>(static_cast<double>(values[f * bins + m]) - recording_mean_[m]);
+      }
+    }
+    return features;
+  }
+  // Sliding window: frame f is centred with the mean over the chunk-length window
+  // [f - W/2, f - W/2 + W), shifted inside the recording at its ends (there it is the first or
+  // last chunk's own mean). For a frame at a chunk's centre it is that chunk's exact mean.
+  const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
+  auto window_start = [&](std::size_t frame) {
+    const std::size_t half = width / 2;
+    return std::min(frame >= half ? frame - half : 0, total_frames_ - width);
+  };
+  const std::size_t span_first = window_start(first);
+  const std::size_t span_last = window_start(first + count - 1) + width;
+  const std::vector<float> values = log_mel(span_first, span_last - span_first);
+  const std::size_t span = span_last - span_first;
+  // Prefix sums per bin: prefix[(i) * bins + m] = sum of frames [span_first, span_first + i).
+  std::vector<std::int64_t> prefix((span + 1) * bins, 0);
+  for (std::size_t i = 0; i < span; ++i) {
+    for (std::size_t m = 0; m < bins; ++m) {
+      prefix[(i + 1) * bins + m] = prefix[i * bins + m] + to_fixed_point(values[i * bins + m]);
+    }
+  }
+  const double scale = kFixedPointScale * static_cast<double>(width);
+  for (std::size_t f = 0; f < count; ++f) {
+    const std::size_t frame = first + f;
+    const std::size_t lo = window_start(frame) - span_first;
+    const std::size_t hi = lo + width;
+    const std::size_t own = frame - span_first;
+    for (std::size_t m = 0; m < bins; ++m) {
+      const double mean =
+          static_cast<double>(prefix[hi * bins + m] - prefix[lo * bins + m]) / scale;
+      features(f, m) = static_cast<float>(static_cast<double>(values[own * bins + m]) - mean);
+    }
+  }
+  return features;
+}
+
+std::size_t SharedTrunk::grid_frames(std::size_t phase) const {
+  return phase < total_frames_ ? ceil_div(total_frames_ - phase, config_.time_stride) : 0;
+}
+
+SharedTrunk::Placement SharedTrunk::placement(std::size_t chunk) const {
+  const std::size_t start =
+      static_cast<std::size_t>(plan_.chunk_offset(static_cast<std::int64_t>(chunk))) / hop_;
+  const std::size_t stride = config_.time_stride;
+  Placement place;
+  if (config_.exact_alignment) {
+    place.phase = start % stride;
+    place.first_grid = start / stride;
+  } else {
+    place.phase = 0;
+    place.first_grid = (start + stride / 2) / stride;
+  }
+  if (place.first_grid + trunk_frames_per_chunk_ > grid_frames(place.phase)) {
+    fail("shared trunk: chunk {} needs trunk frames past the end of the recording", chunk);
+  }
+  return place;
+}
+
+NdArray<float> SharedTrunk::run_pass(std::size_t phase, std::size_t first, std::size_t last) {
+  const std::size_t stride = config_.time_stride;
+  const std::size_t margin_grid = config_.margin_frames / stride;
+  // The pass starts on the phase's grid, at the recording's start when the margin reaches it:
+  // there the trunk pads exactly as it pads the first chunk in exact mode.
+  const std::size_t start_grid = first >= margin_grid ? first - margin_grid : 0;
+  const std::size_t input_first = phase + start_grid * stride;
+  const std::size_t input_last =
+      std::min(phase + last * stride + config_.margin_frames, total_frames_);
+  const std::size_t input_frames = input_last - input_first;
+  NdArray<float> features = centred_features(input_first, input_frames);
+  const std::size_t bins = features.dim(1);
+  const NdArray<float> batch({1, input_frames, bins}, std::move(features.values()));
+  const NdArray<float> output = extractor_.trunk_frames_from_features(batch);
+  ++trunk_passes_;
+  trunk_input_frames_ += input_frames;
+  const std::size_t pooled = output.dim(1);
+  const std::size_t produced = output.dim(2);
+  if (produced != ceil_div(input_frames, stride)) {
+    fail(
+        "shared trunk: the embedding model turned {} fbank frames into {} frames, not {} (time "
+        "stride {}); use --embedding-mode exact with this model",
+        input_frames, produced, ceil_div(input_frames, stride), stride);
+  }
+  const std::size_t kept = last - first;
+  const std::size_t offset = first - start_grid;
+  NdArray<float> frames({pooled, kept});
+  for (std::size_t k = 0; k < pooled; ++k) {
+    std::memcpy(frames.data() + k * kept, output.data() + k * produced + offset,
+                kept * sizeof(float));
+  }
+  return frames;
+}
+
+NdArray<float> SharedTrunk::single_pass_frames(std::size_t phase, std::size_t first,
+                                               std::size_t count) {
+  if (count == 0 || first + count > grid_frames(phase)) {
+    fail("shared trunk: grid frames [{}, {}) of phase {} are outside the recording", first,
+         first + count, phase);
+  }
+  return run_pass(phase, first, first + count);
+}
+
+const SharedTrunk::Block& SharedTrunk::block(std::size_t phase, std::size_t index) {
+  auto& phase_blocks = blocks_[phase];
+  const auto found = phase_blocks.find(index);
+  if (found != phase_blocks.end()) return found->second;
+  const std::size_t first = index * block_grid_frames_;
+  const std::size_t last = std::min(first + block_grid_frames_, grid_frames(phase));
+  Block computed;
+  computed.first = first;
+  computed.frames = run_pass(phase, first, last);
+  return phase_blocks.emplace(index, std::move(computed)).first->second;
+}
+
+NdArray<float> SharedTrunk::chunk_frames(std::size_t chunk) {
+  const Placement place = placement(chunk);
+  NdArray<float> frames;
+  std::size_t pooled = 0;
+  std::size_t done = 0;
+  while (done < trunk_frames_per_chunk_) {
+    const std::size_t grid = place.first_grid + done;
+    const Block& source = block(place.phase, grid / block_grid_frames_);
+    const std::size_t kept = source.frames.dim(1);
+    if (done == 0) {
+      pooled = source.frames.dim(0);
+      frames = NdArray<float>({pooled, trunk_frames_per_chunk_});
+    }
+    const std::size_t offset = grid - source.first;
+    const std::size_t take = std::min(kept - offset, trunk_frames_per_chunk_ - done);
+    for (std::size_t k = 0; k < pooled; ++k) {
+      std::memcpy(frames.data() + k * trunk_frames_per_chunk_ + done,
+                  source.frames.data() + k * kept + offset, take * sizeof(float));
+    }
+    done += take;
+  }
+  return frames;
+}
+
+std::size_t SharedTrunk::blocks_held() const {
+  std::size_t held = 0;
+  for (const auto& [phase, phase_blocks] : blocks_) held += phase_blocks.size();
+  return held;
+}
+
+void SharedTrunk::release_blocks_before(std::size_t fbank_frame) {
+  // Every later chunk starts at or after fbank_frame, so it needs no grid frame below
+  // fbank_frame / stride - 1 in any phase or alignment.
+  const std::size_t stride = config_.time_stride;
+  const std::size_t needed_grid = fbank_frame / stride >= 1 ? fbank_frame / stride - 1 : 0;
+  for (auto& [phase, phase_blocks] : blocks_) {
+    for (auto it = phase_blocks.begin(); it != phase_blocks.end();) {
+      if (it->second.first + it->second.frames.dim(1) <= needed_grid) {
+        it = phase_blocks.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+NdArray<float> SharedTrunk::embed_chunks(std::size_t first_chunk,
+                                         const NdArray<float>& range_segmentations) {
+  if (range_segmentations.rank() != 3) {
+    fail("shared trunk: segmentations must be [chunks, frames, speakers]");
+  }
+  const std::size_t count = range_segmentations.dim(0);
+  if (first_chunk + count > static_cast<std::size_t>(plan_.num_chunks())) {
+    fail("shared trunk: chunks [{}, {}) are outside the recording's {} chunks", first_chunk,
+         first_chunk + count, plan_.num_chunks());
+  }
+  release_blocks_before(
+      static_cast<std::size_t>(plan_.chunk_offset(static_cast<std::int64_t>(first_chunk))) / hop_);
+  NdArray<float> embeddings = extractor_.embed_chunks_with(
+      range_segmentations, static_cast<std::size_t>(plan_.window_samples),
+      [&](std::span<const std::size_t> chunks) {
+        NdArray<float> batch;
+        for (std::size_t i = 0; i < chunks.size(); ++i) {
+          const NdArray<float> frames = chunk_frames(first_chunk + chunks[i]);
+          if (i == 0) batch = NdArray<float>({chunks.size(), frames.dim(0), frames.dim(1)});
+          std::memcpy(batch.data() + i * frames.size(), frames.data(),
+                      frames.size() * sizeof(float));
+        }
+        return batch;
+      });
+  return embeddings;
+}
+
+}  // namespace parley::pipeline

@@ -1,0 +1,130 @@
+#pragma once
+// The embedding stage's "shared" mode: one ResNet trunk pass over the whole recording instead of
+// one per 10 s chunk. pyannote runs the trunk on every chunk, so at a 1 s step every second of
+// audio goes through the trunk ten times. Convolutions are shift-equivariant in time, so away
+// from the chunk edges a chunk's trunk frames are a slice of the recording's feature map; this
+// class computes that map block by block (blocks of about two minutes with margins that cover
+// the trunk's receptive field, computed lazily and freed once no later chunk needs them) and
+// pools each (chunk, speaker) from the chunk's slice with pyannote's mask, through
+// EmbeddingExtractor's own pooling and linear layer.
+// Differences from the exact mode, measured and explained in docs/embedding.md ("Shared trunk"):
+// the features are centred with a mean over a sliding chunk-length window instead of each
+// chunk's own mean, and chunk edges see the neighbouring audio instead of zero padding.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/ndarray.h"
+#include "pipeline/embedding.h"
+#include "pipeline/fbank.h"
+#include "pipeline/sliding_window.h"
+
+namespace parley::pipeline {
+
+// exact: pyannote's definition, the trunk on every chunk. shared: this file.
+enum class EmbeddingMode { kExact, kShared };
+const char* embedding_mode_name(EmbeddingMode mode);
+// "exact" or "shared"; fails naming the choices otherwise.
+EmbeddingMode parse_embedding_mode(const std::string& name);
+
+// What the shared map's features are centred with (pyannote: each chunk's own mean).
+enum class SharedTrunkMean {
+  kSlidingWindow,  // per frame, the mean over the chunk-length window centred on it
+  kRecording,      // the whole (padded) recording's mean
+};
+const char* shared_trunk_mean_name(SharedTrunkMean mean);
+SharedTrunkMean parse_shared_trunk_mean(const std::string& name);
+
+struct SharedTrunkConfig {
+  // Fbank frames (10 ms) whose trunk frames one pass keeps: 12000 = 2 minutes.
+  std::size_t block_frames = 12000;
+  // Fbank frames run on each side of a block and thrown away: at least half the trunk's
+  // receptive field (ResNet34: 112 frames), a multiple of time_stride.
+  std::size_t margin_frames = 128;
+  // Fbank frames per trunk frame (ResNet34: three stride-2 stages, 8). Checked on every pass.
+  std::size_t time_stride = 8;
+  // true: one pass per distinct chunk phase (chunk start modulo time_stride), so every chunk's
+  // trunk frames lie on the grid of its own pass (at a 1 s step: two passes, phases 0 and 4).
+  // false: one pass; a chunk off the grid takes the nearest grid frames (up to half a trunk
+  // frame, 40 ms, late).
+  bool exact_alignment = false;
+  SharedTrunkMean mean = SharedTrunkMean::kSlidingWindow;
+  // Threads computing fbank features.
+  int threads = 1;
+
+  void validate() const;
+  std::string to_string() const;
+};
+
+class SharedTrunk {
+ public:
+  // `extractor` and `samples` (16 kHz mono, the whole recording cut by `plan`) must outlive
+  // this object and stay unchanged. The chunk step must be a whole number of fbank frames.
+  SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples, const ChunkPlan& plan,
+              const SharedTrunkConfig& config);
+
+  // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) from their
+  // binarized segmentations [count, frames, speakers], as EmbeddingExtractor::embed_chunks
+  // computes them but with the trunk frames taken from the shared map. Ranges must be called in
+  // ascending order: the blocks before `first_chunk` are freed.
+  NdArray<float> embed_chunks(std::size_t first_chunk, const NdArray<float>& range_segmentations);
+
+  // Trunk frames [pooled_features, frames_per_chunk] of one chunk from the shared map.
+  NdArray<float> chunk_frames(std::size_t chunk);
+
+  // Features (centred log mel) [frames, bins] of fbank frames [first, first + count) of the
+  // padded recording, as the shared map's passes see them.
+  NdArray<float> centred_features(std::size_t first, std::size_t count);
+
+  // Trunk frames [pooled_features, count] of grid frames [first, first + count) of `phase`,
+  // computed in one pass over exactly the fbank frames they need plus margins (no blocks): the
+  // reference the blocks are tested against.
+  NdArray<float> single_pass_frames(std::size_t phase, std::size_t first, std::size_t count);
+
+  std::size_t total_frames() const { return total_frames_; }                // fbank frames, padded
+  std::size_t frames_per_chunk() const { return trunk_frames_per_chunk_; }  // 125
+  std::size_t blocks_held() const;                                          // for memory checks
+  std::size_t trunk_passes() const { return trunk_passes_; }  // blocks computed so far
+  std::size_t trunk_input_frames() const { return trunk_input_frames_; }
+
+ private:
+  struct Block {
+    std::size_t first = 0;  // first grid frame kept
+    NdArray<float> frames;  // [pooled_features, kept grid frames]
+  };
+  struct Placement {
+    std::size_t phase = 0;       // fbank frame of grid frame 0
+    std::size_t first_grid = 0;  // grid frame of the chunk's first trunk frame
+  };
+
+  Placement placement(std::size_t chunk) const;
+  std::size_t grid_frames(std::size_t phase) const;
+  // Trunk frames of grid frames [first, last) of `phase`, running the trunk over
+  // [phase + 8 first - margin, phase + 8 last + margin) clipped to the recording.
+  NdArray<float> run_pass(std::size_t phase, std::size_t first, std::size_t last);
+  const Block& block(std::size_t phase, std::size_t index);
+  // Log mel (not centred) of fbank frames [first, first + count) of the zero-padded recording.
+  std::vector<float> log_mel(std::size_t first, std::size_t count) const;
+  void release_blocks_before(std::size_t fbank_frame);
+
+  EmbeddingExtractor& extractor_;
+  std::span<const float> samples_;
+  ChunkPlan plan_;
+  SharedTrunkConfig config_;
+  Fbank fbank_;  // the extractor's fbank without the per-input mean subtraction
+  std::size_t hop_ = 0;
+  std::size_t chunk_fbank_frames_ = 0;      // 998
+  std::size_t trunk_frames_per_chunk_ = 0;  // 125
+  std::size_t padded_samples_ = 0;
+  std::size_t total_frames_ = 0;
+  std::size_t block_grid_frames_ = 0;
+  std::vector<double> recording_mean_;  // [bins], SharedTrunkMean::kRecording only
+  std::map<std::size_t, std::map<std::size_t, Block>> blocks_;  // phase -> block index -> block
+  std::size_t trunk_passes_ = 0;
+  std::size_t trunk_input_frames_ = 0;
+};
+
+}  // namespace parley::pipeline

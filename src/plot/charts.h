@@ -1,0 +1,38 @@
+#pragma once
+// The two charts `parley eval --plot` and `parley bench --plot` draw (through gnuplot):
+//   eval:  accuracy against speed, one point per system or mode (DER % over x real time, log
+//          scale), beside the time each system spends per stage (seconds per minute of audio);
+//   bench: time per stage for each recording or mode, beside its real-time factor.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/stage_timer.h"
+
+namespace parley::plot {
+
+struct SpeedAccuracyPoint {
+  std::string label;
+  double rtf = 0.0;  // audio seconds per wall second
+  double der = 0.0;  // fraction
+};
+
+struct StageBar {
+  std::string label;
+  StageTimes seconds;  // per stage
+  double audio_seconds = 0.0;
+  double rtf = 0.0;
+};
+
+// The gnuplot commands of each chart (exposed for tests; render() draws them).
+std::string accuracy_speed_script(const std::vector<SpeedAccuracyPoint>& points,
+                                  const std::vector<StageBar>& stages, const std::string& title);
+std::string stage_time_script(const std::vector<StageBar>& bars, const std::string& title);
+
+void plot_accuracy_speed(const std::vector<SpeedAccuracyPoint>& points,
+                         const std::vector<StageBar>& stages, const std::string& title,
+                         const std::filesystem::path& output);
+void plot_stage_times(const std::vector<StageBar>& bars, const std::string& title,
+                      const std::filesystem::path& output);
+
+}  // namespace parley::plot
