@@ -323,7 +323,7 @@ def parse_arguments(argv):
                              "(default: all cores)")
     parser.add_argument("--parley-args", action="append", default=[],
                         help="extra `parley diarize` options for one more parley row in every "
-                             "comparison, e.g. \"--embedding-mode shared\" (repeatable)")
+                             "comparison, e.g. \"--embedding-mode exact\" (repeatable)")
     parser.add_argument("--num-speakers", type=int,
                         help="fixed number of speakers for both (sherpa-onnx num_clusters, "
                              "parley --num-speakers); default: each system's own estimate")
