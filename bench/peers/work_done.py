@@ -9,9 +9,13 @@ they see the same local speakers).
 The ResNet34 costs the same per fbank frame whatever the input length (convolutions over
 time, then pooling), so fbank frames through the network measure the embedding work:
 
-  parley      one pass per chunk in which anyone speaks, over the whole 10 s chunk
-              (998 frames), every local speaker pooled from that pass with its mask
-              (src/pipeline/embedding.cpp, embed_chunks).
+  parley      --embedding-mode exact: one pass per chunk in which anyone speaks, over the
+              whole 10 s chunk (998 frames), every local speaker pooled from that pass with
+              its mask (src/pipeline/embedding.cpp, embed_chunks).
+              --embedding-mode shared (the default): one pass over the recording padded to
+              the end of its last chunk, each chunk pooling its slice (docs/embedding.md,
+              section 8): (chunks - 1) x step + 998 frames at most (blocks no chunk needs are
+              skipped).
   sherpa-onnx one pass per (chunk, local speaker) with at least 10 frames where that speaker
               speaks alone, over only those samples, concatenated (frame i of 589 maps to
               sample i / 589 * 160000 of the chunk; fbank with snip_edges=false gives
@@ -66,19 +70,23 @@ def main(argv):
     num_samples = args.samples or (chunks - 1) * step_samples + WINDOW_SAMPLES
     active_chunks = int((binarized.reshape(chunks, -1) != 0).any(axis=1).sum())
     parley_frames = active_chunks * PARLEY_FRAMES_PER_CHUNK
+    shared_frames = (chunks - 1) * (step_samples // FRAME_SHIFT_SAMPLES) + PARLEY_FRAMES_PER_CHUNK
     pairs = sherpa_pairs(binarized, step_samples, num_samples)
     sherpa_frames = sum(frames for _, _, frames in pairs)
     active_pairs = int((binarized.sum(axis=1) > 0).sum())
     print(f"chunks: {chunks} ({active_chunks} with speech), local speakers active: "
           f"{active_pairs} (chunk, speaker) pairs")
-    print(f"parley:      {active_chunks} network passes of {PARLEY_FRAMES_PER_CHUNK} frames = "
-          f"{parley_frames} fbank frames; embeddings for all {chunks * speakers} pairs")
-    print(f"sherpa-onnx: {len(pairs)} network passes, {sherpa_frames} fbank frames "
+    print(f"parley exact:  {active_chunks} network passes of {PARLEY_FRAMES_PER_CHUNK} frames "
+          f"= {parley_frames} fbank frames; embeddings for all {chunks * speakers} pairs")
+    print(f"parley shared: one pass over the recording, at most {shared_frames} fbank frames; "
+          f"embeddings for all {chunks * speakers} pairs")
+    print(f"sherpa-onnx:   {len(pairs)} network passes, {sherpa_frames} fbank frames "
           f"(mean {sherpa_frames / max(1, len(pairs)):.0f} per pass); embeddings for "
           f"{len(pairs)} pairs, {active_pairs - len(pairs)} active pairs dropped (<"
           f"{SHERPA_MIN_FRAMES} frames alone)")
-    print(f"frames through the network, parley / sherpa-onnx: "
-          f"{parley_frames / max(1, sherpa_frames):.2f}")
+    print(f"frames through the network, parley / sherpa-onnx: exact "
+          f"{parley_frames / max(1, sherpa_frames):.2f}, shared "
+          f"{shared_frames / max(1, sherpa_frames):.2f}")
     return 0
 
 
