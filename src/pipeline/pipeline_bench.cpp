@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   app.add_option("--embedding-batch", config.embedding_batch_size);
   app.add_option("--segmentation-batch", config.segmentation_batch_size);
   app.add_option("--step", config.step_seconds);
-  std::string embedding_mode = "exact", shared_alignment = "nearest", shared_mean = "sliding";
+  std::string embedding_mode = parley::pipeline::embedding_mode_name(config.embedding_mode);
+  std::string shared_alignment = "nearest", shared_mean = "sliding";
   app.add_option("--embedding-mode", embedding_mode)->check(CLI::IsMember({"exact", "shared"}));
   app.add_option("--shared-alignment", shared_alignment)
       ->check(CLI::IsMember({"nearest", "exact"}));
