@@ -41,7 +41,7 @@ struct DiarizationConfig {
   std::size_t embedding_batch_size = 32;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
   // shared (default): one trunk pass over the recording, sliced per chunk
-  // (pipeline/shared_trunk.h): about 9x less embedding time at a 1 s step, same diarization on
+  // (pipeline/shared_trunk.h): 6-9x less embedding time at a 1 s step, same diarization on
   // the golden clips (docs/embedding.md, section 8). exact: the trunk on every chunk, pyannote's
   // definition.
   EmbeddingMode embedding_mode = EmbeddingMode::kShared;
