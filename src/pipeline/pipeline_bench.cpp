@@ -6,6 +6,7 @@
 //                  [--segmentation-provider cpu|...] [--embedding-batch 32] [--step 1]
 //                  [--embedding-mode exact|shared] [--shared-alignment nearest|exact]
 //                  [--shared-mean sliding|recording] [--shared-block-frames 12000]
+//                  [--shared-pass-frames 2000]
 #include <sndfile.h>
 #include <sys/resource.h>
 
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"nearest", "exact"}));
   app.add_option("--shared-mean", shared_mean)->check(CLI::IsMember({"sliding", "recording"}));
   app.add_option("--shared-block-frames", config.shared_trunk.block_frames);
+  app.add_option("--shared-pass-frames", config.shared_trunk.pass_frames);
   CLI11_PARSE(app, argc, argv);
   try {
     config.embedding_mode = parley::pipeline::parse_embedding_mode(embedding_mode);
