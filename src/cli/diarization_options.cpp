@@ -20,7 +20,7 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command
       .add_option("--embedding-mode", flags.embedding_mode,
                   "shared: the embedding network runs once over the whole recording and each "
-                  "10 s chunk takes its slice (about 9x less embedding time); exact: once per "
+                  "10 s chunk takes its slice (6-9x less embedding time); exact: once per "
                   "chunk, pyannote's definition (docs/embedding.md). Not used by recluster")
       ->check(CLI::IsMember({"exact", "shared"}))
       ->capture_default_str();

@@ -45,7 +45,7 @@ struct DiarizationConfig {
   // stages). Results are identical either way.
   bool streaming = true;
   // shared (default): one trunk pass over the recording, sliced per chunk
-  // (pipeline/shared_trunk.h): about 9x less embedding time at a 1 s step, same diarization on
+  // (pipeline/shared_trunk.h): 6-9x less embedding time at a 1 s step, same diarization on
   // the golden clips (docs/embedding.md, section 8). exact: the trunk on every chunk, pyannote's
   // definition.
   EmbeddingMode embedding_mode = EmbeddingMode::kShared;

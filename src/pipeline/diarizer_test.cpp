@@ -236,6 +236,19 @@ TEST(DiarizerConfig, RejectsNonsense) {
   EXPECT_NE(DiarizationConfig{}.to_string().find("step=1"), std::string::npos);
 }
 
+TEST(DiarizerConfig, SharedEmbeddingsNeedAStepOnTheFbankGrid) {
+  DiarizationConfig config;
+  EXPECT_EQ(config.embedding_mode, EmbeddingMode::kShared);
+  config.step_seconds = 1.005;  // not a whole number of 10 ms fbank frames
+  EXPECT_THROW(config.validate(), Error);
+  config.embedding_mode = EmbeddingMode::kExact;
+  EXPECT_NO_THROW(config.validate());
+  config.step_seconds = 0.5;
+  config.embedding_mode = EmbeddingMode::kShared;
+  EXPECT_NO_THROW(config.validate());
+  EXPECT_NE(config.to_string().find("embedding_mode=shared"), std::string::npos);
+}
+
 TEST(DiarizerIntermediates, MissingFolderSaysWhatWasExpected) {
   try {
     read_model_intermediates("/nonexistent/parley-intermediates");

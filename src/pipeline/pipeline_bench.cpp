@@ -6,6 +6,7 @@
 //                  [--segmentation-provider cpu|...] [--embedding-batch 32] [--step 1]
 //                  [--embedding-mode exact|shared] [--shared-alignment nearest|exact]
 //                  [--shared-mean sliding|recording] [--shared-block-frames 12000]
+//                  [--shared-pass-frames 2000]
 #include <sndfile.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -71,12 +72,14 @@ int main(int argc, char** argv) {
   app.add_option("--step", config.step_seconds);
   bool no_streaming = false;
   app.add_flag("--no-streaming", no_streaming, "segment everything before embedding");
-  std::string embedding_mode = "shared", shared_alignment = "nearest", shared_mean = "sliding";
+  std::string embedding_mode = parley::pipeline::embedding_mode_name(config.embedding_mode);
+  std::string shared_alignment = "nearest", shared_mean = "sliding";
   app.add_option("--embedding-mode", embedding_mode)->check(CLI::IsMember({"exact", "shared"}));
   app.add_option("--shared-alignment", shared_alignment)
       ->check(CLI::IsMember({"nearest", "exact"}));
   app.add_option("--shared-mean", shared_mean)->check(CLI::IsMember({"sliding", "recording"}));
   app.add_option("--shared-block-frames", config.shared_trunk.block_frames);
+  app.add_option("--shared-pass-frames", config.shared_trunk.pass_frames);
   bool verbose = false;
   app.add_flag("--verbose", verbose, "debug log (where the embedding stage spends its time)");
   CLI11_PARSE(app, argc, argv);

@@ -61,14 +61,18 @@ void SharedTrunkConfig::validate() const {
     fail("shared trunk: block_frames ({}) must be a positive multiple of time_stride ({})",
          block_frames, time_stride);
   }
+  if (pass_frames < time_stride || pass_frames % time_stride != 0) {
+    fail("shared trunk: pass_frames ({}) must be a positive multiple of time_stride ({})",
+         pass_frames, time_stride);
+  }
   if (threads < 1) fail("shared trunk: threads must be at least 1 (got {})", threads);
 }
 
 std::string SharedTrunkConfig::to_string() const {
   return fmt::format(
-      "SharedTrunkConfig(block_frames={}, margin_frames={}, time_stride={}, alignment={}, "
-      "mean={}, threads={})",
-      block_frames, margin_frames, time_stride, exact_alignment ? "exact" : "nearest",
+      "SharedTrunkConfig(block_frames={}, pass_frames={}, margin_frames={}, time_stride={}, "
+      "alignment={}, mean={}, threads={})",
+      block_frames, pass_frames, margin_frames, time_stride, exact_alignment ? "exact" : "nearest",
       shared_trunk_mean_name(mean), threads);
 }
 
@@ -209,43 +213,74 @@ SharedTrunk::Placement SharedTrunk::placement(std::size_t chunk) const {
   return place;
 }
 
-NdArray<float> SharedTrunk::run_pass(std::size_t phase, std::size_t first, std::size_t last) {
+std::vector<NdArray<float>> SharedTrunk::run_passes(
+    std::size_t phase, const std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
   const std::size_t stride = config_.time_stride;
   const std::size_t margin_grid = config_.margin_frames / stride;
-  // The pass starts on the phase's grid, at the recording's start when the margin reaches it:
-  // there the trunk pads exactly as it pads the first chunk in exact mode.
-  const std::size_t start_grid = first >= margin_grid ? first - margin_grid : 0;
-  const std::size_t input_first = phase + start_grid * stride;
-  const std::size_t input_last =
-      std::min(phase + last * stride + config_.margin_frames, total_frames_);
-  const std::size_t input_frames = input_last - input_first;
-  const auto features_start = std::chrono::steady_clock::now();
-  NdArray<float> features = centred_features(input_first, input_frames);
-  const std::size_t bins = features.dim(1);
-  const NdArray<float> batch({1, input_frames, bins}, std::move(features.values()));
-  const auto trunk_start = std::chrono::steady_clock::now();
-  feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
-  const NdArray<float> output = extractor_.trunk_frames_from_features(batch);
-  trunk_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - trunk_start).count();
-  ++trunk_passes_;
-  trunk_input_frames_ += input_frames;
-  const std::size_t pooled = output.dim(1);
-  const std::size_t produced = output.dim(2);
-  if (produced != ceil_div(input_frames, stride)) {
-    fail(
-        "shared trunk: the embedding model turned {} fbank frames into {} frames, not {} (time "
-        "stride {}); use --embedding-mode exact with this model",
-        input_frames, produced, ceil_div(input_frames, stride), stride);
+  const std::size_t bins = fbank_.config().num_mel_bins;
+  struct Pass {
+    std::size_t first = 0, last = 0, start_grid = 0, input_first = 0, input_frames = 0;
+  };
+  std::vector<Pass> passes;
+  // Passes of equal input length run as one batch (ONNX Runtime spreads a batch over its
+  // threads better than one long input); each item's arithmetic does not depend on the batch.
+  std::map<std::size_t, std::vector<std::size_t>> by_length;
+  for (const auto& [first, last] : ranges) {
+    Pass pass;
+    pass.first = first;
+    pass.last = last;
+    // The pass starts on the phase's grid, at the recording's start when the margin reaches
+    // it: there the trunk pads exactly as it pads the first chunk in exact mode.
+    pass.start_grid = first >= margin_grid ? first - margin_grid : 0;
+    pass.input_first = phase + pass.start_grid * stride;
+    const std::size_t input_last =
+        std::min(phase + last * stride + config_.margin_frames, total_frames_);
+    pass.input_frames = input_last - pass.input_first;
+    by_length[pass.input_frames].push_back(passes.size());
+    passes.push_back(pass);
   }
-  const std::size_t kept = last - first;
-  const std::size_t offset = first - start_grid;
-  NdArray<float> frames({pooled, kept});
-  for (std::size_t k = 0; k < pooled; ++k) {
-    std::memcpy(frames.data() + k * kept, output.data() + k * produced + offset,
-                kept * sizeof(float));
+  std::vector<NdArray<float>> results(passes.size());
+  for (const auto& [input_frames, members] : by_length) {
+    const auto features_start = std::chrono::steady_clock::now();
+    NdArray<float> batch({members.size(), input_frames, bins});
+    for (std::size_t j = 0; j < members.size(); ++j) {
+      const NdArray<float> features =
+          centred_features(passes[members[j]].input_first, input_frames);
+      std::memcpy(batch.data() + j * input_frames * bins, features.data(),
+                  input_frames * bins * sizeof(float));
+    }
+    const auto trunk_start = std::chrono::steady_clock::now();
+    feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
+    const NdArray<float> output = extractor_.trunk_frames_from_features(batch);
+    trunk_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - trunk_start).count();
+    trunk_passes_ += members.size();
+    trunk_input_frames_ += members.size() * input_frames;
+    const std::size_t pooled = output.dim(1);
+    const std::size_t produced = output.dim(2);
+    if (produced != ceil_div(input_frames, stride)) {
+      fail(
+          "shared trunk: the embedding model turned {} fbank frames into {} frames, not {} "
+          "(time stride {}); use --embedding-mode exact with this model",
+          input_frames, produced, ceil_div(input_frames, stride), stride);
+    }
+    for (std::size_t j = 0; j < members.size(); ++j) {
+      const Pass& pass = passes[members[j]];
+      const std::size_t kept = pass.last - pass.first;
+      const std::size_t offset = pass.first - pass.start_grid;
+      NdArray<float> frames({pooled, kept});
+      const float* item = output.data() + j * pooled * produced;
+      for (std::size_t k = 0; k < pooled; ++k) {
+        std::memcpy(frames.data() + k * kept, item + k * produced + offset, kept * sizeof(float));
+      }
+      results[members[j]] = std::move(frames);
+    }
   }
-  return frames;
+  return results;
+}
+
+NdArray<float> SharedTrunk::run_pass(std::size_t phase, std::size_t first, std::size_t last) {
+  return std::move(run_passes(phase, {{first, last}}).at(0));
 }
 
 NdArray<float> SharedTrunk::single_pass_frames(std::size_t phase, std::size_t first,
@@ -263,9 +298,25 @@ const SharedTrunk::Block& SharedTrunk::block(std::size_t phase, std::size_t inde
   if (found != phase_blocks.end()) return found->second;
   const std::size_t first = index * block_grid_frames_;
   const std::size_t last = std::min(first + block_grid_frames_, grid_frames(phase));
+  // The block runs as a batch of passes of pass_frames each (plus margins).
+  const std::size_t pass_grid = config_.pass_frames / config_.time_stride;
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  for (std::size_t grid = first; grid < last; grid += pass_grid) {
+    ranges.emplace_back(grid, std::min(grid + pass_grid, last));
+  }
+  const std::vector<NdArray<float>> parts = run_passes(phase, ranges);
+  const std::size_t pooled = parts.at(0).dim(0);
   Block computed;
   computed.first = first;
-  computed.frames = run_pass(phase, first, last);
+  computed.frames = NdArray<float>({pooled, last - first});
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::size_t width = parts[i].dim(1);
+    const std::size_t column = ranges[i].first - first;
+    for (std::size_t k = 0; k < pooled; ++k) {
+      std::memcpy(computed.frames.data() + k * (last - first) + column, parts[i].data() + k * width,
+                  width * sizeof(float));
+    }
+  }
   return phase_blocks.emplace(index, std::move(computed)).first->second;
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ndarray.h"
@@ -41,7 +42,12 @@ SharedTrunkMean parse_shared_trunk_mean(const std::string& name);
 struct SharedTrunkConfig {
   // Fbank frames (10 ms) whose trunk frames one pass keeps: 12000 = 2 minutes.
   std::size_t block_frames = 12000;
-  // Fbank frames run on each side of a block and thrown away: at least half the trunk's
+  // Fbank frames per trunk input within a block: a block runs as a batch of such passes, each
+  // with its own margins. Default: the whole block in one pass (what docs/embedding.md
+  // measured); shorter passes add margin work but may suit ONNX Runtime's batching better on
+  // some machines (not settled on the noisy build machine).
+  std::size_t pass_frames = 12000;
+  // Fbank frames run on each side of a pass and thrown away: at least half the trunk's
   // receptive field (ResNet34: 112 frames), a multiple of time_stride.
   std::size_t margin_frames = 128;
   // Fbank frames per trunk frame (ResNet34: three stride-2 stages, 8). Checked on every pass.
@@ -116,6 +122,9 @@ class SharedTrunk {
   // Trunk frames of grid frames [first, last) of `phase`, running the trunk over
   // [phase + 8 first - margin, phase + 8 last + margin) clipped to the recording.
   NdArray<float> run_pass(std::size_t phase, std::size_t first, std::size_t last);
+  // Several such passes, those of equal input length in one batch.
+  std::vector<NdArray<float>> run_passes(
+      std::size_t phase, const std::vector<std::pair<std::size_t, std::size_t>>& ranges);
   const Block& block(std::size_t phase, std::size_t index);
   // Log mel (not centred) of fbank frames [first, first + count) of the zero-padded recording.
   std::vector<float> log_mel(std::size_t first, std::size_t count) const;

@@ -74,6 +74,7 @@ TEST(SharedTrunk, BlocksEqualOnePassOverTheRecording) {
   for (std::size_t margin : {16u, 0u}) {
     SharedTrunkConfig config;
     config.block_frames = 400;
+    config.pass_frames = 160;  // batches of passes inside each block
     config.margin_frames = margin;
     config.exact_alignment = true;
     SharedTrunk trunk(extractor, audio, plan, config);
