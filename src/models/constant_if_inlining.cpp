@@ -108,19 +108,6 @@ std::optional<KnownValue> read_integer_tensor(const onnx::TensorProto& tensor) {
   return value;
 }
 
-const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, const std::string& name) {
-  for (const auto& attribute : node.attribute()) {
-    if (attribute.name() == name) return &attribute;
-  }
-  return nullptr;
-}
-
-std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name,
-                           std::int64_t fallback) {
-  const auto* attribute = find_attribute(node, name);
-  return attribute != nullptr ? attribute->i() : fallback;
-}
-
 // Ops whose output 0 has the shape of input 0.
 bool preserves_shape(const std::string& op) {
   static const std::set<std::string> kOps = {"Cast",

@@ -95,4 +95,17 @@ PruneCount prune_unused(onnx::GraphProto& graph) {
   return count;
 }
 
+const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& attribute : node.attribute()) {
+    if (attribute.name() == name) return &attribute;
+  }
+  return nullptr;
+}
+
+std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name,
+                           std::int64_t fallback) {
+  const auto* attribute = find_attribute(node, name);
+  return attribute != nullptr ? attribute->i() : fallback;
+}
+
 }  // namespace parley::models

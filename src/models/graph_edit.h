@@ -4,6 +4,7 @@
 // uses, and pruning what no output needs any more.
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -20,6 +21,12 @@ void collect_reads(const onnx::NodeProto& node, std::set<std::string>& reads);
 // Every value name defined or used anywhere in `graph` and its subgraphs (inputs, outputs,
 // initializers, node inputs and outputs, value_info): what a new name must not collide with.
 void collect_names(const onnx::GraphProto& graph, std::set<std::string>& names);
+
+// The attribute `name` of `node`, or null.
+const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, const std::string& name);
+// An integer attribute, or `fallback` when the node does not set it.
+std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name,
+                           std::int64_t fallback);
 
 struct PruneCount {
   int nodes = 0;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "models/graph_edit.h"
 
 namespace parley::models {
 namespace {
@@ -158,19 +159,6 @@ class GraphIndex {
   std::map<std::string, const onnx::TensorProto*> constant_nodes_;
   std::map<std::string, int> producer_;
 };
-
-const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, const std::string& name) {
-  for (const auto& attribute : node.attribute()) {
-    if (attribute.name() == name) return &attribute;
-  }
-  return nullptr;
-}
-
-std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name,
-                           std::int64_t fallback) {
-  const auto* attribute = find_attribute(node, name);
-  return attribute != nullptr ? attribute->i() : fallback;
-}
 
 float float_attribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
   const auto* attribute = find_attribute(node, name);

@@ -24,24 +24,9 @@
 #include "core/progress.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/output.h"
+#include "pipeline/wav_16k.h"
 
 namespace {
-
-std::vector<float> read_wav_16k_mono(const std::string& path) {
-  SF_INFO info{};
-  SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
-  if (file == nullptr) parley::fail("{}: cannot open ({})", path, sf_strerror(nullptr));
-  if (info.samplerate != 16000 || info.channels != 1) {
-    sf_close(file);
-    parley::fail("{}: needs 16 kHz mono (got {} Hz, {} channels)", path, info.samplerate,
-                 info.channels);
-  }
-  std::vector<float> samples(static_cast<std::size_t>(info.frames));
-  const sf_count_t read = sf_readf_float(file, samples.data(), info.frames);
-  sf_close(file);
-  samples.resize(static_cast<std::size_t>(read));
-  return samples;
-}
 
 parley::pipeline::DiarizationConfig variant_config(parley::pipeline::DiarizationConfig config,
                                                    const std::string& variant) {
@@ -82,7 +67,7 @@ int main(int argc, char** argv) {
   app.add_option("--variants", variants, "comma-separated");
   CLI11_PARSE(app, argc, argv);
   try {
-    const std::vector<float> samples = read_wav_16k_mono(audio_path);
+    const std::vector<float> samples = parley::pipeline::read_wav_16k_mono(audio_path);
     if (uri.empty()) uri = std::filesystem::path(audio_path).stem().string();
     std::replace(uri.begin(), uri.end(), ' ', '_');
     std::filesystem::create_directories(out);

@@ -22,26 +22,11 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/wav_16k.h"
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
 
 namespace {
-
-std::vector<float> read_wav_16k_mono(const std::string& path) {
-  SF_INFO info{};
-  SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
-  if (file == nullptr) parley::fail("{}: cannot open ({})", path, sf_strerror(nullptr));
-  if (info.samplerate != 16000 || info.channels != 1) {
-    sf_close(file);
-    parley::fail("{}: needs 16 kHz mono (got {} Hz, {} channels)", path, info.samplerate,
-                 info.channels);
-  }
-  std::vector<float> samples(static_cast<std::size_t>(info.frames));
-  const sf_count_t read = sf_readf_float(file, samples.data(), info.frames);
-  sf_close(file);
-  samples.resize(static_cast<std::size_t>(read));
-  return samples;
-}
 
 double peak_rss_mib() {
   rusage usage{};
@@ -91,7 +76,7 @@ int main(int argc, char** argv) {
     config.shared_trunk.mean = parley::pipeline::parse_shared_trunk_mean(shared_mean);
     config.embedding_provider = parley::runtime::parse_provider(provider);
     config.segmentation_provider = parley::runtime::parse_provider(segmentation_provider);
-    const std::vector<float> once = read_wav_16k_mono(audio_path);
+    const std::vector<float> once = parley::pipeline::read_wav_16k_mono(audio_path);
     const auto wanted = static_cast<std::size_t>(minutes * 60.0 * 16000.0);
     std::vector<float> samples;
     samples.reserve(wanted);

@@ -23,24 +23,11 @@
 #include "pipeline/powerset.h"
 #include "pipeline/segmentation.h"
 #include "pipeline/sliding_window.h"
+#include "pipeline/wav_16k.h"
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
 
 namespace {
-
-std::vector<float> read_mono_16k(const std::string& path) {
-  SF_INFO info{};
-  std::unique_ptr<SNDFILE, decltype(&sf_close)> file(sf_open(path.c_str(), SFM_READ, &info),
-                                                     &sf_close);
-  if (!file) parley::fail("{}: cannot open audio: {}", path, sf_strerror(nullptr));
-  if (info.samplerate != 16000 || info.channels != 1) {
-    parley::fail("{}: need 16 kHz mono audio (got {} Hz, {} channels)", path, info.samplerate,
-                 info.channels);
-  }
-  std::vector<float> samples(static_cast<std::size_t>(info.frames));
-  sf_readf_float(file.get(), samples.data(), info.frames);
-  return samples;
-}
 
 // CPU seconds of the whole process: with other work on the machine, wall time says little
 // about the stage's own cost, while CPU time per chunk stays comparable between runs.
@@ -113,7 +100,7 @@ int main(int argc, char** argv) {
     } else {
       parley::fail("--optimization must be disabled, basic, extended or all");
     }
-    const std::vector<float> audio = read_mono_16k(audio_path);
+    const std::vector<float> audio = parley::pipeline::read_wav_16k_mono(audio_path);
     const auto plan = parley::pipeline::plan_chunks(static_cast<std::int64_t>(audio.size()),
                                                     parley::pipeline::kSegmentationSampleRate);
     auto chunk_count = static_cast<std::size_t>(plan.num_chunks());

@@ -13,7 +13,6 @@ namespace parley::pipeline {
 namespace {
 
 using test_support::chunk_source;
-using test_support::read_wav_16k_mono;
 
 constexpr const char* kFp16Model = "models/segmentation-3.0-fp16.onnx";
 // 39.97 s: 30 complete windows and a zero-padded 31st (last 9.97 s of audio).

@@ -18,24 +18,9 @@
 #include "pipeline/powerset.h"
 #include "pipeline/segmentation.h"
 #include "pipeline/sliding_window.h"
+#include "pipeline/wav_16k.h"
 
 namespace parley::pipeline::test_support {
-
-// Mono 16 kHz WAV as float in [-1, 1) (libsndfile scales int16 by 1/32768, as torchaudio does).
-inline std::vector<float> read_wav_16k_mono(const std::filesystem::path& path) {
-  SF_INFO info{};
-  std::unique_ptr<SNDFILE, decltype(&sf_close)> file(sf_open(path.c_str(), SFM_READ, &info),
-                                                     &sf_close);
-  if (!file) fail("{}: cannot open: {}", path.string(), sf_strerror(nullptr));
-  if (info.samplerate != kSegmentationSampleRate || info.channels != 1) {
-    fail("{}: expected 16 kHz mono, got {} Hz x {}", path.string(), info.samplerate, info.channels);
-  }
-  std::vector<float> samples(static_cast<std::size_t>(info.frames));
-  if (sf_readf_float(file.get(), samples.data(), info.frames) != info.frames) {
-    fail("{}: short read", path.string());
-  }
-  return samples;
-}
 
 // pyannote's chunking of `audio` (10 s every 1 s, last chunk zero-padded).
 inline ChunkPlan chunk_plan(const std::vector<float>& audio) {
