@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 
@@ -50,13 +51,22 @@ void weighted_statistics(std::span<const float> frames, std::size_t features, st
   const float v1 = static_cast<float>(weight_sum) + 1e-8f;
   const float v2 = static_cast<float>(squared_weight_sum);
   const float variance_denominator = v1 - v2 / v1 + 1e-8f;
+  // Frames of weight 0 add exactly +0 to every sum (trunk outputs are finite), so they are
+  // skipped: same bits, and most of a chunk is silent for most speakers.
+  std::vector<std::size_t> weighted_frames;
+  weighted_frames.reserve(time);
+  for (std::size_t t = 0; t < time; ++t) {
+    if (weights[t] != 0.0f) weighted_frames.push_back(t);
+  }
   for (std::size_t k = 0; k < features; ++k) {
     const float* row = frames.data() + k * time;
     double weighted_sum = 0.0;
-    for (std::size_t t = 0; t < time; ++t) weighted_sum += static_cast<double>(weights[t]) * row[t];
+    for (const std::size_t t : weighted_frames) {
+      weighted_sum += static_cast<double>(weights[t]) * row[t];
+    }
     const double mean = weighted_sum / v1;
     double weighted_squares = 0.0;
-    for (std::size_t t = 0; t < time; ++t) {
+    for (const std::size_t t : weighted_frames) {
       const double deviation = row[t] - mean;
       weighted_squares += static_cast<double>(weights[t]) * deviation * deviation;
     }
