@@ -33,6 +33,19 @@ std::uintmax_t file_bytes(const std::filesystem::path& path) {
   return ec ? 0 : size;
 }
 
+// On an accelerator ONNX Runtime's own CPU threads have nothing to compute, but after every call
+// they spin waiting for more, on the cores where fbank and pooling run: on the H100 machine that
+// made pooling several times slower. One intra-op thread there.
+ModelSessionPlan with_idle_cpu_pool(ModelSessionPlan plan) {
+  if (plan.embedding.session.provider != runtime::ProviderId::kCpu) {
+    plan.embedding.session.intra_op_threads = 1;
+  }
+  if (plan.segmentation.provider != runtime::ProviderId::kCpu) {
+    plan.segmentation.intra_op_threads = 1;
+  }
+  return plan;
+}
+
 std::size_t largest_call(const runtime::RouteDecision& decision) {
   std::size_t largest = 1;
   for (const auto& slice : decision.plan) largest = std::max(largest, slice.bucket);
@@ -108,7 +121,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   embedding.session.intra_op_threads = config.threads;
   embedding.session.provider = config.embedding_provider;
   embedding.session.provider_options = config.embedding_provider_options;
-  if (!config.routing) return plan;
+  if (!config.routing) return with_idle_cpu_pool(std::move(plan));
 
   const ProviderRouting& routing = *config.routing;
   const auto& statuses =
@@ -167,7 +180,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
     embedding.session.provider_options.clear();
   }
   plan.embedding_route = embedding_route;
-  return plan;
+  return with_idle_cpu_pool(std::move(plan));
 }
 
 }  // namespace parley::pipeline
