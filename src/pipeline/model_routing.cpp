@@ -33,9 +33,8 @@ std::uintmax_t file_bytes(const std::filesystem::path& path) {
   return ec ? 0 : size;
 }
 
-// On an accelerator ONNX Runtime's own CPU threads have nothing to compute, but after every call
-// they spin waiting for more, on the cores where fbank and pooling run: on the H100 machine that
-// made pooling several times slower. One intra-op thread there.
+// On an accelerator ONNX Runtime's own CPU threads have nothing to compute; after every call
+// they would only spin on the cores where fbank and pooling run. One intra-op thread there.
 ModelSessionPlan with_idle_cpu_pool(ModelSessionPlan plan) {
   if (plan.embedding.session.provider != runtime::ProviderId::kCpu) {
     plan.embedding.session.intra_op_threads = 1;
