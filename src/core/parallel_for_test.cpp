@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <latch>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -29,9 +30,14 @@ TEST(ParallelFor, VisitsEveryIndexOnceForAnyThreadCount) {
 TEST(ParallelFor, UsesSeveralThreadsWhenAsked) {
   std::mutex mutex;
   std::set<std::thread::id> ids;
+  // Every range waits for the others to start: this only finishes when all four run at once.
+  std::latch all_started(4);
   parallel_for(4, 4, [&](std::size_t) {
-    std::lock_guard lock(mutex);
-    ids.insert(std::this_thread::get_id());
+    {
+      std::lock_guard lock(mutex);
+      ids.insert(std::this_thread::get_id());
+    }
+    all_started.arrive_and_wait();
   });
   EXPECT_EQ(ids.size(), 4u);
   ids.clear();
@@ -53,6 +59,24 @@ TEST(ParallelFor, RethrowsTheFirstFailureAfterAllThreadsFinish) {
     EXPECT_STREQ(error.what(), "index 5 failed");
   }
   EXPECT_EQ(done.load(), 6);
+}
+
+TEST(ParallelFor, NestedAndConcurrentCallsFinish) {
+  // A body that calls parallel_for, from two threads at once: the pool must neither deadlock
+  // nor mix up the callers' work.
+  std::vector<std::atomic<int>> sums(2);
+  auto caller = [&sums](std::size_t which) {
+    parallel_for(8, 4, [&sums, which](std::size_t) {
+      parallel_for(8, 4,
+                   [&sums, which](std::size_t i) { sums[which].fetch_add(static_cast<int>(i)); });
+    });
+  };
+  std::jthread first(caller, 0);
+  std::jthread second(caller, 1);
+  first.join();
+  second.join();
+  EXPECT_EQ(sums[0].load(), 8 * 28);
+  EXPECT_EQ(sums[1].load(), 8 * 28);
 }
 
 }  // namespace
