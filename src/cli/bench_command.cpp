@@ -101,8 +101,7 @@ TimedRun run_once(pipeline::Diarizer& diarizer, const std::string& audio, const 
     // Keeps the formatting from being optimized away without printing anything.
     if (rttm.size() == static_cast<std::size_t>(-1)) std::fputs(rttm.c_str(), stderr);
   }
-  run.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.wall_seconds = seconds_since(start);
   run.speakers = result.speaker_count;
   run.turns = result.turns.size();
   return run;
@@ -298,8 +297,7 @@ void run_bench(const BenchArguments& arguments) {
 
   const auto load_start = std::chrono::steady_clock::now();
   pipeline::Diarizer diarizer(models, config);
-  const double model_load_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  const double model_load_seconds = seconds_since(load_start);
   sample_device();
 
   Progress warmup_progress(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);

@@ -13,6 +13,7 @@
 #include "cli/diarization_options.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/stage_timer.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
 #include "transcript/fusion.h"
@@ -132,8 +133,7 @@ void run_diarize(const DiarizeArguments& arguments) {
     StageTimes times = decode_time;
     for (const auto& [stage, seconds] : result.stage_times.entries()) times.add(stage, seconds);
     result.stage_times = times;
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double wall = seconds_since(start);
 
     std::string text;
     if (with_transcript) {

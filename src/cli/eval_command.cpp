@@ -304,8 +304,7 @@ class EvalRunner {
       hypothesis = rttm_text(pipeline::to_eval_turns(
           arguments_.exclusive ? diarization.exclusive_turns : diarization.turns, file.uri));
     }
-    result.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.wall_seconds = seconds_since(start);
     result.audio_seconds = diarization.duration_seconds;
     result.stage_seconds = times;
     result.speakers = diarization.speaker_count;

@@ -14,6 +14,7 @@
 #include "cli/provider_options.h"
 #include "core/error.h"
 #include "core/sha256.h"
+#include "core/stage_timer.h"
 #include "models/accelerator_rewrite.h"
 #include "models/model_locator.h"
 #include "runtime/compile_cache.h"
@@ -110,7 +111,7 @@ std::map<std::string, std::int64_t> overrides_for(const std::vector<runtime::Dec
 double time_run(runtime::OnnxSession& session, const std::vector<runtime::InputShape>& shapes) {
   const auto start = std::chrono::steady_clock::now();
   runtime::run_on_zeros(session, shapes);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return seconds_since(start);
 }
 
 std::size_t batch_of(const std::vector<runtime::InputShape>& shapes) {

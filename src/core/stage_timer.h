@@ -8,6 +8,11 @@
 
 namespace parley {
 
+// Wall-clock seconds from `start` until now.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 class StageTimes {
  public:
   void add(const std::string& stage, double seconds) {
@@ -35,10 +40,7 @@ class ScopedStageTimer {
  public:
   ScopedStageTimer(StageTimes& times, std::string stage)
       : times_(times), stage_(std::move(stage)), start_(std::chrono::steady_clock::now()) {}
-  ~ScopedStageTimer() {
-    times_.add(stage_,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-  }
+  ~ScopedStageTimer() { times_.add(stage_, seconds_since(start_)); }
   ScopedStageTimer(const ScopedStageTimer&) = delete;
   ScopedStageTimer& operator=(const ScopedStageTimer&) = delete;
 

@@ -16,6 +16,7 @@
 #include "core/bounded_queue.h"
 #include "core/error.h"
 #include "core/npz.h"
+#include "core/stage_timer.h"
 #include "pipeline/embedding.h"
 #include "pipeline/postprocess.h"
 #include "pipeline/powerset.h"
@@ -33,10 +34,6 @@ double scalar(const NpzArchive& archive, const std::string& key,
   const auto values = npz_get(archive, key, source).as<double>();
   if (values.size() != 1) fail("{}: '{}' should hold one number", source.string(), key);
   return values(0);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // Copies chunks [first, first + count) of `array` [chunks, ...] into a new array.

@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/stage_timer.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/output.h"
 #include "pipeline/wav_16k.h"
@@ -81,8 +82,7 @@ int main(int argc, char** argv) {
       const auto start = std::chrono::steady_clock::now();
       const auto result =
           diarizer.diarize(samples, uri, quiet, std::filesystem::path(out) / variant);
-      const double wall =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double wall = parley::seconds_since(start);
       parley::pipeline::write_text_file(std::filesystem::path(out) / (variant + ".rttm"),
                                         parley::pipeline::format_rttm(result.turns, uri));
       double embedding_seconds = 0.0;

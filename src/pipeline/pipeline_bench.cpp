@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/stage_timer.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/wav_16k.h"
 #include "runtime/provider.h"
@@ -88,16 +89,14 @@ int main(int argc, char** argv) {
 
     const auto load_start = std::chrono::steady_clock::now();
     parley::pipeline::Diarizer diarizer({segmentation, embedding, plda}, config);
-    const double load_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    const double load_seconds = parley::seconds_since(load_start);
     fmt::print("config: {}\naudio: {:.1f} s; model load {:.2f} s\n", config.to_string(),
                audio_seconds, load_seconds);
     parley::Progress quiet(parley::Progress::Mode::kNever);
     for (const char* run : {"cold", "warm"}) {
       const auto start = std::chrono::steady_clock::now();
       const auto result = diarizer.diarize(samples, "bench", quiet);
-      const double wall =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double wall = parley::seconds_since(start);
       std::string stages;
       for (const auto& [stage, seconds] : result.stage_times.entries()) {
         stages += fmt::format(" {}={:.2f}s", stage, seconds);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/stage_timer.h"
 #include "models/accelerator_rewrite.h"
 #include "models/onnx_graph.h"
 #include "pipeline/output.h"
@@ -108,8 +109,7 @@ int main(int argc, char** argv) {
 
     const auto load_start = std::chrono::steady_clock::now();
     parley::pipeline::SegmentationModel model(model_path, config);
-    const double load_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    const double load_seconds = parley::seconds_since(load_start);
     auto source = [&](std::size_t chunk, std::span<float> out) {
       parley::pipeline::copy_chunk(audio, plan, static_cast<std::int64_t>(chunk), out);
     };
@@ -121,8 +121,7 @@ int main(int argc, char** argv) {
       const double cpu_start = process_cpu_seconds();
       model.run(chunk_count, source);
       best_cpu = std::min(best_cpu, process_cpu_seconds() - cpu_start);
-      best = std::min(
-          best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      best = std::min(best, parley::seconds_since(start));
     }
     fmt::print(
         "model={} provider={} dynamic_batch={} threads={} intra_op={} batch={} optimization={} "

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/parallel_for.h"
+#include "core/stage_timer.h"
 
 namespace parley::pipeline {
 namespace {
@@ -252,8 +253,7 @@ std::vector<NdArray<float>> SharedTrunk::run_passes(
     const auto trunk_start = std::chrono::steady_clock::now();
     feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
     const NdArray<float> output = extractor_.trunk_frames_from_features(batch);
-    trunk_seconds_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - trunk_start).count();
+    trunk_seconds_ += seconds_since(trunk_start);
     trunk_passes_ += members.size();
     trunk_input_frames_ += members.size() * input_frames;
     const std::size_t pooled = output.dim(1);
@@ -414,9 +414,7 @@ NdArray<float> SharedTrunk::embed_chunks(std::size_t first_chunk,
         return batch;
       });
   // Passes run lazily inside the call; what is left is pooling.
-  pooling_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
-      (feature_seconds_ + trunk_seconds_ - passes_before);
+  pooling_seconds_ += seconds_since(start) - (feature_seconds_ + trunk_seconds_ - passes_before);
   return embeddings;
 }
 

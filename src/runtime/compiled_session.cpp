@@ -5,15 +5,10 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/stage_timer.h"
 
 namespace parley::runtime {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void run_on_zeros(OnnxSession& session, const std::vector<InputShape>& shapes) {
   std::vector<NdArray<float>> arrays;
