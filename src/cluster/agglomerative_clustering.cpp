@@ -199,11 +199,9 @@ ClusteringResult cluster_embeddings_ahc(const NdArray<float>& embeddings,
   const std::size_t speaker_count = embeddings.dim(1);
   const auto dimension = static_cast<Eigen::Index>(embeddings.dim(2));
 
-  ClusteringResult result;
+  ClusteringResult result =
+      clustering_result_for(training, config.threshold_for(recording_duration_s, training.size()));
   ClusteringIntermediates& steps = result.intermediates;
-  steps.train_chunk_index = training.chunk_index;
-  steps.train_speaker_index = training.speaker_index;
-  steps.threshold = config.threshold_for(recording_duration_s, training.size());
 
   // BaseClustering.set_num_clusters: bounds clipped to the number of training embeddings.
   const auto train_count = static_cast<int>(training.size());

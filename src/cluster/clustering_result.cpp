@@ -39,6 +39,14 @@ void mark_inactive_speakers(NdArray<int>& hard_clusters, const NdArray<float>& s
   }
 }
 
+ClusteringResult clustering_result_for(const TrainingSet& training, double threshold) {
+  ClusteringResult result;
+  result.intermediates.train_chunk_index = training.chunk_index;
+  result.intermediates.train_speaker_index = training.speaker_index;
+  result.intermediates.threshold = threshold;
+  return result;
+}
+
 void write_clustering_intermediates(const std::filesystem::path& directory,
                                     const ClusteringResult& result) {
   std::filesystem::create_directories(directory);

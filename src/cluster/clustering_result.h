@@ -7,6 +7,7 @@
 
 #include <Eigen/Dense>
 
+#include "cluster/assignment.h"
 #include "cluster/vbx.h"
 #include "core/ndarray.h"
 
@@ -37,6 +38,10 @@ struct ClusteringResult {
 
   std::size_t cluster_count() const { return centroids.empty() ? 0 : centroids.dim(0); }
 };
+
+// The result every clustering method starts from: the embeddings it trains on and its threshold
+// recorded in the intermediates.
+ClusteringResult clustering_result_for(const TrainingSet& training, double threshold);
 
 // Writes the intermediates in the goldens' layout (the Findit-AI dia capture of pyannote
 // 4.0.4): plda_embeddings.npz and vbx_state.npz (VBx only), ahc_init_labels.npy, ahc_state.npz

@@ -46,11 +46,8 @@ ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
   const std::size_t speaker_count = embeddings.dim(1);
   const auto dimension = static_cast<Eigen::Index>(embeddings.dim(2));
 
-  ClusteringResult result;
+  ClusteringResult result = clustering_result_for(training, config.threshold);
   ClusteringIntermediates& steps = result.intermediates;
-  steps.train_chunk_index = training.chunk_index;
-  steps.train_speaker_index = training.speaker_index;
-  steps.threshold = config.threshold;
   steps.vbx_config = config.vbx;
 
   if (training.size() < 2) {
