@@ -130,6 +130,12 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
                   "chunks per segmentation call on a GPU (the CPU runs one chunk per worker)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  command
+      .add_option("--segmentation-sessions", flags.accelerator_segmentation_sessions,
+                  "segmentation sessions feeding a GPU at once (each its own stream); output "
+                  "does not depend on it")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
@@ -142,6 +148,7 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
   routing.force = force;
   routing.options = options;
   routing.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
+  routing.accelerator_segmentation_sessions = flags.accelerator_segmentation_sessions;
   if (expected_audio_seconds > 0.0) routing.expected_audio_seconds = expected_audio_seconds;
   auto per_model = [force](const std::string& text,
                            const char* flag) -> std::optional<runtime::ProviderChoice> {

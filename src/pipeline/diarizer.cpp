@@ -96,6 +96,10 @@ void DiarizationConfig::validate() const {
   if (routing && routing->accelerator_segmentation_batch_size < 1) {
     fail("--segmentation-batch must be at least 1");
   }
+  if (segmentation_accelerator_sessions < 1 ||
+      (routing && routing->accelerator_segmentation_sessions < 1)) {
+    fail("--segmentation-sessions must be at least 1");
+  }
   if (embedding_mode == EmbeddingMode::kShared) {
     shared_trunk.validate();
     // The shared map holds fbank frames every 10 ms from the recording's start.
@@ -113,12 +117,14 @@ void DiarizationConfig::validate() const {
 
 std::string DiarizationConfig::to_string() const {
   return fmt::format(
-      "DiarizationConfig(step={}s, threads={}, segmentation_batch={}, embedding_batch={}, "
+      "DiarizationConfig(step={}s, threads={}, segmentation_batch={}, "
+      "segmentation_accelerator_sessions={}, embedding_batch={}, "
       "exclude_overlap={}, min_duration_off={}, clustering={}, speakers={}, "
       "embedding_provider={}, segmentation_provider={}{}, streaming={}, embedding_mode={}{})",
-      step_seconds, threads, segmentation_batch_size, embedding_batch_size,
-      embedding_exclude_overlap, min_duration_off, clustering.describe(), speakers.describe(),
-      runtime::provider_name(embedding_provider), runtime::provider_name(segmentation_provider),
+      step_seconds, threads, segmentation_batch_size, segmentation_accelerator_sessions,
+      embedding_batch_size, embedding_exclude_overlap, min_duration_off, clustering.describe(),
+      speakers.describe(), runtime::provider_name(embedding_provider),
+      runtime::provider_name(segmentation_provider),
       routing ? fmt::format(", routed from --provider {}", routing->choice.to_string()) : "",
       streaming, embedding_mode_name(embedding_mode),
       embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "");
@@ -176,7 +182,10 @@ void Diarizer::segment_and_embed(std::span<const float> samples, const ChunkPlan
                                  Progress& progress) {
   using Clock = std::chrono::steady_clock;
   const auto chunk_count = static_cast<std::size_t>(plan.num_chunks());
-  const std::size_t embedding_batch = config_.embedding_batch_size;
+  // Chunks per embedding call: pooled in the graph, a whole pass of the shared trunk.
+  const std::size_t embedding_batch = embeds_in_graph_passes()
+                                          ? config_.shared_trunk.chunks_per_pass
+                                          : config_.embedding_batch_size;
   const std::size_t dimension = models_->embedding->dimension();
   const Powerset powerset(3, 2);
 
@@ -265,6 +274,11 @@ void Diarizer::segment_and_embed(std::span<const float> samples, const ChunkPlan
   // With streaming the two overlap: each is its own working time, and their sum can exceed
   // the wall time of both together.
   times.add("embedding", embedding_seconds);
+}
+
+bool Diarizer::embeds_in_graph_passes() const {
+  return config_.embedding_mode == EmbeddingMode::kShared &&
+         shared_trunk_pools_in_graph(config_.shared_trunk, *models_->embedding);
 }
 
 NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,

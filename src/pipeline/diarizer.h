@@ -40,6 +40,9 @@ struct DiarizationConfig {
   std::size_t segmentation_batch_size = 1;
   // Chunks per embedding trunk call.
   std::size_t embedding_batch_size = 32;
+  // Segmentation sessions feeding an accelerator at once (pipeline/segmentation.h; the CLI sets
+  // ProviderRouting's instead).
+  int segmentation_accelerator_sessions = 3;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
   // Embed chunks while later ones are still being segmented (a bounded queue between the two
   // stages). Results are identical either way.
@@ -112,6 +115,8 @@ class Diarizer {
   void segment_and_embed(std::span<const float> samples, const ChunkPlan& plan,
                          DiarizationIntermediates& intermediates, StageTimes& times,
                          Progress& progress);
+  // Shared mode pooling inside the graph: embedding ranges are whole passes.
+  bool embeds_in_graph_passes() const;
   NdArray<float> embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
                                    std::size_t first_chunk,
                                    const NdArray<float>& range_segmentations);

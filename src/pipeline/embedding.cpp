@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/parallel_for.h"
+#include "models/pooled_trunk_graph.h"
 #include "pipeline/stats_pooling.h"
 
 namespace parley::pipeline {
@@ -96,6 +97,30 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
     fail("{}: input {} is not [batch, frames, {}] fbank features", model_name, input.to_string(),
          config_.fbank.num_mel_bins);
   }
+  const std::size_t stats_dim = split_.head.input_dim();
+  NdArray<float> empty_stats({1, stats_dim});
+  const auto empty_std = static_cast<float>(std::sqrt(config_.variance_epsilon));
+  for (std::size_t k = stats_dim / 2; k < stats_dim; ++k) empty_stats(0, k) = empty_std;
+  empty_pair_embedding_ = linear_layer(empty_stats).values();
+}
+
+NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
+    const NdArray<float>& features, const NdArray<float>& pair_weights,
+    const NdArray<float>& inv_weight_sums, const NdArray<float>& inv_variance_denominators) {
+  using Names = models::PooledTrunkGraphNames;
+  if (!pooled_) {
+    pooled_model_ = models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
+    pooled_ = std::make_unique<runtime::OnnxSession>(
+        runtime::ModelBuffer{pooled_model_, model_name_ + " (trunk with pooling)"},
+        config_.session);
+  }
+  return pooled_
+      ->run({{Names::kFeatures, &features},
+             {Names::kPairWeights, &pair_weights},
+             {Names::kInvWeightSums, &inv_weight_sums},
+             {Names::kInvVarianceDenominators, &inv_variance_denominators}},
+            {Names::kEmbeddings})
+      .at(0);
 }
 
 EmbeddingExtractor::~EmbeddingExtractor() = default;
@@ -186,18 +211,25 @@ NdArray<float> EmbeddingExtractor::embed_frames(const NdArray<float>& frames,
                         std::span<float>(stats.data() + pair * stats_dim, stats_dim));
   });
 
+  NdArray<float> embeddings = linear_layer(stats);
+  return NdArray<float>({batch, speakers, split_.head.output_dim()},
+                        std::move(embeddings.values()));
+}
+
+NdArray<float> EmbeddingExtractor::linear_layer(const NdArray<float>& stats) const {
   using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const std::size_t rows = stats.dim(0);
+  const std::size_t stats_dim = split_.head.input_dim();
   const std::size_t dimension = split_.head.output_dim();
-  NdArray<float> embeddings({batch, speakers, dimension});
-  const Eigen::Map<const RowMajor> stats_matrix(stats.data(),
-                                                static_cast<Eigen::Index>(batch * speakers),
+  NdArray<float> embeddings({rows, dimension});
+  const Eigen::Map<const RowMajor> stats_matrix(stats.data(), static_cast<Eigen::Index>(rows),
                                                 static_cast<Eigen::Index>(stats_dim));
   const Eigen::Map<const RowMajor> weight_matrix(split_.head.weight.data(),
                                                  static_cast<Eigen::Index>(dimension),
                                                  static_cast<Eigen::Index>(stats_dim));
   const Eigen::Map<const Eigen::RowVectorXf> bias(split_.head.bias.data(),
                                                   static_cast<Eigen::Index>(dimension));
-  Eigen::Map<RowMajor> output(embeddings.data(), static_cast<Eigen::Index>(batch * speakers),
+  Eigen::Map<RowMajor> output(embeddings.data(), static_cast<Eigen::Index>(rows),
                               static_cast<Eigen::Index>(dimension));
   output.noalias() = stats_matrix * weight_matrix.transpose();
   output.rowwise() += bias;

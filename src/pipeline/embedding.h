@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/ndarray.h"
 #include "models/onnx_graph.h"
@@ -101,12 +102,31 @@ class EmbeddingExtractor {
   NdArray<float> embed_chunks_with(const NdArray<float>& binarized_segmentations,
                                    std::size_t samples_per_chunk, const ChunkFrames& frames_of);
 
+  // True when the model can run with the pooling inside the graph (models/pooled_trunk_graph.h).
+  bool can_pool_in_graph() const { return split_.time_axis == -1; }
+  // Embeddings [B, pairs, D] of features [B, frames, bins] pooled per pair through the trunk
+  // with the pooling and linear layer in one graph, on this extractor's provider; the inputs
+  // are those of models/pooled_trunk_graph.h. The session is created at the first call.
+  NdArray<float> embed_pooled_in_graph(const NdArray<float>& features,
+                                       const NdArray<float>& pair_weights,
+                                       const NdArray<float>& inv_weight_sums,
+                                       const NdArray<float>& inv_variance_denominators);
+  // The embedding of a pair with no weighted frame: the linear layer on zero means and
+  // standard deviations sqrt(variance_epsilon), as pooling all-zero weights gives.
+  const std::vector<float>& empty_pair_embedding() const { return empty_pair_embedding_; }
+
  private:
+  // The final linear layer on statistics [rows, 2 * features]: [rows, D].
+  NdArray<float> linear_layer(const NdArray<float>& stats) const;
+
   EmbeddingConfig config_;
   std::string model_name_;
   models::StatisticsPoolingSplit split_;
   Fbank fbank_;
   std::unique_ptr<runtime::OnnxSession> trunk_;
+  std::string pooled_model_;  // built with the session, kept alive for it
+  std::unique_ptr<runtime::OnnxSession> pooled_;
+  std::vector<float> empty_pair_embedding_;
 };
 
 }  // namespace parley::pipeline

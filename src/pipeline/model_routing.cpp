@@ -110,6 +110,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   SegmentationConfig& segmentation = plan.segmentation;
   segmentation.threads = config.threads;
   segmentation.batch_size = config.segmentation_batch_size;
+  segmentation.accelerator_sessions = config.segmentation_accelerator_sessions;
   segmentation.provider = config.segmentation_provider;
   segmentation.provider_options = config.segmentation_provider_options;
 
@@ -147,8 +148,9 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   if (segmentation_route.on_accelerator) {
     segmentation.provider = segmentation_route.provider;
     segmentation.provider_options = routing.options;
-    // One session feeds the device; its batches are the parallelism.
+    // Whole batches are the parallelism, from a few sessions at once.
     segmentation.threads = 1;
+    segmentation.accelerator_sessions = routing.accelerator_segmentation_sessions;
     segmentation.batch_size = largest_call(segmentation_route);
     if (runtime::traits(segmentation_route.provider).static_shapes) {
       segmentation.batch_buckets = segmentation_job.buckets.capped(segmentation.batch_size);

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   app.add_option("--segmentation-provider", segmentation_provider);
   app.add_option("--embedding-batch", config.embedding_batch_size);
   app.add_option("--segmentation-batch", config.segmentation_batch_size);
+  app.add_option("--segmentation-sessions", config.segmentation_accelerator_sessions,
+                 "segmentation sessions feeding the accelerator at once");
   app.add_option("--step", config.step_seconds);
   bool no_streaming = false;
   app.add_flag("--no-streaming", no_streaming, "segment everything before embedding");
@@ -66,6 +68,14 @@ int main(int argc, char** argv) {
   app.add_option("--shared-mean", shared_mean)->check(CLI::IsMember({"sliding", "recording"}));
   app.add_option("--shared-block-frames", config.shared_trunk.block_frames);
   app.add_option("--shared-pass-frames", config.shared_trunk.pass_frames);
+  std::string shared_pooling = "auto";
+  app.add_option("--shared-pooling", shared_pooling, "auto|host|graph")
+      ->check(CLI::IsMember({"auto", "host", "graph"}));
+  app.add_option("--chunks-per-pass", config.shared_trunk.chunks_per_pass,
+                 "shared mode, pooling in the graph: chunks per trunk pass");
+  std::vector<std::string> embedding_options, segmentation_options;
+  app.add_option("--embedding-provider-option", embedding_options, "key=value, repeatable");
+  app.add_option("--segmentation-provider-option", segmentation_options, "key=value, repeatable");
   bool verbose = false;
   app.add_flag("--verbose", verbose, "debug log (where the embedding stage spends its time)");
   CLI11_PARSE(app, argc, argv);
@@ -75,6 +85,15 @@ int main(int argc, char** argv) {
     config.embedding_mode = parley::pipeline::parse_embedding_mode(embedding_mode);
     config.shared_trunk.exact_alignment = shared_alignment == "exact";
     config.shared_trunk.mean = parley::pipeline::parse_shared_trunk_mean(shared_mean);
+    config.shared_trunk.pooling = parley::pipeline::parse_shared_trunk_pooling(shared_pooling);
+    for (const auto& text : embedding_options) {
+      const auto [key, value] = parley::runtime::parse_provider_option(text);
+      config.embedding_provider_options.insert_or_assign(key, value);
+    }
+    for (const auto& text : segmentation_options) {
+      const auto [key, value] = parley::runtime::parse_provider_option(text);
+      config.segmentation_provider_options.insert_or_assign(key, value);
+    }
     config.embedding_provider = parley::runtime::parse_provider(provider);
     config.segmentation_provider = parley::runtime::parse_provider(segmentation_provider);
     const std::vector<float> once = parley::pipeline::read_wav_16k_mono(audio_path);

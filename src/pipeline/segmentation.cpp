@@ -41,6 +41,9 @@ void SegmentationConfig::validate() const {
     fail("segmentation: intra-op thread count must be at least 1 (got {})", intra_op_threads);
   }
   if (batch_size < 1) fail("segmentation: batch size must be at least 1 (got {})", batch_size);
+  if (accelerator_sessions < 1) {
+    fail("segmentation: accelerator sessions must be at least 1 (got {})", accelerator_sessions);
+  }
   if (samples_per_chunk < 1) fail("segmentation: chunks must hold at least one sample");
 }
 
@@ -169,9 +172,9 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   if (const auto warning = unfolded_fp16_warning(model_path_); !warning.empty()) {
     spdlog::warn("{}", warning);
   }
-  // On an accelerator one session feeds the device with whole batches: more sessions would each
-  // hold their own device memory arena for no gain in throughput.
-  const int worker_count = config_.provider == runtime::ProviderId::kCpu ? config_.threads : 1;
+  const int worker_count = config_.provider == runtime::ProviderId::kCpu
+                               ? config_.threads
+                               : config_.accelerator_sessions;
   for (int worker = 1; worker < worker_count; ++worker) {
     auto next = std::make_unique<Worker>();
     if (!static_shapes_)

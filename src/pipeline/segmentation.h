@@ -41,6 +41,10 @@ struct SegmentationConfig {
   // (models/accelerator_rewrite.h: constant If inlined, zero LSTM states removed, batch dynamic).
   runtime::ProviderId provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions provider_options;
+  // Sessions feeding an accelerator at once (each with its own device stream), taking whole
+  // batches in turn: the LSTMs run step by step, so one stream leaves a large GPU mostly idle.
+  // Results do not depend on it (batches are formed before they are handed out).
+  int accelerator_sessions = 1;
   // Pads every call to one of these batch sizes (the tail to the smallest that holds it; the
   // padding rows are zeros and their outputs are dropped), so that a static-shape provider
   // compiles one graph per bucket (runtime/shape_plan.h). Unset: calls of up to batch_size.

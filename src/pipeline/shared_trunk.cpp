@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/parallel_for.h"
 #include "core/stage_timer.h"
+#include "pipeline/stats_pooling.h"
 
 namespace parley::pipeline {
 namespace {
@@ -52,6 +53,28 @@ SharedTrunkMean parse_shared_trunk_mean(const std::string& name) {
   fail("unknown shared-trunk mean '{}': use sliding or recording", name);
 }
 
+const char* shared_trunk_pooling_name(SharedTrunkPooling pooling) {
+  switch (pooling) {
+    case SharedTrunkPooling::kHost:
+      return "host";
+    case SharedTrunkPooling::kGraph:
+      return "graph";
+    case SharedTrunkPooling::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+SharedTrunkPooling parse_shared_trunk_pooling(const std::string& name) {
+  if (name == "auto") return SharedTrunkPooling::kAuto;
+  if (name == "host") return SharedTrunkPooling::kHost;
+  if (name == "graph") return SharedTrunkPooling::kGraph;
+  fail(
+      "unknown shared-trunk pooling '{}': use auto (in the graph on an accelerator), host or "
+      "graph",
+      name);
+}
+
 void SharedTrunkConfig::validate() const {
   if (time_stride < 1) fail("shared trunk: time_stride must be at least 1");
   if (margin_frames % time_stride != 0) {
@@ -67,14 +90,29 @@ void SharedTrunkConfig::validate() const {
          pass_frames, time_stride);
   }
   if (threads < 1) fail("shared trunk: threads must be at least 1 (got {})", threads);
+  if (chunks_per_pass < 1) fail("shared trunk: chunks_per_pass must be at least 1");
 }
 
 std::string SharedTrunkConfig::to_string() const {
   return fmt::format(
       "SharedTrunkConfig(block_frames={}, pass_frames={}, margin_frames={}, time_stride={}, "
-      "alignment={}, mean={}, threads={})",
+      "alignment={}, mean={}, pooling={}, chunks_per_pass={}, threads={})",
       block_frames, pass_frames, margin_frames, time_stride, exact_alignment ? "exact" : "nearest",
-      shared_trunk_mean_name(mean), threads);
+      shared_trunk_mean_name(mean), shared_trunk_pooling_name(pooling), chunks_per_pass, threads);
+}
+
+bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config,
+                                 const EmbeddingExtractor& extractor) {
+  switch (config.pooling) {
+    case SharedTrunkPooling::kGraph:
+      return true;
+    case SharedTrunkPooling::kAuto:
+      return extractor.config().session.provider != runtime::ProviderId::kCpu &&
+             extractor.can_pool_in_graph() && !config.exact_alignment;
+    case SharedTrunkPooling::kHost:
+      break;
+  }
+  return false;
 }
 
 SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples,
@@ -100,6 +138,19 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
   padded_samples_ = static_cast<std::size_t>(plan_.chunk_offset(last_chunk)) + window;
   total_frames_ = fbank_.num_frames(padded_samples_);
   block_grid_frames_ = config_.block_frames / config_.time_stride;
+  pool_in_graph_ = shared_trunk_pools_in_graph(config_, extractor);
+  if (pool_in_graph_ && (config_.exact_alignment || !extractor.can_pool_in_graph())) {
+    fail(
+        "shared trunk: pooling in the graph needs nearest alignment and a model pooled over its "
+        "last axis; use host pooling");
+  }
+  // The widest span of chunks_per_pass consecutive chunks on the grid: the first chunk's start
+  // to the last one's end (grid rounding adds at most one frame), plus a margin on each side.
+  const std::size_t step_frames = static_cast<std::size_t>(plan_.step_samples) / hop_;
+  const std::size_t margin_grid = config_.margin_frames / config_.time_stride;
+  graph_pass_grid_frames_ =
+      ceil_div((config_.chunks_per_pass - 1) * step_frames, config_.time_stride) + 1 +
+      trunk_frames_per_chunk_ + 2 * margin_grid;
 
   if (config_.mean == SharedTrunkMean::kRecording) {
     const std::size_t bins = fbank_.config().num_mel_bins;
@@ -142,10 +193,7 @@ std::vector<float> SharedTrunk::log_mel(std::size_t first, std::size_t count) co
 }
 
 NdArray<float> SharedTrunk::centred_features(std::size_t first, std::size_t count) {
-  if (count == 0 || first + count > total_frames_) {
-    fail("shared trunk: fbank frames [{}, {}) are outside the recording's {} frames", first,
-         first + count, total_frames_);
-  }
+  if (count == 0) fail("shared trunk: no fbank frames asked for");
   const std::size_t bins = fbank_.config().num_mel_bins;
   NdArray<float> features({count, bins});
   if (config_.mean == SharedTrunkMean::kRecording) {
@@ -166,8 +214,9 @@ NdArray<float> SharedTrunk::centred_features(std::size_t first, std::size_t coun
     const std::size_t half = width / 2;
     return std::min(frame >= half ? frame - half : 0, total_frames_ - width);
   };
-  const std::size_t span_first = window_start(first);
-  const std::size_t span_last = window_start(first + count - 1) + width;
+  // Frames past the end (zero padding) are centred with the last window's mean.
+  const std::size_t span_first = std::min(window_start(first), first);
+  const std::size_t span_last = std::max(window_start(first + count - 1) + width, first + count);
   const std::vector<float> values = log_mel(span_first, span_last - span_first);
   const std::size_t span = span_last - span_first;
   // Prefix sums per bin: prefix[(i) * bins + m] = sum of frames [span_first, span_first + i).
@@ -395,6 +444,7 @@ NdArray<float> SharedTrunk::embed_chunks(std::size_t first_chunk,
     fail("shared trunk: chunks [{}, {}) are outside the recording's {} chunks", first_chunk,
          first_chunk + count, plan_.num_chunks());
   }
+  if (pool_in_graph_) return embed_chunks_in_graph(first_chunk, range_segmentations);
   release_blocks_before(
       static_cast<std::size_t>(plan_.chunk_offset(static_cast<std::int64_t>(first_chunk))) / hop_);
   const auto start = std::chrono::steady_clock::now();
@@ -415,6 +465,103 @@ NdArray<float> SharedTrunk::embed_chunks(std::size_t first_chunk,
       });
   // Passes run lazily inside the call; what is left is pooling.
   pooling_seconds_ += seconds_since(start) - (feature_seconds_ + trunk_seconds_ - passes_before);
+  return embeddings;
+}
+
+NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
+                                                  const NdArray<float>& range_segmentations) {
+  const std::size_t count = range_segmentations.dim(0);
+  const std::size_t frames = range_segmentations.dim(1);
+  const std::size_t speakers = range_segmentations.dim(2);
+  const std::size_t dimension = extractor_.dimension();
+  const std::size_t bins = fbank_.config().num_mel_bins;
+  const std::size_t stride = config_.time_stride;
+  const std::size_t margin_grid = config_.margin_frames / stride;
+  const std::size_t pass_grid = graph_pass_grid_frames_;
+  const std::size_t pairs = config_.chunks_per_pass * speakers;
+  const EmbeddingConfig& embedding = extractor_.config();
+  const NdArray<float> masks =
+      select_embedding_masks(range_segmentations, embedding.exclude_overlap,
+                             min_clean_frames(frames, embedding.min_num_samples,
+                                              static_cast<std::size_t>(plan_.window_samples)));
+  const std::vector<std::size_t> sources = nearest_source_indices(frames, trunk_frames_per_chunk_);
+  const std::vector<float>& empty = extractor_.empty_pair_embedding();
+  const std::vector<float>& bias = extractor_.split().head.bias;
+
+  NdArray<float> embeddings({count, speakers, dimension});
+  for (std::size_t range_first = 0; range_first < count; range_first += config_.chunks_per_pass) {
+    const auto preparation_start = std::chrono::steady_clock::now();
+    const std::size_t range_count = std::min(config_.chunks_per_pass, count - range_first);
+    // The pass starts a margin before the range's first chunk (at the recording's start when
+    // that is earlier, where the trunk pads exactly as in the other modes).
+    const std::size_t first_grid = placement(first_chunk + range_first).first_grid;
+    const std::size_t start_grid = first_grid >= margin_grid ? first_grid - margin_grid : 0;
+    NdArray<float> weights({1, pairs, pass_grid});
+    NdArray<float> inv_weight_sums({1, pairs, 1});
+    NdArray<float> inv_denominators({1, pairs, 1});
+    std::vector<char> pooled(range_count * speakers, 0);
+    bool any_pooled = false;
+    for (std::size_t i = 0; i < range_count; ++i) {
+      const std::size_t chunk = range_first + i;
+      const float* chunk_masks = masks.data() + chunk * speakers * frames;
+      const bool chunk_active = std::any_of(chunk_masks, chunk_masks + speakers * frames,
+                                            [](float value) { return value != 0.0f; });
+      const std::size_t column = placement(first_chunk + chunk).first_grid - start_grid;
+      if (column + trunk_frames_per_chunk_ > pass_grid) {
+        fail("shared trunk: chunk {} does not fit its pass of {} trunk frames", first_chunk + chunk,
+             pass_grid);
+      }
+      for (std::size_t s = 0; s < speakers; ++s) {
+        float* out = embeddings.data() + (chunk * speakers + s) * dimension;
+        // As pipeline/embedding.cpp: a silent chunk gets the layer's bias, a silent speaker of
+        // an active chunk the layer on empty statistics.
+        std::copy_n(chunk_active ? empty.data() : bias.data(), dimension, out);
+        if (!chunk_active) continue;
+        const std::size_t row = i * speakers + s;
+        float* weight_row = weights.data() + row * pass_grid + column;
+        const float* mask = chunk_masks + s * frames;
+        double weight_sum = 0.0;
+        double squared_weight_sum = 0.0;
+        std::size_t weighted = 0;
+        for (std::size_t t = 0; t < trunk_frames_per_chunk_; ++t) {
+          const float weight = mask[sources[t]];
+          weight_row[t] = weight;
+          weight_sum += weight;
+          squared_weight_sum += static_cast<double>(weight) * weight;
+          weighted += weight != 0.0f ? 1 : 0;
+        }
+        if (weighted == 0) continue;
+        // Rounded as pipeline/stats_pooling.cpp rounds them.
+        const float v1 = static_cast<float>(weight_sum) + 1e-8f;
+        const float v2 = static_cast<float>(squared_weight_sum);
+        inv_weight_sums(0, row, 0) = 1.0f / v1;
+        inv_denominators(0, row, 0) = weighted >= 2 ? 1.0f / (v1 - v2 / v1 + 1e-8f) : 0.0f;
+        pooled[row] = 1;
+        any_pooled = true;
+      }
+    }
+    pooling_seconds_ += seconds_since(preparation_start);
+    if (!any_pooled) continue;
+    const auto features_start = std::chrono::steady_clock::now();
+    NdArray<float> features = centred_features(start_grid * stride, pass_grid * stride);
+    features = NdArray<float>({1, pass_grid * stride, bins}, std::move(features.values()));
+    const auto trunk_start = std::chrono::steady_clock::now();
+    feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
+    const NdArray<float> pass_embeddings =
+        extractor_.embed_pooled_in_graph(features, weights, inv_weight_sums, inv_denominators);
+    trunk_seconds_ += seconds_since(trunk_start);
+    ++trunk_passes_;
+    trunk_input_frames_ += pass_grid * stride;
+    if (pass_embeddings.size() != pairs * dimension) {
+      fail("shared trunk: the pooled graph returned {} values for {} pairs of {}",
+           pass_embeddings.size(), pairs, dimension);
+    }
+    for (std::size_t row = 0; row < range_count * speakers; ++row) {
+      if (pooled[row] == 0) continue;
+      std::copy_n(pass_embeddings.data() + row * dimension, dimension,
+                  embeddings.data() + (range_first * speakers + row) * dimension);
+    }
+  }
   return embeddings;
 }
 

@@ -39,6 +39,16 @@ enum class SharedTrunkMean {
 const char* shared_trunk_mean_name(SharedTrunkMean mean);
 SharedTrunkMean parse_shared_trunk_mean(const std::string& name);
 
+// Where the (chunk, speaker) statistics are pooled.
+enum class SharedTrunkPooling {
+  kAuto,   // in the graph when the embedding model runs on an accelerator, else on the host
+  kHost,   // the map comes back block by block and the CPU slices and pools each chunk
+  kGraph,  // one pass per range of chunks, pooled inside the network
+           // (models/pooled_trunk_graph.h): only weights go in and embeddings come out
+};
+const char* shared_trunk_pooling_name(SharedTrunkPooling pooling);
+SharedTrunkPooling parse_shared_trunk_pooling(const std::string& name);
+
 struct SharedTrunkConfig {
   // Fbank frames (10 ms) whose trunk frames one pass keeps: 12000 = 2 minutes.
   std::size_t block_frames = 12000;
@@ -58,12 +68,25 @@ struct SharedTrunkConfig {
   // frame, 40 ms, late).
   bool exact_alignment = false;
   SharedTrunkMean mean = SharedTrunkMean::kSlidingWindow;
+  SharedTrunkPooling pooling = SharedTrunkPooling::kAuto;
+  // Pooling in the graph: chunks per pass. Every pass has the same input length (that of this
+  // many chunks plus margins; the recording's end is padded with silence), so a provider
+  // compiles one shape and cuDNN keeps its kernels (on an H100 a new input length cost
+  // 0.2-0.5 s of kernel search, a pass itself 14 ms). 256 chunks: 4 % of each pass is margin
+  // at a 1 s step; one hour on an H100 embedded in 1.1 s (128 chunks: 1.45 s).
+  std::size_t chunks_per_pass = 256;
   // Threads computing fbank features.
   int threads = 1;
 
   void validate() const;
   std::string to_string() const;
 };
+
+// Whether a SharedTrunk with `config` on `extractor` pools inside the graph: kGraph, or kAuto
+// with the model on an accelerator; never with exact alignment or a model whose statistics are
+// not over its last axis (kGraph then fails when the trunk is made).
+bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config,
+                                 const EmbeddingExtractor& extractor);
 
 class SharedTrunk {
  public:
@@ -78,11 +101,17 @@ class SharedTrunk {
   // ascending order: the blocks before `first_chunk` are freed.
   NdArray<float> embed_chunks(std::size_t first_chunk, const NdArray<float>& range_segmentations);
 
+  // Whether embed_chunks pools inside the graph (config pooling, the extractor's provider).
+  bool pools_in_graph() const { return pool_in_graph_; }
+  // Fbank frames of every graph-pooling pass (multiple of time_stride).
+  std::size_t graph_pass_frames() const { return graph_pass_grid_frames_ * config_.time_stride; }
+
   // Trunk frames [pooled_features, frames_per_chunk] of one chunk from the shared map.
   NdArray<float> chunk_frames(std::size_t chunk);
 
   // Features (centred log mel) [frames, bins] of fbank frames [first, first + count) of the
-  // padded recording, as the shared map's passes see them.
+  // padded recording, as the shared map's passes see them. Frames past the end continue the
+  // zero padding (graph pooling's passes all have one length).
   NdArray<float> centred_features(std::size_t first, std::size_t count);
 
   // Trunk frames [pooled_features, count] of grid frames [first, first + count) of `phase`,
@@ -129,6 +158,9 @@ class SharedTrunk {
   // Log mel (not centred) of fbank frames [first, first + count) of the zero-padded recording.
   std::vector<float> log_mel(std::size_t first, std::size_t count) const;
   void release_blocks_before(std::size_t fbank_frame);
+  // embed_chunks with the pooling inside the graph: passes of graph_pass_frames().
+  NdArray<float> embed_chunks_in_graph(std::size_t first_chunk,
+                                       const NdArray<float>& range_segmentations);
 
   EmbeddingExtractor& extractor_;
   std::span<const float> samples_;
@@ -141,6 +173,8 @@ class SharedTrunk {
   std::size_t padded_samples_ = 0;
   std::size_t total_frames_ = 0;
   std::size_t block_grid_frames_ = 0;
+  bool pool_in_graph_ = false;
+  std::size_t graph_pass_grid_frames_ = 0;
   std::vector<double> recording_mean_;  // [bins], SharedTrunkMean::kRecording only
   std::map<std::size_t, std::map<std::size_t, Block>> blocks_;  // phase -> block index -> block
   std::size_t trunk_passes_ = 0;

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -187,6 +188,13 @@ Ort::SessionOptions OnnxSession::make_options(const SessionConfig& config) {
   options.SetIntraOpNumThreads(config.intra_op_threads);
   options.SetInterOpNumThreads(1);
   options.SetGraphOptimizationLevel(to_ort(config.optimization));
+  // PARLEY_ORT_PROFILE=PREFIX: ONNX Runtime's per-node profile of every session, written as
+  // PREFIX_<date>.json when the session ends (how GPU time was split per operator in
+  // docs/benchmarks.md). A diagnostic switch, not an option: it slows every run.
+  if (const char* profile_prefix = std::getenv("PARLEY_ORT_PROFILE");
+      profile_prefix != nullptr && *profile_prefix != '\0') {
+    options.EnableProfiling(profile_prefix);
+  }
   for (const auto& [symbol, size] : config.dimension_overrides) {
     options.AddFreeDimensionOverrideByName(symbol.c_str(), size);
   }
