@@ -186,7 +186,7 @@ std::string format_result(const pipeline::DiarizationResult& result,
   }
   if (flags.format == "json") return pipeline::format_json(result.turns, result.exclusive_turns);
   if (flags.format == "txt") return pipeline::format_text(turns);
-  return pipeline::format_rttm(turns, result.uri);
+  return eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
 }
 
 std::string recording_uri(const std::filesystem::path& audio) {
