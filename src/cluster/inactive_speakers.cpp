@@ -4,6 +4,21 @@
 
 namespace parley::cluster {
 
+void check_hard_clusters_shape(const NdArray<float>& segmentations,
+                               const NdArray<int>& hard_clusters, std::string_view stage) {
+  if (segmentations.rank() != 3) {
+    fail("{}: segmentations must be [chunks, frames, speakers] (got {} dimensions)", stage,
+         segmentations.rank());
+  }
+  if (hard_clusters.rank() != 2 || hard_clusters.dim(0) != segmentations.dim(0) ||
+      hard_clusters.dim(1) != segmentations.dim(2)) {
+    fail(
+        "{}: hard clusters must be [{}, {}] (chunks x local speakers) to match the "
+        "segmentations; the clustering ran on different segmentations",
+        stage, segmentations.dim(0), segmentations.dim(2));
+  }
+}
+
 std::vector<bool> inactive_speakers(const NdArray<float>& segmentations) {
   if (segmentations.rank() != 3) {
     fail(
@@ -29,14 +44,8 @@ std::vector<bool> inactive_speakers(const NdArray<float>& segmentations) {
 
 NdArray<int> mask_inactive_speakers(const NdArray<float>& binarized,
                                     const NdArray<int>& hard_clusters) {
+  check_hard_clusters_shape(binarized, hard_clusters, "inactive speakers");
   const std::vector<bool> inactive = inactive_speakers(binarized);
-  if (hard_clusters.rank() != 2 || hard_clusters.dim(0) != binarized.dim(0) ||
-      hard_clusters.dim(1) != binarized.dim(2)) {
-    fail(
-        "inactive speakers: hard clusters must be [{}, {}] (chunks x local speakers) to match "
-        "the segmentations; the clustering ran on different segmentations",
-        binarized.dim(0), binarized.dim(2));
-  }
   NdArray<int> masked = hard_clusters;
   for (std::size_t i = 0; i < inactive.size(); ++i) {
     if (inactive[i]) masked(i) = kInactiveSpeaker;

@@ -10,6 +10,7 @@
 //     then `hard_clusters[inactive_speakers] = -2`.
 // Clustering returns the raw hard clusters; the pipeline masks them (pipeline::diarize_frames),
 // as pyannote's apply does.
+#include <string_view>
 #include <vector>
 
 #include "core/ndarray.h"
@@ -26,6 +27,11 @@ inline constexpr int kInactiveSpeaker = -2;
 // axis). On binarized (0/1) input this is "no active frame"; on other input it follows numpy:
 // activations that cancel (1 and -1) count as inactive, a NaN activation as active.
 std::vector<bool> inactive_speakers(const NdArray<float>& segmentations);
+
+// Fails, naming `stage`, unless segmentations is [chunks, frames, local_speakers] and
+// hard_clusters [chunks, local_speakers] of the same chunks and local speakers.
+void check_hard_clusters_shape(const NdArray<float>& segmentations,
+                               const NdArray<int>& hard_clusters, std::string_view stage);
 
 // hard_clusters: [chunks, local_speakers]. Returns it with kInactiveSpeaker wherever
 // inactive_speakers(binarized) holds. Fails when the shapes do not match.

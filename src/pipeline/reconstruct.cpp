@@ -15,20 +15,6 @@ namespace parley::pipeline {
 
 namespace {
 
-void check_clusters_shape(const NdArray<float>& segmentations, const NdArray<int>& hard_clusters) {
-  if (segmentations.rank() != 3) {
-    fail("reconstruction: segmentations must be [chunks, frames, speakers] (got {} dimensions)",
-         segmentations.rank());
-  }
-  if (hard_clusters.rank() != 2 || hard_clusters.dim(0) != segmentations.dim(0) ||
-      hard_clusters.dim(1) != segmentations.dim(2)) {
-    fail(
-        "reconstruction: hard clusters must be [{}, {}] (chunks x local speakers) to match the "
-        "segmentations; the clustering ran on different segmentations",
-        segmentations.dim(0), segmentations.dim(2));
-  }
-}
-
 // Rows [first, last) of `rows` rows kept by SlidingWindowFeature.crop(focus, "loose").
 struct CroppedRows {
   std::size_t first = 0;
@@ -51,7 +37,7 @@ CroppedRows crop_rows(const SlidingWindow& window, std::size_t rows, const Segme
 
 NdArray<double> clustered_segmentations(const NdArray<float>& segmentations,
                                         const NdArray<int>& hard_clusters) {
-  check_clusters_shape(segmentations, hard_clusters);
+  cluster::check_hard_clusters_shape(segmentations, hard_clusters, "reconstruction");
   const std::size_t num_chunks = segmentations.dim(0);
   const std::size_t num_frames = segmentations.dim(1);
   const std::size_t local_speakers = segmentations.dim(2);
