@@ -135,8 +135,8 @@ parley_turn parley_result_turn(const parley_result* result, std::size_t index, i
 
 const char* parley_result_rttm(const parley_result* result, const char* uri) {
   if (result == nullptr) return "";
-  result->rttm =
-      parley::pipeline::format_rttm(result->result.turns, uri != nullptr ? uri : "audio");
+  result->rttm = parley::eval::format_rttm(
+      parley::pipeline::to_eval_turns(result->result.turns, uri != nullptr ? uri : "audio"));
   return result->rttm.c_str();
 }
 

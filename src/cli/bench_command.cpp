@@ -97,7 +97,7 @@ TimedRun run_once(pipeline::Diarizer& diarizer, const std::string& audio, const 
   for (const auto& [stage, seconds] : result.stage_times.entries()) run.stages.add(stage, seconds);
   {
     ScopedStageTimer timer(run.stages, "output");
-    const std::string rttm = pipeline::format_rttm(result.turns, result.uri);
+    const std::string rttm = eval::format_rttm(pipeline::to_eval_turns(result.turns, result.uri));
     // Keeps the formatting from being optimized away without printing anything.
     if (rttm.size() == static_cast<std::size_t>(-1)) std::fputs(rttm.c_str(), stderr);
   }

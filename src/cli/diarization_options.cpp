@@ -17,13 +17,6 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--clustering", flags.clustering, "vbx (PLDA + VBx, pyannote's) or ahc")
       ->check(CLI::IsMember({"vbx", "ahc"}))
       ->capture_default_str();
-  command
-      .add_option("--embedding-mode", flags.embedding_mode,
-                  "shared: the embedding network runs once over the whole recording and each "
-                  "10 s chunk takes its slice (6-9x less embedding time); exact: once per "
-                  "chunk, pyannote's definition (docs/embedding.md). Not used by recluster")
-      ->check(CLI::IsMember({"exact", "shared"}))
-      ->capture_default_str();
   command.add_option("--ahc-threshold", flags.ahc_threshold,
                      "AHC cosine-distance threshold (default 0.60; 0.65 for long recordings)");
   command.add_option("--num-speakers", flags.num_speakers, "exact number of speakers, when known")
@@ -56,6 +49,13 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   command
       .add_option("--step", engine.step,
                   "seconds between 10 s analysis windows: 1 (pyannote) or 2 (faster)")
+      ->capture_default_str();
+  command
+      .add_option("--embedding-mode", engine.embedding_mode,
+                  "shared: the embedding network runs once over the whole recording and each "
+                  "10 s chunk takes its slice (6-9x less embedding time); exact: once per "
+                  "chunk, pyannote's definition (docs/embedding.md)")
+      ->check(CLI::IsMember({"exact", "shared"}))
       ->capture_default_str();
   command.add_option("--threads", engine.threads,
                      "CPU threads (default: all cores); output is the same for any value");
@@ -96,6 +96,7 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                        ? engine.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   config.streaming = !engine.no_streaming;
+  config.embedding_mode = pipeline::parse_embedding_mode(engine.embedding_mode);
   apply_diarization_flags(flags, config);
   const ProviderSelection selection = provider_selection(engine.provider);
   config.routing = provider_routing(selection.choice, selection.force, selection.options,
@@ -167,7 +168,6 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
 
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {
   config.clustering.method = cluster::parse_clustering_method(flags.clustering);
-  config.embedding_mode = pipeline::parse_embedding_mode(flags.embedding_mode);
   if (flags.ahc_threshold) {
     if (config.clustering.method != cluster::ClusteringMethod::kAhc) {
       fail("--ahc-threshold applies to --clustering ahc only");
@@ -193,7 +193,7 @@ std::string format_result(const pipeline::DiarizationResult& result,
   }
   if (flags.format == "json") return pipeline::format_json(result.turns, result.exclusive_turns);
   if (flags.format == "txt") return pipeline::format_text(turns);
-  return pipeline::format_rttm(turns, result.uri);
+  return eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
 }
 
 std::string recording_uri(const std::filesystem::path& audio) {

@@ -2,8 +2,8 @@
 // Flags shared by the diarizing commands, so that every one spells them the same way:
 //   DiarizationFlags (clustering, speaker-count bounds, --models, output): diarize, recluster,
 //   and their clustering part in bench and eval;
-//   EngineFlags (provider, step, threads, model files): every command that runs the models
-//   (diarize, bench, eval).
+//   EngineFlags (provider, step, threads, embedding mode, model files): every command that runs
+//   the models (diarize, bench, eval), and only those: recluster starts from saved embeddings.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -18,8 +18,6 @@ namespace parley::cli {
 
 struct DiarizationFlags {
   std::string clustering = "vbx";
-  std::string embedding_mode =
-      pipeline::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
   std::optional<double> ahc_threshold;
   std::optional<int> num_speakers;
   std::optional<int> min_speakers;
@@ -38,7 +36,8 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags);
 // outputs: bench, eval).
 void add_clustering_flags(CLI::App& command, DiarizationFlags& flags);
 
-// How the models run: execution provider, chunk step, threads and explicit model files.
+// How the models run: execution provider, chunk step, embedding mode, threads and explicit
+// model files.
 // Per-model provider flags of the commands that run the models (on top of --provider and friends).
 struct ModelProviderFlags {
   std::string segmentation_provider;  // empty: --provider's choice
@@ -52,6 +51,8 @@ struct EngineFlags {
   ProviderArguments provider;
   ModelProviderFlags model_providers;
   double step = 1.0;
+  std::string embedding_mode =
+      pipeline::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
   int threads = 0;  // 0: all cores
   bool no_streaming = false;
   std::string segmentation_model;
@@ -66,9 +67,9 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine);
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
                                            const DiarizationFlags& flags);
 
-// The pipeline configuration the flags describe: step, threads, streaming, clustering, speaker
-// counts and the provider routing of both models; `expected_audio_seconds` is the longest
-// input (0: unknown), which the routing weighs.
+// The pipeline configuration the flags describe: step, embedding mode, threads, streaming,
+// clustering, speaker counts and the provider routing of both models; `expected_audio_seconds` is
+// the longest input (0: unknown), which the routing weighs.
 pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                                                const DiarizationFlags& flags,
                                                double expected_audio_seconds = 0.0);

@@ -150,7 +150,7 @@ void run_diarize(const DiarizeArguments& arguments) {
                                                 ? std::filesystem::path(result.uri + ".rttm")
                                                 : std::filesystem::path(flags.out);
           if (flags.out != "-") rttm_path.replace_extension(".rttm");
-          write_output(pipeline::format_rttm(result.turns, result.uri), rttm_path.string());
+          eval::write_rttm(rttm_path, pipeline::to_eval_turns(result.turns, result.uri));
           fail("{}; the diarization was written to {}", error.what(), rttm_path.string());
         }
       }

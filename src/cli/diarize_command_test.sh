@@ -40,6 +40,14 @@ golden="$shared/goldens/pyannote-community1/02_pyannote_sample"
 "$parley" recluster "$golden" --plda "$shared/models/plda" --uri "$(awk '{print $2; exit}' "$golden/reference.rttm")" -q >"$work/golden.rttm"
 "$parley" score --ref "$golden/reference.rttm" --hyp "$work/golden.rttm" --json >"$work/golden.json"
 check '/usr/bin/python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))[\"total\"][\"der\"] <= 0.005 else 1)" "$work/golden.json"' "golden recluster DER"
+# ... byte for byte: the same turns, written as pyannote.core's Annotation.write_rttm writes them.
+check 'cmp -s "$golden/reference.rttm" "$work/golden.rttm"' "golden recluster RTTM text"
+# recluster runs no network, so it takes no --embedding-mode (only diarize, bench and eval do).
+set +e
+"$parley" recluster "$work/saved" --models "$work/models" --embedding-mode exact -q >/dev/null 2>"$work/err"; status=$?
+set -e
+check '[ $status -ne 0 ] && grep -q "embedding-mode" "$work/err"' "recluster refuses --embedding-mode"
+check '"$parley" diarize --help | grep -q -- "--embedding-mode"' "diarize takes --embedding-mode"
 
 
 # Speaker-labelled transcripts: an SRT built from the people's turns, given directly or written by

@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -157,12 +156,6 @@ void write_atomically(const std::filesystem::path& path, const std::string& text
   std::filesystem::rename(partial, path);
 }
 
-std::string rttm_text(const std::vector<eval::Turn>& turns) {
-  std::ostringstream text;
-  eval::write_rttm(text, turns);
-  return text.str();
-}
-
 class EvalRunner {
  public:
   EvalRunner(const EvalArguments& arguments, pipeline::DiarizationModels models,
@@ -301,7 +294,7 @@ class EvalRunner {
     std::string hypothesis;
     {
       ScopedStageTimer timer(times, "output");
-      hypothesis = rttm_text(pipeline::to_eval_turns(
+      hypothesis = eval::format_rttm(pipeline::to_eval_turns(
           arguments_.exclusive ? diarization.exclusive_turns : diarization.turns, file.uri));
     }
     result.wall_seconds = seconds_since(start);

@@ -218,7 +218,7 @@ ClusteringResult cluster_embeddings_ahc(const NdArray<float>& embeddings,
   Eigen::MatrixXd centroids;
   if (max_clusters < 2) {
     spdlog::info("clustering: at most one speaker possible; skipping AHC");
-    steps.raw_hard_clusters = NdArray<int>({chunk_count, speaker_count}, 0);
+    result.hard_clusters = NdArray<int>({chunk_count, speaker_count}, 0);
     result.soft_clusters = NdArray<double>({chunk_count, speaker_count, 1}, 1.0);
     centroids = training.size() == 0 ? Eigen::MatrixXd::Constant(
                                            1, dimension, std::numeric_limits<double>::quiet_NaN())
@@ -236,13 +236,11 @@ ClusteringResult cluster_embeddings_ahc(const NdArray<float>& embeddings,
       centroids.row(k) = mean_of(training.embeddings, steps.ahc_labels, k);
     }
     result.soft_clusters = centroid_similarities(embeddings, centroids);
-    steps.raw_hard_clusters = config.constrained_assignment
-                                  ? assign_inactive_last(result.soft_clusters, segmentations)
-                                  : unconstrained_argmax(result.soft_clusters);
+    result.hard_clusters = config.constrained_assignment
+                               ? assign_inactive_last(result.soft_clusters, segmentations)
+                               : unconstrained_argmax(result.soft_clusters);
   }
   result.centroids = to_ndarray(centroids);
-  result.hard_clusters = steps.raw_hard_clusters;
-  mark_inactive_speakers(result.hard_clusters, segmentations);
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cluster/inactive_speakers.h"
 #include "core/error.h"
 #include "core/linear_assignment.h"
 
@@ -153,21 +154,6 @@ NdArray<int> unconstrained_argmax(const NdArray<double>& soft_clusters) {
     }
   }
   return hard;
-}
-
-std::vector<bool> inactive_speakers(const NdArray<float>& segmentations) {
-  const std::size_t chunk_count = segmentations.dim(0);
-  const std::size_t frame_count = segmentations.dim(1);
-  const std::size_t speaker_count = segmentations.dim(2);
-  std::vector<bool> inactive(chunk_count * speaker_count, true);
-  for (std::size_t chunk = 0; chunk < chunk_count; ++chunk) {
-    for (std::size_t frame = 0; frame < frame_count; ++frame) {
-      for (std::size_t s = 0; s < speaker_count; ++s) {
-        if (segmentations(chunk, frame, s) != 0.0f) inactive[chunk * speaker_count + s] = false;
-      }
-    }
-  }
-  return inactive;
 }
 
 Eigen::MatrixXd normalise_rows_like_float32(const Eigen::MatrixXd& rows) {

@@ -35,10 +35,11 @@ NdArray<double> centroid_similarities(const NdArray<float>& embeddings,
 // left without a cluster (more speakers than clusters) get -2. Result [chunks, speakers].
 NdArray<int> constrained_argmax(const NdArray<double>& soft_clusters);
 
-// VBxClustering's constrained assignment: inactive speakers' scores are first set below every
-// valid score (min - 1; NaN when any score is NaN, as numpy's min propagates it, which
-// constrained_argmax then reads as the smallest score), so that they get clusters last.
-// Modifies `soft_clusters` as pyannote does (the saved soft clusters include it).
+// BaseClustering's constrained assignment: inactive speakers' scores (inactive_speakers, pyannote's
+// `segmentations.data.sum(1) == 0`) are first set below every valid score (min - 1; NaN when any
+// score is NaN, as numpy's min propagates it, which constrained_argmax then reads as the smallest
+// score), so that they get clusters last. Modifies `soft_clusters` as pyannote does (the saved soft
+// clusters include it).
 NdArray<int> assign_inactive_last(NdArray<double>& soft_clusters,
                                   const NdArray<float>& segmentations);
 
@@ -49,8 +50,5 @@ NdArray<int> unconstrained_argmax(const NdArray<double>& soft_clusters);
 // Unit-length rows computed as numpy does on float32 embeddings (the result rounded to
 // float32), so that AHC sees the same inputs as pyannote.
 Eigen::MatrixXd normalise_rows_like_float32(const Eigen::MatrixXd& rows);
-
-// True where a local speaker is never active in its chunk: [chunks, speakers].
-std::vector<bool> inactive_speakers(const NdArray<float>& segmentations);
 
 }  // namespace parley::cluster

@@ -4,9 +4,10 @@
 //   AHC (`--clustering ahc`): plain agglomerative clustering with a threshold that adapts to
 //   long recordings — see agglomerative_clustering.h.
 // Both take per-chunk local-speaker embeddings [chunks, local_speakers, dim] and binarized
-// segmentations [chunks, frames, local_speakers] and return hard clusters (-2: inactive or
-// unassigned), soft clusters and centroids; `result.intermediates` holds what
-// `write_clustering_intermediates` saves for `--save-intermediates`.
+// segmentations [chunks, frames, local_speakers] and return hard clusters (-2: unassigned;
+// inactive speakers are masked later, see inactive_speakers.h), soft clusters and centroids;
+// `result.intermediates` holds what `write_clustering_intermediates` saves for
+// `--save-intermediates`.
 #include <string>
 
 #include "cluster/agglomerative_clustering.h"

@@ -32,13 +32,6 @@ NdArray<double> to_ndarray(const Eigen::MatrixXd& matrix) {
   return array;
 }
 
-void mark_inactive_speakers(NdArray<int>& hard_clusters, const NdArray<float>& segmentations) {
-  const std::vector<bool> inactive = inactive_speakers(segmentations);
-  for (std::size_t i = 0; i < inactive.size(); ++i) {
-    if (inactive[i]) hard_clusters(i) = -2;
-  }
-}
-
 ClusteringResult clustering_result_for(const TrainingSet& training, double threshold) {
   ClusteringResult result;
   result.intermediates.train_chunk_index = training.chunk_index;
@@ -81,9 +74,9 @@ void write_clustering_intermediates(const std::filesystem::path& directory,
     write_npy(directory / "ahc_init_labels.npy", vector_npy(steps.ahc_labels));
     write_npz(directory / "ahc_state.npz", {{"threshold", scalar_npy(steps.threshold)}});
   }
-  NdArray<std::int8_t> hard(steps.raw_hard_clusters.shape());
+  NdArray<std::int8_t> hard(result.hard_clusters.shape());
   for (std::size_t i = 0; i < hard.size(); ++i) {
-    hard(i) = static_cast<std::int8_t>(steps.raw_hard_clusters(i));
+    hard(i) = static_cast<std::int8_t>(result.hard_clusters(i));
   }
   write_npz(directory / "clustering.npz", {{"soft_clusters", NpyArray::from(result.soft_clusters)},
                                            {"hard_clusters", NpyArray::from(hard)},

@@ -25,12 +25,13 @@ struct ClusteringIntermediates {
   std::optional<VbxResult> vbx;
   VbxConfig vbx_config;
   bool used_kmeans = false;
-  NdArray<int> raw_hard_clusters;  // the clustering's own output, before inactive masking
 };
 
 struct ClusteringResult {
-  // [chunks, local_speakers]: cluster per local speaker, -2 where the speaker is inactive in
-  // the chunk or got no cluster (the form pyannote's reconstruction consumes).
+  // [chunks, local_speakers]: cluster per local speaker, -2 where the speaker got no cluster;
+  // what pyannote's clustering returns. Speakers inactive in their chunk still hold a cluster
+  // here: the pipeline masks them (mask_inactive_speakers) before reconstruction, as pyannote's
+  // SpeakerDiarization.apply does.
   NdArray<int> hard_clusters;
   NdArray<double> soft_clusters;  // [chunks, local_speakers, clusters]
   NdArray<double> centroids;      // [clusters, dim], in the raw embedding space
@@ -45,13 +46,9 @@ ClusteringResult clustering_result_for(const TrainingSet& training, double thres
 
 // Writes the intermediates in the goldens' layout (the Findit-AI dia capture of pyannote
 // 4.0.4): plda_embeddings.npz and vbx_state.npz (VBx only), ahc_init_labels.npy, ahc_state.npz
-// and clustering.npz (raw hard clusters as int8) into `directory` (created if needed).
+// and clustering.npz (hard clusters as int8) into `directory` (created if needed).
 void write_clustering_intermediates(const std::filesystem::path& directory,
                                     const ClusteringResult& result);
-
-// Sets hard_clusters to -2 for local speakers that are never active in their chunk, as the
-// pipeline does right after clustering.
-void mark_inactive_speakers(NdArray<int>& hard_clusters, const NdArray<float>& segmentations);
 
 NdArray<double> to_ndarray(const Eigen::MatrixXd& matrix);
 

@@ -55,15 +55,13 @@ ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
     // embedding at all the centroid is NaN there too).
     spdlog::warn("clustering: only {} usable embedding(s); assigning every speaker to one cluster",
                  training.size());
-    result.intermediates.raw_hard_clusters = NdArray<int>({chunk_count, speaker_count}, 0);
+    result.hard_clusters = NdArray<int>({chunk_count, speaker_count}, 0);
     result.soft_clusters = NdArray<double>({chunk_count, speaker_count, 1}, 1.0);
     Eigen::MatrixXd centroid =
         training.size() == 0
             ? Eigen::MatrixXd::Constant(1, dimension, std::numeric_limits<double>::quiet_NaN())
             : Eigen::MatrixXd(training.embeddings.colwise().mean());
     result.centroids = to_ndarray(centroid);
-    result.hard_clusters = result.intermediates.raw_hard_clusters;
-    mark_inactive_speakers(result.hard_clusters, segmentations);
     return result;
   }
 
@@ -126,11 +124,9 @@ ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
   }
 
   result.soft_clusters = centroid_similarities(embeddings, centroids);
-  steps.raw_hard_clusters = constrained ? assign_inactive_last(result.soft_clusters, segmentations)
-                                        : unconstrained_argmax(result.soft_clusters);
+  result.hard_clusters = constrained ? assign_inactive_last(result.soft_clusters, segmentations)
+                                     : unconstrained_argmax(result.soft_clusters);
   result.centroids = to_ndarray(centroids);
-  result.hard_clusters = steps.raw_hard_clusters;
-  mark_inactive_speakers(result.hard_clusters, segmentations);
   return result;
 }
 

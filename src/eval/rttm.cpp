@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <fstream>
-#include <ostream>
 
 #include "core/error.h"
 #include "eval/text_records.h"
@@ -81,30 +81,41 @@ std::vector<Turn> read_rttm(const std::filesystem::path& path) {
 }
 
 std::string format_rttm_line(const Turn& turn) {
-  const auto check_name = [](std::string_view what, std::string_view name) {
-    if (name.empty() || holds_whitespace(name)) {
-      fail("cannot write RTTM: {} '{}' is empty or holds whitespace, which RTTM cannot represent",
-           what, name);
-    }
-  };
-  check_name("file id", turn.file_id);
-  check_name("speaker name", turn.speaker);
-  if (!(turn.start >= 0.0) || !(turn.duration >= 0.0)) {
+  // pyannote.core's SEGMENT_PRECISION: a segment shorter than this has duration 0.
+  constexpr double kSegmentPrecision = 1e-6;
+  if (holds_whitespace(turn.file_id)) {
+    fail(
+        "cannot write RTTM: file id '{}' holds whitespace, which RTTM cannot represent; rename "
+        "the file or pass another --uri",
+        turn.file_id);
+  }
+  if (turn.speaker.empty() || holds_whitespace(turn.speaker)) {
+    fail(
+        "cannot write RTTM: speaker name '{}' is empty or holds whitespace, which RTTM cannot "
+        "represent",
+        turn.speaker);
+  }
+  if (!std::isfinite(turn.start) || turn.start < 0.0 || !std::isfinite(turn.duration) ||
+      turn.duration < -kSegmentPrecision) {
     fail("cannot write RTTM: turn of '{}' in '{}' has start {} and duration {}; both must be >= 0",
          turn.speaker, turn.file_id, turn.start, turn.duration);
   }
-  return fmt::format("SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> {} <NA> <NA>\n", turn.file_id,
-                     turn.start, turn.duration, turn.speaker);
+  const std::string_view file_id = turn.file_id.empty() ? "<NA>" : std::string_view(turn.file_id);
+  const double duration = turn.duration > kSegmentPrecision ? turn.duration : 0.0;
+  return fmt::format("SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> {} <NA> <NA>\n", file_id, turn.start,
+                     duration, turn.speaker);
 }
 
-void write_rttm(std::ostream& out, std::span<const Turn> turns) {
-  for (const Turn& turn : turns) out << format_rttm_line(turn);
+std::string format_rttm(std::span<const Turn> turns) {
+  std::string text;
+  for (const Turn& turn : turns) text += format_rttm_line(turn);
+  return text;
 }
 
 void write_rttm(const std::filesystem::path& path, std::span<const Turn> turns) {
   std::ofstream out(path, std::ios::binary);
   if (!out) fail("cannot create RTTM file '{}'; check that its folder exists", path.string());
-  write_rttm(out, turns);
+  out << format_rttm(turns);
   out.flush();
   if (!out) fail("cannot write RTTM file '{}' (disk full?)", path.string());
 }

@@ -4,7 +4,6 @@
 //   SPEAKER <file-id> <channel> <start> <duration> <NA> <NA> <speaker> <NA> <NA>
 // File ids and speaker names are opaque byte strings (UTF-8 works); they cannot hold spaces.
 #include <filesystem>
-#include <iosfwd>
 #include <map>
 #include <span>
 #include <string>
@@ -34,11 +33,25 @@ std::vector<Turn> read_rttm(const std::filesystem::path& path);
 // Same, from text; `source` names it in error messages.
 std::vector<Turn> parse_rttm(std::string_view text, std::string_view source);
 
-// One SPEAKER line (with its newline), times in seconds with millisecond precision, the format
-// pyannote writes. Fails when a file id or speaker name is empty or holds whitespace.
+// The one RTTM writer of the project: every RTTM parley writes (diarize, recluster, eval --out,
+// bench, the C API) goes through format_rttm_line. The format is pyannote.core's
+// Annotation.write_rttm (annotation.py `_iter_rttm`), which is what the community-1 goldens hold:
+//   SPEAKER {file_id} 1 {start:.3f} {duration:.3f} <NA> <NA> {speaker} <NA> <NA>
+// - start and duration are each rounded to 3 decimals from their exact double value, as
+//   Python's `:.3f` does (fmt rounds the same way). The duration is the turn's own end - start,
+//   rounded by itself, not round(end) - round(start): start + duration may differ from the
+//   rounded end by 0.001, as in pyannote's files.
+// - a duration of at most 1 us (pyannote's Segment.duration: 0 for a segment shorter than
+//   SEGMENT_PRECISION = 1e-6) is written 0.000, never -0.000.
+// - an empty file id is written <NA> (pyannote: `uri if uri else "<NA>"`).
+// Fails when the file id or the speaker name holds whitespace (RTTM is whitespace-separated),
+// when the speaker name is empty, or when the start is negative or not finite or the duration is
+// NaN, infinite or negative beyond that 1 us.
 std::string format_rttm_line(const Turn& turn);
 
-void write_rttm(std::ostream& out, std::span<const Turn> turns);
+// format_rttm_line of every turn, in order.
+std::string format_rttm(std::span<const Turn> turns);
+
 void write_rttm(const std::filesystem::path& path, std::span<const Turn> turns);
 
 // Turns grouped by file id (ids in byte order), each group in input order.

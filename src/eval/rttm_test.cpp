@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -103,7 +105,29 @@ TEST(Rttm, WritesWhatItReads) {
 TEST(Rttm, RefusesToWriteWhatRttmCannotHold) {
   EXPECT_THROW(format_rttm_line({"my file", 0, 1, "s"}), Error);
   EXPECT_THROW(format_rttm_line({"f", 0, 1, ""}), Error);
+  EXPECT_THROW(format_rttm_line({"f", 0, 1, "a\tb"}), Error);
   EXPECT_THROW(format_rttm_line({"f", 0, -1, "s"}), Error);
+  EXPECT_THROW(format_rttm_line({"f", -0.5, 1, "s"}), Error);
+  EXPECT_THROW(format_rttm_line({"f", 0, std::nan(""), "s"}), Error);
+  EXPECT_THROW(format_rttm_line({"f", std::numeric_limits<double>::infinity(), 1, "s"}), Error);
+}
+
+// The format rules of pyannote.core's Annotation.write_rttm (see rttm.h).
+TEST(Rttm, WritesLikePyannoteCore) {
+  // Empty uri: <NA>, as `uri if uri else "<NA>"`.
+  EXPECT_EQ(format_rttm_line({"", 1.5, 2.0, "A"}),
+            "SPEAKER <NA> 1 1.500 2.000 <NA> <NA> A <NA> <NA>\n");
+  // Rounding of the exact double, as Python's `:.3f`: 0.0005 is slightly above its decimal text
+  // (rounds up), 1.0005 slightly below (rounds down).
+  EXPECT_EQ(format_rttm_line({"f", 1.0005, 0.0005, "A"}),
+            "SPEAKER f 1 1.000 0.001 <NA> <NA> A <NA> <NA>\n");
+  // Segment.duration is 0 for segments of at most 1 us: a tiny negative duration from
+  // end - start arithmetic is written 0.000, not -0.000.
+  EXPECT_EQ(format_rttm_line({"f", 3.0, -1e-9, "A"}),
+            "SPEAKER f 1 3.000 0.000 <NA> <NA> A <NA> <NA>\n");
+  const std::vector<Turn> turns = {{"f", 0, 1, "A"}, {"f", 1, 2, "B"}};
+  EXPECT_EQ(format_rttm(turns), format_rttm_line(turns[0]) + format_rttm_line(turns[1]));
+  EXPECT_EQ(format_rttm({}), "");
 }
 
 TEST(Rttm, GroupsTurnsByFile) {

@@ -15,6 +15,10 @@
 namespace parley::pipeline {
 namespace {
 
+std::string rttm(const std::vector<Turn>& turns, const std::string& uri) {
+  return eval::format_rttm(to_eval_turns(turns, uri));
+}
+
 double strict_der(const std::vector<eval::Turn>& reference,
                   const std::vector<eval::Turn>& hypothesis, const std::string& file_id) {
   const auto score = eval::score_file(file_id, reference, hypothesis, nullptr,
@@ -48,8 +52,7 @@ TEST(DiarizerGoldens, ReclusteringGoldenEmbeddingsReproducesPyannoteRttm) {
     // Both sides as written: pyannote's reference.rttm holds its output rounded to milliseconds,
     // so parley's is compared as the RTTM text it writes (unrounded turns differ by < 1 ms at
     // every boundary, a few hundredths of a percent).
-    const double der =
-        strict_der(reference, eval::parse_rttm(format_rttm(result.turns, uri), uri), uri);
+    const double der = strict_der(reference, eval::parse_rttm(rttm(result.turns, uri), uri), uri);
     std::printf("%-32s %4zu turns (pyannote %4zu), DER vs pyannote %.4f %%\n",
                 dir.filename().string().c_str(), result.turns.size(), reference.size(),
                 100.0 * der);
@@ -105,8 +108,7 @@ TEST_F(DiarizerEndToEnd, SpeechRegionsOnEveryEvalRecording) {
     // Valid RTTM: the text the CLI writes parses back to the same number of turns, with
     // positive durations, inside the recording.
     const auto hypothesis = to_eval_turns(result.turns, result.uri);
-    EXPECT_EQ(eval::parse_rttm(format_rttm(result.turns, result.uri), uri).size(),
-              hypothesis.size());
+    EXPECT_EQ(eval::parse_rttm(rttm(result.turns, result.uri), uri).size(), hypothesis.size());
     for (const auto& turn : hypothesis) {
       EXPECT_GT(turn.duration, 0.0);
       EXPECT_GE(turn.start, 0.0);
@@ -142,7 +144,7 @@ TEST_F(DiarizerEndToEnd, SameOutputForAnyThreadCountAndThroughRecluster) {
   Diarizer two_threads = make_diarizer(2);
   const DiarizationResult second = two_threads.diarize(samples, "sample", quiet);
   ASSERT_FALSE(first.turns.empty());
-  EXPECT_EQ(format_rttm(first.turns, "sample"), format_rttm(second.turns, "sample"));
+  EXPECT_EQ(rttm(first.turns, "sample"), rttm(second.turns, "sample"));
   EXPECT_EQ(first.speaker_embeddings.values(), second.speaker_embeddings.values());
 
   // What --save-intermediates wrote is enough to get the same answer again.
@@ -155,7 +157,7 @@ TEST_F(DiarizerEndToEnd, SameOutputForAnyThreadCountAndThroughRecluster) {
   StageTimes times;
   const DiarizationResult again =
       diarize_from_embeddings(read_model_intermediates(save_dir), config, nullptr, "sample", times);
-  EXPECT_EQ(format_rttm(first.turns, "sample"), format_rttm(again.turns, "sample"));
+  EXPECT_EQ(rttm(first.turns, "sample"), rttm(again.turns, "sample"));
   std::filesystem::remove_all(save_dir);
 }
 
@@ -179,7 +181,7 @@ TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
     const DiarizationResult result = diarizer.diarize(samples, "example", quiet, save_dirs.back());
     ASSERT_FALSE(result.turns.empty());
     EXPECT_GT(result.stage_times.entries().size(), 2u);
-    rttms.push_back(format_rttm(result.turns, "example"));
+    rttms.push_back(rttm(result.turns, "example"));
   }
   EXPECT_EQ(rttms[0], rttms[1]);
   const DiarizationIntermediates streamed = read_model_intermediates(save_dirs[0]);
@@ -209,7 +211,7 @@ TEST_F(DiarizerEndToEnd, SharedEmbeddingModeIsIndependentOfChunkRanges) {
   const DiarizationResult shared = run(EmbeddingMode::kShared, 32);
   const DiarizationResult shared_small_ranges = run(EmbeddingMode::kShared, 3);
   ASSERT_FALSE(shared.turns.empty());
-  EXPECT_EQ(format_rttm(shared.turns, "sample"), format_rttm(shared_small_ranges.turns, "sample"));
+  EXPECT_EQ(rttm(shared.turns, "sample"), rttm(shared_small_ranges.turns, "sample"));
   EXPECT_EQ(shared.speaker_embeddings.values(), shared_small_ranges.speaker_embeddings.values());
 }
 

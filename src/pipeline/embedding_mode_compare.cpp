@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
       const auto result =
           diarizer.diarize(samples, uri, quiet, std::filesystem::path(out) / variant);
       const double wall = parley::seconds_since(start);
-      parley::pipeline::write_text_file(std::filesystem::path(out) / (variant + ".rttm"),
-                                        parley::pipeline::format_rttm(result.turns, uri));
+      parley::eval::write_rttm(std::filesystem::path(out) / (variant + ".rttm"),
+                               parley::pipeline::to_eval_turns(result.turns, uri));
       double embedding_seconds = 0.0;
       for (const auto& [stage, seconds] : result.stage_times.entries()) {
         if (stage == "embedding") embedding_seconds = seconds;

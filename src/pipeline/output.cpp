@@ -31,27 +31,6 @@ nlohmann::ordered_json turns_json(std::span<const Turn> turns) {
 
 }  // namespace
 
-std::string format_rttm(std::span<const Turn> turns, std::string_view uri, int decimals) {
-  const std::string file_id = uri.empty() ? std::string("<NA>") : std::string(uri);
-  if (file_id.find(' ') != std::string::npos) {
-    fail(
-        "RTTM: the file name '{}' contains a space, which RTTM cannot hold; rename the file "
-        "or pass another --uri",
-        file_id);
-  }
-  std::string text;
-  for (const Turn& turn : turns) {
-    if (turn.speaker.find(' ') != std::string::npos) {
-      fail("RTTM: the speaker label '{}' contains a space, which RTTM cannot hold", turn.speaker);
-    }
-    // pyannote writes Segment.duration: end - start, 0 for segments shorter than 1 us
-    const double duration = turn.end - turn.start > 1e-6 ? turn.end - turn.start : 0.0;
-    text += fmt::format("SPEAKER {} 1 {:.{}f} {:.{}f} <NA> <NA> {} <NA> <NA>\n", file_id,
-                        turn.start, decimals, duration, decimals, turn.speaker);
-  }
-  return text;
-}
-
 std::string format_json(std::span<const Turn> diarization,
                         std::span<const Turn> exclusive_diarization) {
   // ordered: keys in the order pyannote writes them (start, end, speaker)

@@ -1,7 +1,7 @@
 #pragma once
 // Speaker turns and the text formats they are written in.
-//   RTTM:  pyannote.core Annotation.write_rttm: "SPEAKER <uri> 1 <start> <duration> <NA> <NA>
-//          <speaker> <NA> <NA>", times with 3 decimals (uri "<NA>" when empty).
+//   RTTM:  eval::format_rttm(to_eval_turns(turns, uri)), the project's one RTTM writer
+//          (eval/rttm.h, pyannote.core's Annotation.write_rttm).
 //   JSON:  pyannote.audio DiarizeOutput.serialize: {"diarization": [{"start", "end",
 //          "speaker"}...], "exclusive_diarization": [...]}, times rounded to 3 decimals.
 //   text:  one "start end speaker" line per turn (seconds, 3 decimals), for people.
@@ -25,14 +25,12 @@ struct Turn {
   double duration() const { return end - start; }
 };
 
-// Fails when uri or a speaker label contains a space (RTTM is space-separated).
-std::string format_rttm(std::span<const Turn> turns, std::string_view uri, int decimals = 3);
 std::string format_json(std::span<const Turn> diarization,
                         std::span<const Turn> exclusive_diarization);
 std::string format_text(std::span<const Turn> turns);
 
-// The same turns as the scoring and transcript modules hold them (file id `uri`, start and
-// duration), times unchanged. The one conversion between the two turn types.
+// The same turns as the scoring, transcript and RTTM code holds them (file id `uri`, start and
+// duration = end - start), times unchanged. The one conversion between the two turn types.
 std::vector<eval::Turn> to_eval_turns(std::span<const Turn> turns, std::string_view uri);
 
 // Writes `content` to `path`, failing with the path and the reason.

@@ -17,17 +17,29 @@ const std::vector<Turn> kTurns = {{6.73096875, 6.74784375, "SPEAKER_00", 0},
                                   {6.74784375, 7.03471875, "SPEAKER_01", 1},
                                   {2.0, 3.0004, "SPEAKER_00", 0}};
 
-TEST(Output, WritesRttmLikePyannote) {
-  EXPECT_EQ(format_rttm(kTurns, "clip"),
+// Pipeline turns reach RTTM through to_eval_turns and the one writer, eval::format_rttm.
+TEST(Output, TurnsBecomeRttmLikePyannote) {
+  const std::vector<eval::Turn> converted = to_eval_turns(kTurns, "clip");
+  ASSERT_EQ(converted.size(), kTurns.size());
+  EXPECT_EQ(converted[0].file_id, "clip");
+  EXPECT_EQ(converted[0].start, kTurns[0].start);
+  EXPECT_EQ(converted[0].duration, kTurns[0].end - kTurns[0].start);
+  EXPECT_EQ(converted[1].speaker, "SPEAKER_01");
+  EXPECT_EQ(eval::format_rttm(converted),
             "SPEAKER clip 1 6.731 0.017 <NA> <NA> SPEAKER_00 <NA> <NA>\n"
             "SPEAKER clip 1 6.748 0.287 <NA> <NA> SPEAKER_01 <NA> <NA>\n"
             "SPEAKER clip 1 2.000 1.000 <NA> <NA> SPEAKER_00 <NA> <NA>\n");
-  EXPECT_EQ(format_rttm(std::span(kTurns).first(1), "", 6),
-            "SPEAKER <NA> 1 6.730969 0.016875 <NA> <NA> SPEAKER_00 <NA> <NA>\n");
-  EXPECT_EQ(format_rttm({}, "clip"), "");
-  EXPECT_THROW(format_rttm(kTurns, "my clip"), Error);
+  // Annotation.write_rttm writes an empty uri as <NA>.
+  EXPECT_EQ(eval::format_rttm(to_eval_turns(std::span(kTurns).first(1), "")),
+            "SPEAKER <NA> 1 6.731 0.017 <NA> <NA> SPEAKER_00 <NA> <NA>\n");
+  // The duration is end - start rounded by itself, as pyannote writes Segment.duration: this
+  // turn's start and end both round to 1.001, yet its duration 0.0008 is written 0.001.
+  const std::vector<Turn> short_turn = {{1.0006, 1.0014, "SPEAKER_00", 0}};
+  EXPECT_EQ(eval::format_rttm(to_eval_turns(short_turn, "clip")),
+            "SPEAKER clip 1 1.001 0.001 <NA> <NA> SPEAKER_00 <NA> <NA>\n");
+  EXPECT_THROW(eval::format_rttm(to_eval_turns(kTurns, "my clip")), Error);
   const std::vector<Turn> spaced = {{0.0, 1.0, "A B", 0}};
-  EXPECT_THROW(format_rttm(spaced, "clip"), Error);
+  EXPECT_THROW(eval::format_rttm(to_eval_turns(spaced, "clip")), Error);
 }
 
 TEST(Output, WritesJsonLikeDiarizeOutputSerialize) {

@@ -1,5 +1,6 @@
 #include "pipeline/postprocess.h"
 
+#include "cluster/inactive_speakers.h"
 #include "core/error.h"
 #include "pipeline/reconstruct.h"
 #include "pipeline/segments.h"
@@ -16,7 +17,8 @@ FrameDiarization diarize_frames(const NdArray<float>& binarized, const SlidingWi
   }
   FrameDiarization result{
       .count = count,
-      .hard_clusters = mask_inactive_speakers(binarized, hard_clusters),
+      // SpeakerDiarization.apply masks inactive speakers between clustering and reconstruct
+      .hard_clusters = cluster::mask_inactive_speakers(binarized, hard_clusters),
       .discrete = {},
       .exclusive_discrete = {},
       .turns = {},

@@ -12,7 +12,7 @@
 //   if (max_count(count.data) == 0) -> no speech: empty diarization, no embeddings needed
 //   ... embeddings + clustering -> hard_clusters [chunks, 3] (-2 where unassigned) ...
 //   FrameDiarization result = diarize_frames(binarized, plan.chunks(), hard_clusters, count, {});
-//   format_rttm(result.turns, uri) / format_json(result.turns, result.exclusive_turns)
+//   eval::format_rttm(to_eval_turns(result.turns, uri)) / format_json(result.turns, ...)
 #include <optional>
 #include <vector>
 

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/npz.h"
+#include "eval/rttm.h"
 #include "pipeline/goldens_for_tests.h"
 #include "pipeline/speaker_count.h"
 #include "testing/shared_data.h"
@@ -29,7 +30,8 @@ TEST(Postprocess, ReproducesCommunity1FromClustersToRttm) {
     const FrameDiarization result = diarize_frames(binarized, plan.chunks(), hard_clusters, count);
 
     EXPECT_EQ(result.discrete.data.values(), expected.values()) << dir;
-    EXPECT_EQ(format_rttm(result.turns, "clip_16k"), testing::read_text(dir / "reference.rttm"))
+    EXPECT_EQ(eval::format_rttm(to_eval_turns(result.turns, "clip_16k")),
+              testing::read_text(dir / "reference.rttm"))
         << dir;
 
     // exclusive: exactly one speaker where anyone speaks, and only speakers of the turns

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cluster/inactive_speakers.h"
 #include "core/error.h"
 #include "pipeline/aggregation.h"
 #include "pipeline/speaker_count.h"
@@ -13,20 +14,6 @@
 namespace parley::pipeline {
 
 namespace {
-
-void check_clusters_shape(const NdArray<float>& segmentations, const NdArray<int>& hard_clusters) {
-  if (segmentations.rank() != 3) {
-    fail("reconstruction: segmentations must be [chunks, frames, speakers] (got {} dimensions)",
-         segmentations.rank());
-  }
-  if (hard_clusters.rank() != 2 || hard_clusters.dim(0) != segmentations.dim(0) ||
-      hard_clusters.dim(1) != segmentations.dim(2)) {
-    fail(
-        "reconstruction: hard clusters must be [{}, {}] (chunks x local speakers) to match the "
-        "segmentations; the clustering ran on different segmentations",
-        segmentations.dim(0), segmentations.dim(2));
-  }
-}
 
 // Rows [first, last) of `rows` rows kept by SlidingWindowFeature.crop(focus, "loose").
 struct CroppedRows {
@@ -48,34 +35,15 @@ CroppedRows crop_rows(const SlidingWindow& window, std::size_t rows, const Segme
 
 }  // namespace
 
-NdArray<int> mask_inactive_speakers(const NdArray<float>& binarized,
-                                    const NdArray<int>& hard_clusters) {
-  check_clusters_shape(binarized, hard_clusters);
-  NdArray<int> masked = hard_clusters;
-  for (std::size_t c = 0; c < binarized.dim(0); ++c) {
-    for (std::size_t s = 0; s < binarized.dim(2); ++s) {
-      // np.sum(binarized, axis=1) == 0
-      float total = 0.0f;
-      for (std::size_t f = 0; f < binarized.dim(1); ++f) {
-        total += binarized(c, f, s);
-      }
-      if (total == 0.0f) {
-        masked(c, s) = kInactiveSpeaker;
-      }
-    }
-  }
-  return masked;
-}
-
 NdArray<double> clustered_segmentations(const NdArray<float>& segmentations,
                                         const NdArray<int>& hard_clusters) {
-  check_clusters_shape(segmentations, hard_clusters);
+  cluster::check_hard_clusters_shape(segmentations, hard_clusters, "reconstruction");
   const std::size_t num_chunks = segmentations.dim(0);
   const std::size_t num_frames = segmentations.dim(1);
   const std::size_t local_speakers = segmentations.dim(2);
   int largest = -1;
   for (int cluster : hard_clusters.values()) {
-    if (cluster < 0 && cluster != kInactiveSpeaker) {
+    if (cluster < 0 && cluster != cluster::kInactiveSpeaker) {
       fail("reconstruction: invalid cluster id {} (expected >= 0, or -2 for inactive speakers)",
            cluster);
     }
@@ -87,7 +55,7 @@ NdArray<double> clustered_segmentations(const NdArray<float>& segmentations,
   for (std::size_t c = 0; c < num_chunks; ++c) {
     for (std::size_t s = 0; s < local_speakers; ++s) {
       const int cluster = hard_clusters(c, s);
-      if (cluster == kInactiveSpeaker) {
+      if (cluster == cluster::kInactiveSpeaker) {
         continue;
       }
       const auto k = static_cast<std::size_t>(cluster);

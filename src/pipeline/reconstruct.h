@@ -3,7 +3,8 @@
 // (pyannote.audio pipelines/speaker_diarization.py: SpeakerDiarization.reconstruct and the
 // inactive-speaker masking in apply; pipelines/utils/diarization.py: to_diarization).
 //
-//   1. mask_inactive_speakers: a local speaker never active in its chunk gets cluster -2.
+//   1. cluster::mask_inactive_speakers (cluster/inactive_speakers.h): a local speaker never
+//      active in its chunk gets cluster -2 (done by diarize_frames, see postprocess.h).
 //   2. clustered_segmentations: per chunk and global cluster k, the frame-wise max of the
 //      activations of the chunk's local speakers assigned to k; NaN for clusters the chunk does
 //      not contain (so they do not count as covered when aggregating).
@@ -18,14 +19,6 @@
 
 namespace parley::pipeline {
 
-// Cluster id of local speakers that take no part in the reconstruction.
-inline constexpr int kInactiveSpeaker = -2;
-
-// binarized: [chunks, frames, local_speakers]; hard_clusters: [chunks, local_speakers].
-// Returns hard_clusters with -2 wherever the local speaker has no active frame.
-NdArray<int> mask_inactive_speakers(const NdArray<float>& binarized,
-                                    const NdArray<int>& hard_clusters);
-
 // [chunks, frames, num_clusters] with num_clusters = max(hard_clusters) + 1 (0 if none).
 NdArray<double> clustered_segmentations(const NdArray<float>& segmentations,
                                         const NdArray<int>& hard_clusters);
@@ -37,7 +30,8 @@ SlidingWindowFeature<float> to_diarization(const NdArray<double>& clustered,
                                            const SlidingWindowFeature<int>& count);
 
 // SpeakerDiarization.reconstruct: clustered_segmentations + to_diarization. hard_clusters
-// should already be masked (mask_inactive_speakers), as pyannote does before calling it.
+// should already be masked (cluster::mask_inactive_speakers), as pyannote does before calling
+// it.
 SlidingWindowFeature<float> reconstruct(const NdArray<float>& segmentations,
                                         const SlidingWindow& chunks,
                                         const NdArray<int>& hard_clusters,

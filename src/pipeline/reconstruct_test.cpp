@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "cluster/inactive_speakers.h"
 #include "core/error.h"
 #include "core/npz.h"
 #include "pipeline/goldens_for_tests.h"
@@ -27,7 +28,7 @@ TEST(Reconstruct, MatchesPyannoteOnCommunity1Goldens) {
     const SlidingWindow chunks(0.0, 10.0, 1.0);
     const auto count = speaker_count(binarized, chunks, segmentation3_frames());
 
-    const NdArray<int> masked = mask_inactive_speakers(binarized, hard_clusters);
+    const NdArray<int> masked = cluster::mask_inactive_speakers(binarized, hard_clusters);
     const auto discrete = reconstruct(binarized, chunks, masked, count);
     EXPECT_EQ(discrete.data.shape(), expected.shape()) << dir;
     EXPECT_EQ(discrete.data.values(), expected.values()) << dir;
@@ -46,19 +47,10 @@ TEST(Reconstruct, MatchesPyannoteOnSpeakrsPipelineFixture) {
   const SlidingWindow frames =
       testing::read_window_json(dir / "pipeline_discrete_diarization_window.json");
   const SlidingWindowFeature<int> count{NdArray<int>({counts.size()}, counts.values()), frames};
-  const auto discrete =
-      reconstruct(binarized, chunks, mask_inactive_speakers(binarized, hard_clusters), count);
+  const auto discrete = reconstruct(
+      binarized, chunks, cluster::mask_inactive_speakers(binarized, hard_clusters), count);
   EXPECT_EQ(discrete.data.shape(), expected.shape());
   EXPECT_EQ(discrete.data.values(), expected.values());
-}
-
-TEST(Reconstruct, MasksInactiveLocalSpeakers) {
-  NdArray<float> binarized({2, 3, 2}, {1, 0, 0, 0, 1, 0,  //
-                                       0, 0, 0, 0, 0, 0});
-  NdArray<int> clusters({2, 2}, {0, 1, 1, 0});
-  EXPECT_EQ(mask_inactive_speakers(binarized, clusters).values(),
-            (std::vector<int>{0, -2, -2, -2}));
-  EXPECT_THROW(mask_inactive_speakers(binarized, NdArray<int>({2, 3})), Error);
 }
 
 TEST(Reconstruct, ClusteredSegmentationsTakeTheMaxOverLocalSpeakers) {
@@ -104,7 +96,7 @@ TEST(Reconstruct, SilenceGivesNoSpeakers) {
   const NdArray<float> seg({1, 589, 3});
   const SlidingWindow chunks(0.0, 10.0, 1.0);
   const auto count = speaker_count(seg, chunks, segmentation3_frames());
-  const NdArray<int> masked = mask_inactive_speakers(seg, NdArray<int>({1, 3}, 0));
+  const NdArray<int> masked = cluster::mask_inactive_speakers(seg, NdArray<int>({1, 3}, 0));
   const auto discrete = reconstruct(seg, chunks, masked, count);
   EXPECT_EQ(discrete.data.shape(), (std::vector<std::size_t>{594, 0}));
 }
