@@ -43,7 +43,7 @@ struct ModelProviderFlags {
   std::string segmentation_provider;  // empty: --provider's choice
   std::string embedding_provider;
   std::size_t accelerator_segmentation_batch = 128;
-  int accelerator_segmentation_sessions = 3;
+  int accelerator_segmentation_sessions = 4;
 };
 void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags);
 

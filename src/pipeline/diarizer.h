@@ -42,7 +42,7 @@ struct DiarizationConfig {
   std::size_t embedding_batch_size = 32;
   // Segmentation sessions feeding an accelerator at once (pipeline/segmentation.h; the CLI sets
   // ProviderRouting's instead).
-  int segmentation_accelerator_sessions = 3;
+  int segmentation_accelerator_sessions = 4;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
   // Embed chunks while later ones are still being segmented (a bounded queue between the two
   // stages). Results are identical either way.
