@@ -17,6 +17,8 @@
 #include "models/pooled_trunk_graph.h"
 #include "models/test_embedding_model.h"
 #include "pipeline/embedding.h"
+#include "pipeline/speed_twin_for_tests.h"
+#include "testing/shared_data.h"
 
 namespace parley::pipeline {
 namespace {
@@ -166,6 +168,25 @@ TEST_F(EmbeddingGraphsTest, ExactModeTrunkCallsArePaddedToBucketsAndMatchOneSess
     trunk_files += entry.path().filename().string().find("-trunk-") != std::string::npos;
   }
   EXPECT_EQ(trunk_files, 1u) << "the extractor and the planning wrote the same trunk file";
+}
+
+// warm-cache asks embedding_compile_targets of every model: segmentation-3.0 must stay a model
+// compiled as it is, and WeSpeaker's graph (the speed twin has it) must give both graphs, the
+// pooled one with parley's dimension names in place of WeSpeaker's "T".
+TEST_F(EmbeddingGraphsTest, RealModelsArePlannedAsThePipelineLoadsThem) {
+  PARLEY_REQUIRE_SHARED(segmentation, "models/segmentation-3.0-fp16.onnx");
+  EXPECT_FALSE(embedding_compile_targets(segmentation, root_ / "cache"));
+  const fs::path twin = testing::speed_twin_for_tests();
+  if (twin.empty()) GTEST_SKIP() << "could not generate the speed twin (needs python3-onnx)";
+  const auto targets = embedding_compile_targets(twin, root_ / "cache");
+  ASSERT_TRUE(targets && targets->pooled);
+  ASSERT_EQ(targets->trunk.inputs.size(), 1u);
+  EXPECT_EQ(targets->trunk.inputs[0].symbols, (std::vector<std::string>{"B", "T", ""}));
+  EXPECT_EQ(runtime::dimension_overrides(targets->trunk.inputs, targets->trunk_shapes.back()),
+            (std::map<std::string, std::int64_t>{{"B", 32}, {"T", 998}}));
+  EXPECT_EQ(targets->pooled->inputs.at(0).symbols, (std::vector<std::string>{"B", "frames", ""}));
+  EXPECT_EQ(runtime::dimension_overrides(targets->pooled->inputs, targets->pooled_shapes).size(),
+            4u);
 }
 
 }  // namespace
