@@ -306,7 +306,9 @@ void add_warm_cache_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "warm-cache",
       "Compile every model for every bucket shape ahead of time on a provider that compiles per "
-      "shape, and measure the cost-model constants (docs/providers.md)");
+      "shape (for an embedding model: its trunk at the batch buckets and its pooled graph at the "
+      "shared mode's pass, what the pipeline loads), and measure the cost-model constants "
+      "(docs/providers.md)");
   command
       ->add_option("--provider", arguments->provider,
                    "Execution provider: " + runtime::valid_provider_names())
@@ -321,7 +323,7 @@ void add_warm_cache_command(CLI::App& app) {
   command->add_option("--dim", arguments->dims,
                       "Sizes of another dynamic dimension, NAME=SIZES, by symbol or input.axis "
                       "(e.g. --dim frames=998), repeatable; defaults: samples=160000, T=998, "
-                      "frames=998");
+                      "frames=998 (embedding models get the pipeline's own shapes)");
   command->add_option("--cache-dir", arguments->cache_dir,
                       "Cache folder (default: $PARLEY_COMPILE_CACHE, else "
                       "${XDG_CACHE_HOME:-~/.cache}/parley/compiled)");
