@@ -55,6 +55,26 @@ double max_abs_difference(const NdArray<float>& a, const NdArray<float>& b) {
   return worst;
 }
 
+// Every chunk's embeddings, handed to `trunk` in ascending ranges of `range_chunks` chunks as
+// the pipeline hands them: [chunks, speakers, dimension].
+NdArray<float> embed_in_ranges(SharedTrunk& trunk, const NdArray<float>& segmentations,
+                               std::size_t range_chunks, std::size_t dimension) {
+  const std::size_t chunks = segmentations.dim(0);
+  const std::size_t per_chunk = segmentations.dim(1) * segmentations.dim(2);
+  const std::size_t speakers = segmentations.dim(2);
+  NdArray<float> all({chunks, speakers, dimension});
+  for (std::size_t first = 0; first < chunks; first += range_chunks) {
+    const std::size_t count = std::min(range_chunks, chunks - first);
+    NdArray<float> range({count, segmentations.dim(1), speakers});
+    std::memcpy(range.data(), segmentations.data() + first * per_chunk,
+                count * per_chunk * sizeof(float));
+    const NdArray<float> part = trunk.embed_chunks(first, range);
+    std::memcpy(all.data() + first * speakers * dimension, part.data(),
+                part.size() * sizeof(float));
+  }
+  return all;
+}
+
 // Grid frames [first, first + count) of `full` [features, grid frames].
 NdArray<float> grid_slice(const NdArray<float>& full, std::size_t first, std::size_t count) {
   NdArray<float> slice({full.dim(0), count});
@@ -133,17 +153,7 @@ TEST(SharedTrunk, SameEmbeddingsForAnyThreadCount) {
     config.block_frames = 800;
     config.threads = threads;
     SharedTrunk trunk(extractor, audio, plan, config);
-    NdArray<float> all({chunks, 3, extractor.dimension()});
-    for (std::size_t first = 0; first < chunks; first += 4) {
-      const std::size_t count = std::min<std::size_t>(4, chunks - first);
-      NdArray<float> range({count, 589, 3});
-      std::memcpy(range.data(), segmentations.data() + first * 589 * 3,
-                  count * 589 * 3 * sizeof(float));
-      const NdArray<float> part = trunk.embed_chunks(first, range);
-      std::memcpy(all.data() + first * 3 * extractor.dimension(), part.data(),
-                  part.size() * sizeof(float));
-    }
-    embeddings.push_back(std::move(all));
+    embeddings.push_back(embed_in_ranges(trunk, segmentations, 4, extractor.dimension()));
   }
   EXPECT_EQ(features[0].values(), features[1].values());
   EXPECT_EQ(embeddings[0].values(), embeddings[1].values());
@@ -323,17 +333,7 @@ TEST(SharedTrunk, PoolingInTheGraphEqualsPoolingOnTheHost) {
     config.chunks_per_pass = 4;
     SharedTrunk trunk(extractor, audio, plan, config);
     EXPECT_EQ(trunk.pools_in_graph(), pooling == SharedTrunkPooling::kGraph);
-    NdArray<float> all({chunks, 3, extractor.dimension()});
-    for (std::size_t first = 0; first < chunks; first += 6) {
-      const std::size_t count = std::min<std::size_t>(6, chunks - first);
-      NdArray<float> range({count, 589, 3});
-      std::memcpy(range.data(), segmentations.data() + first * 589 * 3,
-                  count * 589 * 3 * sizeof(float));
-      const NdArray<float> part = trunk.embed_chunks(first, range);
-      std::memcpy(all.data() + first * 3 * extractor.dimension(), part.data(),
-                  part.size() * sizeof(float));
-    }
-    return all;
+    return embed_in_ranges(trunk, segmentations, 6, extractor.dimension());
   };
   const NdArray<float> host = embed_all(SharedTrunkPooling::kHost);
   const NdArray<float> graph = embed_all(SharedTrunkPooling::kGraph);

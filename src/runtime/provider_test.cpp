@@ -86,6 +86,11 @@ TEST(Provider, OptionsMergeOverDefaults) {
   EXPECT_EQ(options.at("migraphx_arena_extend_strategy"), "kSameAsRequested");
   EXPECT_EQ(options.at("x"), "y");
   EXPECT_EQ(effective_options(ProviderId::kMigraphx, {}).at("device_id"), "0");
+  EXPECT_EQ(effective_options(ProviderId::kCuda, {}).at("arena_extend_strategy"),
+            "kSameAsRequested");
+  EXPECT_EQ(effective_options(ProviderId::kCuda, {{"arena_extend_strategy", "kNextPowerOfTwo"}})
+                .at("arena_extend_strategy"),
+            "kNextPowerOfTwo");
 }
 
 TEST(Provider, ProviderOptionParsing) {
