@@ -168,12 +168,12 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
       }()) {
   config_.validate();
   hop_ = fbank_.config().window_shift();
-  // Checks the step; the pass shape itself matters only when pooling in the graph.
+  // Checks the step too. Only the pass length is kept: the pairs follow each range's speakers.
   const PooledPassShape pass_shape =
-      pooled_pass_shape(config_, plan_.step_samples, plan_.window_samples, fbank_.config(), 0);
+      pooled_pass_shape(config_, plan_.step_samples, plan_.window_samples, fbank_.config(),
+                        /*speakers=*/0);
   const auto window = static_cast<std::size_t>(plan_.window_samples);
   chunk_fbank_frames_ = fbank_.num_frames(window);
-  if (chunk_fbank_frames_ == 0) fail("shared trunk: chunks are shorter than one fbank frame");
   trunk_frames_per_chunk_ = ceil_div(chunk_fbank_frames_, config_.time_stride);
   const auto last_chunk = plan_.num_chunks() - 1;
   padded_samples_ = static_cast<std::size_t>(plan_.chunk_offset(last_chunk)) + window;
