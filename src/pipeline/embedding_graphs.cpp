@@ -75,11 +75,10 @@ std::optional<EmbeddingCompileTargets> embedding_compile_targets(
   EmbeddingCompileTargets targets;
   targets.trunk = trunk_graph(split, model.string(), directory);
   const std::int64_t window_samples = samples_of(settings.window_seconds, settings.fbank);
-  const std::size_t chunk_frames =
-      Fbank(settings.fbank).num_frames(static_cast<std::size_t>(window_samples));
+  targets.chunk_frames = Fbank(settings.fbank).num_frames(static_cast<std::size_t>(window_samples));
   for (const std::size_t batch : settings.batch_buckets.sizes()) {
-    targets.trunk_shapes.push_back(
-        trunk_input_shapes(targets.trunk, batch, chunk_frames, settings.fbank.num_mel_bins));
+    targets.trunk_shapes.push_back(trunk_input_shapes(targets.trunk, batch, targets.chunk_frames,
+                                                      settings.fbank.num_mel_bins));
   }
   if (split.time_axis == -1) {
     targets.pooled =

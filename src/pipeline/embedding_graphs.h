@@ -58,6 +58,7 @@ struct EmbeddingGraphSettings {
 // Everything the embedding stage may load for one embedding model on a static-shape provider.
 struct EmbeddingCompileTargets {
   EmbeddingGraph trunk;
+  std::size_t chunk_frames = 0;                                // fbank frames of one chunk
   std::vector<std::vector<runtime::InputShape>> trunk_shapes;  // each bucket x one chunk
   // Absent when the model cannot pool in the graph (statistics not over its last axis).
   std::optional<EmbeddingGraph> pooled;

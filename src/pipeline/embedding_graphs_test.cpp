@@ -66,6 +66,7 @@ TEST_F(EmbeddingGraphsTest, CompileTargetsAreTheTrunkAtBucketsAndThePooledPass) 
   EXPECT_TRUE(fs::exists(targets->trunk.model));
   const std::vector<std::vector<InputShape>> trunk_shapes = {
       {{"feats", {1, 998, 80}}}, {{"feats", {2, 998, 80}}}, {{"feats", {4, 998, 80}}}};
+  EXPECT_EQ(targets->chunk_frames, 998u);  // 10 s chunks: what the exact mode feeds
   EXPECT_EQ(targets->trunk_shapes, trunk_shapes);
   // The trunk file holds exactly the bytes the extractor splits off.
   const auto split = models::split_before_statistics_pooling(

@@ -213,10 +213,9 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       } else {
         // Exact mode. (Shared mode pooled on the host runs the trunk on passes of its block
         // length, which no one compiles ahead; the chunk-length buckets stand in for them.)
-        const EmbeddingGraph trunk = targets->trunk;
-        const std::size_t bins = embedding.fbank.num_mel_bins;
-        embedding_job.shapes = [trunk, bins](std::size_t batch) {
-          return trunk_input_shapes(trunk, batch, static_cast<std::size_t>(kFbankFrames), bins);
+        embedding_job.shapes = [trunk = targets->trunk, frames = targets->chunk_frames,
+                                bins = embedding.fbank.num_mel_bins](std::size_t batch) {
+          return trunk_input_shapes(trunk, batch, frames, bins);
         };
         embedding_job.loaded_sha256 = targets->trunk.sha256;
       }
