@@ -17,6 +17,7 @@
 #include "core/stage_timer.h"
 #include "models/accelerator_rewrite.h"
 #include "models/model_locator.h"
+#include "pipeline/embedding_graphs.h"
 #include "runtime/compile_cache.h"
 #include "runtime/compiled_session.h"
 #include "runtime/cost_model.h"
@@ -94,20 +95,6 @@ std::vector<runtime::DeclaredInput> declared_inputs(const runtime::OnnxSession& 
   return inputs;
 }
 
-std::map<std::string, std::int64_t> overrides_for(const std::vector<runtime::DeclaredInput>& inputs,
-                                                  const std::vector<runtime::InputShape>& shapes) {
-  std::map<std::string, std::int64_t> overrides;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    for (std::size_t axis = 0; axis < inputs[i].dims.size(); ++axis) {
-      if (inputs[i].dims[axis] < 0 && axis < inputs[i].symbols.size() &&
-          !inputs[i].symbols[axis].empty()) {
-        overrides[inputs[i].symbols[axis]] = shapes[i].dims[axis];
-      }
-    }
-  }
-  return overrides;
-}
-
 double time_run(runtime::OnnxSession& session, const std::vector<runtime::InputShape>& shapes) {
   const auto start = std::chrono::steady_clock::now();
   runtime::run_on_zeros(session, shapes);
@@ -127,38 +114,13 @@ struct Totals {
   double seconds = 0.0;
 };
 
-void warm_model(const fs::path& source_model, const runtime::ProviderStatus& status,
-                const ProviderSelection& selection, const runtime::ShapeProfile& profile,
-                runtime::CompileCache& cache, runtime::CostModelStore* costs, Totals& totals) {
-  // What the pipeline hands an accelerator (constant If inlined, zero LSTM states removed, batch
-  // dynamic), under the digest the pipeline looks up.
-  const auto file = models::accelerator_model_file(source_model, cache.root() / "models");
-  if (file.rewrite.changed()) {
-    fmt::print("{}: as accelerators get it: {}\n", source_model.filename().string(),
-               file.rewrite.describe());
-  }
-  const fs::path& model = file.path;
-  const std::string& sha = file.sha256;
-  runtime::SessionConfig cpu_config;
-  runtime::OnnxSession cpu_session(model, cpu_config);
-  const auto inputs = declared_inputs(cpu_session);
-  for (const auto& input : cpu_session.inputs()) {
-    if (input.element_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
-      fmt::print("{}: skipped: input '{}' is {}, and warm-cache feeds float32 inputs only\n",
-                 model.filename().string(), input.name,
-                 runtime::element_type_name(input.element_type));
-      ++totals.skipped;
-      return;
-    }
-  }
-  std::vector<std::vector<runtime::InputShape>> all_shapes;
-  try {
-    all_shapes = runtime::enumerate_bucket_shapes(inputs, profile);
-  } catch (const Error& error) {
-    fmt::print("{}: skipped: {}\n", model.filename().string(), error.what());
-    ++totals.skipped;
-    return;
-  }
+// Compiles `model` (sha256 `sha`, inputs `inputs`) for each of `all_shapes`, reporting time and
+// size per shape; with `costs`, times each shape and stores the cost-model constants.
+void warm_shapes(const fs::path& model, const std::string& sha,
+                 const std::vector<runtime::DeclaredInput>& inputs,
+                 const std::vector<std::vector<runtime::InputShape>>& all_shapes,
+                 const runtime::ProviderStatus& status, const ProviderSelection& selection,
+                 runtime::CompileCache& cache, runtime::CostModelStore* costs, Totals& totals) {
   const auto& traits = runtime::traits(status.id);
   fmt::print("{} ({} shapes on {})\n", model.filename().string(), all_shapes.size(), traits.name);
 
@@ -171,7 +133,7 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
     request.model_sha256 = sha;
     request.config.provider_options = selection.options;
     request.shapes = shapes;
-    request.dimension_overrides = overrides_for(inputs, shapes);
+    request.dimension_overrides = runtime::dimension_overrides(inputs, shapes);
     try {
       auto opened = runtime::open_compiled_session(cache, status, request);
       for (const auto& note : opened.notes) fmt::print("  note: {}\n", note);
@@ -212,7 +174,7 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
     request.model_sha256 = sha;
     request.config.provider_options = selection.options;
     request.shapes = all_shapes.front();
-    request.dimension_overrides = overrides_for(inputs, all_shapes.front());
+    request.dimension_overrides = runtime::dimension_overrides(inputs, all_shapes.front());
     load_seconds = runtime::open_compiled_session(cache, status, request).seconds;
   }
   // CPU timings: the smallest batch and one near 8 keep this short on slow machines.
@@ -228,7 +190,7 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
   }
   for (const auto* shapes : cpu_shapes) {
     runtime::SessionConfig config;
-    config.dimension_overrides = overrides_for(inputs, *shapes);
+    config.dimension_overrides = runtime::dimension_overrides(inputs, *shapes);
     runtime::OnnxSession session(model, config);
     runtime::run_on_zeros(session, *shapes);  // warm-up
     cpu_samples.push_back({batch_of(*shapes), time_run(session, *shapes)});
@@ -238,6 +200,61 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
   fmt::print("  cost model: CPU {:.4f} s/item; {} {:.4f} s/item + {:.4f} s/call, load {:.2f} s\n",
              constants.cpu_seconds_per_item, traits.name, constants.gpu_seconds_per_item,
              constants.gpu_seconds_per_call, constants.gpu_session_load_seconds);
+}
+
+void warm_model(const fs::path& source_model, const runtime::ProviderStatus& status,
+                const ProviderSelection& selection, const runtime::ShapeProfile& profile,
+                runtime::CompileCache& cache, runtime::CostModelStore* costs, Totals& totals) {
+  pipeline::EmbeddingGraphSettings settings;
+  settings.batch_buckets = profile.batch;
+  if (const auto targets =
+          pipeline::embedding_compile_targets(source_model, cache.root(), settings)) {
+    // An embedding model: on an accelerator the pipeline splits it and loads its trunk (exact
+    // mode; chunks of 998 frames at the batch buckets) or the trunk with the pooling in the
+    // graph (shared mode; one pass shape), never the file itself, so compiling the file would
+    // only fill the cache with graphs no run opens.
+    fmt::print("{}: an embedding model; compiling what the pipeline loads: its {}{}\n",
+               source_model.filename().string(), targets->trunk.label,
+               targets->pooled ? " and its " + targets->pooled->label : std::string());
+    warm_shapes(targets->trunk.model, targets->trunk.sha256, targets->trunk.inputs,
+                targets->trunk_shapes, status, selection, cache, costs, totals);
+    if (targets->pooled) {
+      // No cost constants: they are per chunk and per call of the trunk's batches, which a pass
+      // of hundreds of chunks does not fit; the routing takes the compiled pass as it is.
+      warm_shapes(targets->pooled->model, targets->pooled->sha256, targets->pooled->inputs,
+                  {targets->pooled_shapes}, status, selection, cache, nullptr, totals);
+    }
+    return;
+  }
+  // What the pipeline hands an accelerator (constant If inlined, zero LSTM states removed, batch
+  // dynamic), under the digest the pipeline looks up.
+  const auto file = models::accelerator_model_file(source_model, cache.root() / "models");
+  if (file.rewrite.changed()) {
+    fmt::print("{}: as accelerators get it: {}\n", source_model.filename().string(),
+               file.rewrite.describe());
+  }
+  const fs::path& model = file.path;
+  runtime::SessionConfig cpu_config;
+  runtime::OnnxSession cpu_session(model, cpu_config);
+  const auto inputs = declared_inputs(cpu_session);
+  for (const auto& input : cpu_session.inputs()) {
+    if (input.element_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+      fmt::print("{}: skipped: input '{}' is {}, and warm-cache feeds float32 inputs only\n",
+                 model.filename().string(), input.name,
+                 runtime::element_type_name(input.element_type));
+      ++totals.skipped;
+      return;
+    }
+  }
+  std::vector<std::vector<runtime::InputShape>> all_shapes;
+  try {
+    all_shapes = runtime::enumerate_bucket_shapes(inputs, profile);
+  } catch (const Error& error) {
+    fmt::print("{}: skipped: {}\n", model.filename().string(), error.what());
+    ++totals.skipped;
+    return;
+  }
+  warm_shapes(model, file.sha256, inputs, all_shapes, status, selection, cache, costs, totals);
 }
 
 void run_warm_cache(const WarmCacheArguments& arguments) {
@@ -289,7 +306,9 @@ void add_warm_cache_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "warm-cache",
       "Compile every model for every bucket shape ahead of time on a provider that compiles per "
-      "shape, and measure the cost-model constants (docs/providers.md)");
+      "shape (for an embedding model: its trunk at the batch buckets and its pooled graph at the "
+      "shared mode's pass, what the pipeline loads), and measure the cost-model constants "
+      "(docs/providers.md)");
   command
       ->add_option("--provider", arguments->provider,
                    "Execution provider: " + runtime::valid_provider_names())
@@ -304,7 +323,7 @@ void add_warm_cache_command(CLI::App& app) {
   command->add_option("--dim", arguments->dims,
                       "Sizes of another dynamic dimension, NAME=SIZES, by symbol or input.axis "
                       "(e.g. --dim frames=998), repeatable; defaults: samples=160000, T=998, "
-                      "frames=998");
+                      "frames=998 (embedding models get the pipeline's own shapes)");
   command->add_option("--cache-dir", arguments->cache_dir,
                       "Cache folder (default: $PARLEY_COMPILE_CACHE, else "
                       "${XDG_CACHE_HOME:-~/.cache}/parley/compiled)");

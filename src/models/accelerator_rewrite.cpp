@@ -3,14 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <unistd.h>
-
-#include <fstream>
 #include <span>
 #include <vector>
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "models/content_addressed_model.h"
 #include "models/onnx_graph.h"
 
 #include "models/constant_if_inlining.h"
@@ -66,26 +64,10 @@ AcceleratorModelFile accelerator_model_file(const std::filesystem::path& model,
     file.sha256 = sha256_text(original);
     return file;
   }
-  const std::string& bytes = file.rewrite.model;
-  file.sha256 = sha256_text(bytes);
-  file.path =
-      directory / fmt::format("{}-{}.onnx", model.stem().string(), file.sha256.substr(0, 16));
-  std::error_code ec;
-  if (std::filesystem::file_size(file.path, ec) == bytes.size() && !ec) return file;
-  std::filesystem::create_directories(directory, ec);
-  const auto staging =
-      std::filesystem::path(file.path.string() + fmt::format(".tmp-{}", ::getpid()));
-  {
-    std::ofstream out(staging, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
-      fail("cannot write the rewritten model {} (check that {} is writable)", staging.string(),
-           directory.string());
-    }
-  }
-  std::filesystem::rename(staging, file.path, ec);
-  if (ec)
-    fail("cannot move the rewritten model into place at {}: {}", file.path.string(), ec.message());
+  auto written =
+      write_content_addressed_model(file.rewrite.model, model.stem().string(), directory);
+  file.path = std::move(written.path);
+  file.sha256 = std::move(written.sha256);
   return file;
 }
 

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <onnxruntime_cxx_api.h>
 
+#include <set>
+
 #include "core/error.h"
+#include "models/graph_edit.h"
 #include "runtime/onnx_session.h"
 
 namespace parley::models {
@@ -68,6 +71,27 @@ OnnxModelInfo inspect_onnx_model(const std::filesystem::path& path) {
         "`parley models verify`",
         path.string(), error.what());
   }
+}
+
+std::vector<runtime::DeclaredInput> declared_inputs(const std::string& model_bytes,
+                                                    const std::string& model_name) {
+  const onnx::ModelProto model = parse_model(model_bytes, model_name);
+  std::set<std::string> initializers;
+  for (const auto& initializer : model.graph().initializer())
+    initializers.insert(initializer.name());
+  std::vector<runtime::DeclaredInput> inputs;
+  for (const auto& input : model.graph().input()) {
+    if (initializers.count(input.name()) > 0) continue;
+    runtime::DeclaredInput declared;
+    declared.name = input.name();
+    for (const auto& dim : input.type().tensor_type().shape().dim()) {
+      const bool fixed = dim.has_dim_value();
+      declared.dims.push_back(fixed ? dim.dim_value() : -1);
+      declared.symbols.push_back(fixed ? std::string() : dim.dim_param());
+    }
+    inputs.push_back(std::move(declared));
+  }
+  return inputs;
 }
 
 }  // namespace parley::models

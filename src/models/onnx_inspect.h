@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/shape_plan.h"
+
 namespace parley::models {
 
 struct OnnxTensorInfo {
@@ -28,5 +30,11 @@ struct OnnxModelInfo {
 // Opens the model with ONNX Runtime on the CPU (no graph optimisation: only the signature is
 // read). Throws parley::Error naming the file when ONNX Runtime cannot load it.
 OnnxModelInfo inspect_onnx_model(const std::filesystem::path& path);
+
+// The graph inputs of a serialized model as it declares them (-1 and the symbol for a dynamic
+// axis), read from the protobuf without a session; initializers listed as inputs are left out.
+// What the compiled-graph cache's dimension overrides are computed from.
+std::vector<runtime::DeclaredInput> declared_inputs(const std::string& model_bytes,
+                                                    const std::string& model_name);
 
 }  // namespace parley::models

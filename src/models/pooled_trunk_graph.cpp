@@ -143,6 +143,21 @@ void rename_input(onnx::GraphProto& graph, const std::string& from, const std::s
   }
 }
 
+// Gives the dynamic axes of input `name` parley's own symbols, whatever the source model called
+// them, so that a static-shape provider's dimension overrides can name them.
+void name_dynamic_axes(onnx::GraphProto& graph, const std::string& name,
+                       const std::vector<std::string>& symbols) {
+  for (auto& input : *graph.mutable_input()) {
+    if (input.name() != name) continue;
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (int axis = 0; axis < shape->dim_size() && axis < static_cast<int>(symbols.size());
+         ++axis) {
+      auto* dim = shape->mutable_dim(axis);
+      if (!dim->has_dim_value()) dim->set_dim_param(symbols[static_cast<std::size_t>(axis)]);
+    }
+  }
+}
+
 }  // namespace
 
 std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
@@ -164,6 +179,7 @@ std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
   onnx::ModelProto model = parse_model(split.trunk_model, model_name + " (trunk)");
   onnx::GraphProto& graph = *model.mutable_graph();
   rename_input(graph, split.features_input, Names::kFeatures, model_name);
+  name_dynamic_axes(graph, Names::kFeatures, {"B", "frames", "bins"});
   graph.clear_output();
   GraphAppender g(graph, default_domain_opset(model));
   g.float_input(Names::kPairWeights, {"B", "pairs", "trunk_frames"});

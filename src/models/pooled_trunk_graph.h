@@ -5,13 +5,15 @@
 // the CPU sliced it per chunk (on an H100 that took twice as long as the trunk); here only the
 // pairs' weights go in and [pairs, D] embeddings come out.
 //
-//   features          [B, frames, bins]       centred log mel of one pass
-//   pair_weights      [B, pairs, frames']     each pair's mask on the pass's trunk frames
-//                                             (zero outside its chunk)
-//   inv_weight_sums   [B, pairs, 1]           1 / (sum of the weights + 1e-8), as StatsPool
-//   inv_variance_denominators [B, pairs, 1]   1 / (v1 - v2 / v1 + 1e-8); 0 for a pair with fewer
-//                                             than two weighted frames (its variance is 0)
+//   features          [B, frames, bins]         centred log mel of one pass
+//   pair_weights      [B, pairs, trunk_frames]  each pair's mask on the pass's trunk frames
+//                                               (zero outside its chunk)
+//   inv_weight_sums   [B, pairs, 1]             1 / (sum of the weights + 1e-8), as StatsPool
+//   inv_variance_denominators [B, pairs, 1]     1 / (v1 - v2 / v1 + 1e-8); 0 for a pair with
+//                                               fewer than two weighted frames (variance 0)
 //   -> embeddings     [B, pairs, D]
+// The dynamic axes are named as above (the source model's own names for the features' axes are
+// replaced), so dimension overrides for a static-shape provider are the same for any model.
 //
 // The weighted moments are two matrix products of the weights with the map and its square,
 // taken about each feature's mean over the pass so that the variance does not come from the

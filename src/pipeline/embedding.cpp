@@ -1,6 +1,8 @@
 #include "pipeline/embedding.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -10,7 +12,11 @@
 #include "core/error.h"
 #include "core/parallel_for.h"
 #include "models/pooled_trunk_graph.h"
+#include "pipeline/embedding_graphs.h"
 #include "pipeline/stats_pooling.h"
+#include "runtime/compile_cache.h"
+#include "runtime/compiled_session.h"
+#include "runtime/provider_discovery.h"
 
 namespace parley::pipeline {
 
@@ -88,14 +94,32 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
     : config_(config), model_name_(model_name), fbank_(config.fbank) {
   config_.validate();
   split_ = models::split_before_statistics_pooling(model_bytes, model_name);
-  trunk_ = std::make_unique<runtime::OnnxSession>(
-      runtime::ModelBuffer{split_.trunk_model, model_name + " (trunk before pooling)"},
-      config_.session);
-  const auto& input = trunk_->inputs().at(0);
-  if (input.shape.size() != 3 || (input.shape[2] >= 0 && static_cast<std::size_t>(input.shape[2]) !=
-                                                             config_.fbank.num_mel_bins)) {
-    fail("{}: input {} is not [batch, frames, {}] fbank features", model_name, input.to_string(),
-         config_.fbank.num_mel_bins);
+  std::string input_name;
+  std::vector<std::int64_t> input_dims;
+  if (config_.batch_buckets || runtime::traits(config_.session.provider).static_shapes) {
+    // One compiled graph per shape: the trunk is opened from a file under its digest, where
+    // `parley warm-cache` compiled it and the routing looked for it.
+    compile_cache_root_ = config_.compile_cache_root.empty() ? runtime::CompileCache::default_root()
+                                                             : config_.compile_cache_root;
+    trunk_buckets_ =
+        config_.batch_buckets.value_or(runtime::Buckets::powers_of_two(config_.batch_size));
+    trunk_graph_ = std::make_unique<EmbeddingGraph>(
+        trunk_graph(split_, model_name, derived_models_directory(compile_cache_root_)));
+    if (trunk_graph_->inputs.size() == 1) {
+      input_name = trunk_graph_->inputs.front().name;
+      input_dims = trunk_graph_->inputs.front().dims;
+    }
+  } else {
+    trunk_ = std::make_unique<runtime::OnnxSession>(
+        runtime::ModelBuffer{split_.trunk_model, model_name + " (trunk before pooling)"},
+        config_.session);
+    input_name = trunk_->inputs().at(0).name;
+    input_dims = trunk_->inputs().at(0).shape;
+  }
+  if (input_dims.size() != 3 || (input_dims[2] >= 0 && static_cast<std::size_t>(input_dims[2]) !=
+                                                           config_.fbank.num_mel_bins)) {
+    fail("{}: input '{}' [{}] is not [batch, frames, {}] fbank features", model_name, input_name,
+         fmt::join(input_dims, ","), config_.fbank.num_mel_bins);
   }
   const std::size_t stats_dim = split_.head.input_dim();
   NdArray<float> empty_stats({1, stats_dim});
@@ -108,19 +132,85 @@ NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
     const NdArray<float>& features, const NdArray<float>& pair_weights,
     const NdArray<float>& inv_weight_sums, const NdArray<float>& inv_variance_denominators) {
   using Names = models::PooledTrunkGraphNames;
+  const std::vector<std::pair<std::string, const NdArray<float>*>> inputs = {
+      {Names::kFeatures, &features},
+      {Names::kPairWeights, &pair_weights},
+      {Names::kInvWeightSums, &inv_weight_sums},
+      {Names::kInvVarianceDenominators, &inv_variance_denominators}};
+  if (opens_per_shape()) {
+    if (!pooled_graph_) {
+      pooled_graph_ = std::make_unique<EmbeddingGraph>(
+          pooled_trunk_graph(split_, model_name_, derived_models_directory(compile_cache_root_),
+                             config_.variance_epsilon));
+    }
+    std::vector<runtime::InputShape> shapes;
+    for (const auto& [name, array] : inputs) {
+      std::vector<std::int64_t> dims;
+      for (const std::size_t dim : array->shape()) dims.push_back(static_cast<std::int64_t>(dim));
+      shapes.push_back({name, std::move(dims)});
+    }
+    return session_for(*pooled_graph_, shapes).run(inputs, {Names::kEmbeddings}).at(0);
+  }
   if (!pooled_) {
     pooled_model_ = models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
     pooled_ = std::make_unique<runtime::OnnxSession>(
         runtime::ModelBuffer{pooled_model_, model_name_ + " (trunk with pooling)"},
         config_.session);
   }
-  return pooled_
-      ->run({{Names::kFeatures, &features},
-             {Names::kPairWeights, &pair_weights},
-             {Names::kInvWeightSums, &inv_weight_sums},
-             {Names::kInvVarianceDenominators, &inv_variance_denominators}},
-            {Names::kEmbeddings})
-      .at(0);
+  return pooled_->run(inputs, {Names::kEmbeddings}).at(0);
+}
+
+runtime::OnnxSession& EmbeddingExtractor::session_for(
+    const EmbeddingGraph& graph, const std::vector<runtime::InputShape>& shapes) {
+  auto& session = shaped_sessions_[graph.sha256 + " " + runtime::shapes_to_string(shapes)];
+  if (session) return *session;
+  runtime::CompileCache cache(compile_cache_root_);
+  runtime::CompiledSessionRequest request;
+  request.model = graph.model;
+  request.model_sha256 = graph.sha256;
+  request.config = config_.session;
+  request.shapes = shapes;
+  request.dimension_overrides = runtime::dimension_overrides(graph.inputs, shapes);
+  auto compiled = runtime::open_compiled_session(
+      cache, runtime::find_status(runtime::provider_statuses(), config_.session.provider), request);
+  for (const auto& note : compiled.notes) spdlog::info("{}", note);
+  spdlog::debug("{}: {} {} on {}: {} in {:.2f} s", model_name_, graph.label,
+                runtime::shapes_to_string(shapes), runtime::provider_name(config_.session.provider),
+                compiled.cache_hit ? "compiled graph from the cache" : "compiled",
+                compiled.seconds);
+  session = std::move(compiled.session);
+  opened_shapes_.push_back(shapes);
+  return *session;
+}
+
+NdArray<float> EmbeddingExtractor::run_trunk(const NdArray<float>& feats) {
+  if (!opens_per_shape()) {
+    return trunk_->run({{split_.features_input, &feats}}, {split_.pooling_input}).at(0);
+  }
+  const std::size_t items = feats.dim(0);
+  const std::vector<runtime::BatchSlice> plan = runtime::plan_batches(items, *trunk_buckets_);
+  if (plan.empty()) fail("embedding: no features to run the trunk on");
+  NdArray<float> all_outputs;
+  for (const auto& slice : plan) {
+    // Padding rows are zeros; the trunk treats batch items independently, so they change no
+    // real row.
+    const NdArray<float> batch = runtime::gather_batch(feats, slice);
+    runtime::OnnxSession& session = session_for(
+        *trunk_graph_, trunk_input_shapes(*trunk_graph_, slice.bucket, feats.dim(1), feats.dim(2)));
+    const NdArray<float> output =
+        session.run({{split_.features_input, &batch}}, {split_.pooling_input}).at(0);
+    if (output.rank() == 0 || output.dim(0) != slice.bucket) {
+      fail("{}: the trunk returned [{}] for a batch of {}", model_name_,
+           fmt::join(output.shape(), ","), slice.bucket);
+    }
+    if (all_outputs.rank() == 0) {
+      std::vector<std::size_t> shape = output.shape();
+      shape[0] = items;
+      all_outputs = NdArray<float>(shape);
+    }
+    runtime::scatter_batch(output, slice, all_outputs);
+  }
+  return all_outputs;
 }
 
 EmbeddingExtractor::~EmbeddingExtractor() = default;
@@ -157,8 +247,7 @@ NdArray<float> EmbeddingExtractor::trunk_frames_from_features(const NdArray<floa
   if (feats.rank() != 3 || feats.dim(2) != config_.fbank.num_mel_bins) {
     fail("embedding: features must be [batch, frames, {}]", config_.fbank.num_mel_bins);
   }
-  NdArray<float> output =
-      trunk_->run({{split_.features_input, &feats}}, {split_.pooling_input}).at(0);
+  NdArray<float> output = run_trunk(feats);
   const std::size_t rank = output.rank();
   const auto rank_signed = static_cast<std::int64_t>(rank);
   if (rank < 3 || (split_.time_axis != -1 && split_.time_axis != rank_signed - 1)) {

@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "models/onnx_graph.h"
 #include "pipeline/fbank.h"
 #include "runtime/onnx_session.h"
+#include "runtime/shape_plan.h"
 
 namespace parley::pipeline {
 
@@ -38,6 +41,14 @@ struct EmbeddingConfig {
   // Threads computing fbank features (one chunk per task). Features are identical for any value.
   int feature_threads = 1;
   runtime::SessionConfig session;
+  // Pads every trunk call to one of these batch sizes (the padding rows are zeros, their outputs
+  // dropped) and opens one session per input shape through the compiled-graph cache, trunk and
+  // pooled graph alike (pipeline/embedding_graphs.h). Unset: on a static-shape provider
+  // (MIGraphX, TensorRT) powers of two up to batch_size; elsewhere one session for all shapes.
+  std::optional<runtime::Buckets> batch_buckets;
+  // Sessions opened per shape: where compiled graphs are kept and the trunk and pooled models
+  // are written; empty: runtime::CompileCache::default_root().
+  std::filesystem::path compile_cache_root;
 
   void validate() const;
   std::string to_string() const;
@@ -54,6 +65,8 @@ std::size_t min_clean_frames(std::size_t frames_per_chunk, std::size_t min_num_s
 // frame with a NaN for any speaker is never clean.
 NdArray<float> select_embedding_masks(const NdArray<float>& binarized_segmentations,
                                       bool exclude_overlap, std::size_t min_clean_frames);
+
+struct EmbeddingGraph;
 
 class EmbeddingExtractor {
  public:
@@ -115,7 +128,22 @@ class EmbeddingExtractor {
   // standard deviations sqrt(variance_epsilon), as pooling all-zero weights gives.
   const std::vector<float>& empty_pair_embedding() const { return empty_pair_embedding_; }
 
+  // Whether sessions are opened per input shape through the compiled-graph cache (a
+  // static-shape provider, or batch_buckets set); otherwise one session takes every shape.
+  bool opens_per_shape() const { return trunk_graph_ != nullptr; }
+  // The input shapes of the sessions opened per shape so far, in the order they were opened.
+  const std::vector<std::vector<runtime::InputShape>>& opened_shapes() const {
+    return opened_shapes_;
+  }
+
  private:
+  // The trunk's output (the pooling input) for all of `features`, padded to buckets when
+  // sessions are opened per shape.
+  NdArray<float> run_trunk(const NdArray<float>& features);
+  // The session for `graph` at `shapes`, opened through the compiled-graph cache on first use.
+  runtime::OnnxSession& session_for(const EmbeddingGraph& graph,
+                                    const std::vector<runtime::InputShape>& shapes);
+
   // The final linear layer on statistics [rows, 2 * features]: [rows, D].
   NdArray<float> linear_layer(const NdArray<float>& stats) const;
 
@@ -127,6 +155,13 @@ class EmbeddingExtractor {
   std::string pooled_model_;  // built with the session, kept alive for it
   std::unique_ptr<runtime::OnnxSession> pooled_;
   std::vector<float> empty_pair_embedding_;
+  // Sessions per shape (static-shape providers): the graphs as files, one session per shape.
+  std::filesystem::path compile_cache_root_;
+  std::optional<runtime::Buckets> trunk_buckets_;
+  std::unique_ptr<EmbeddingGraph> trunk_graph_;
+  std::unique_ptr<EmbeddingGraph> pooled_graph_;  // made at the first pooled pass
+  std::map<std::string, std::unique_ptr<runtime::OnnxSession>> shaped_sessions_;
+  std::vector<std::vector<runtime::InputShape>> opened_shapes_;
 };
 
 }  // namespace parley::pipeline

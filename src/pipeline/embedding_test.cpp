@@ -17,6 +17,7 @@
 #include "core/npz.h"
 #include "models/onnx_graph.h"
 #include "models/test_embedding_model.h"
+#include "pipeline/speed_twin_for_tests.h"
 #include "pipeline/stats_pooling.h"
 #include "runtime/onnx_session.h"
 #include "testing/shared_data.h"
@@ -78,22 +79,8 @@ TEST(Embedding, AllOnesMaskReproducesTheUnsplitModel) {
   EXPECT_LT(worst, 1e-4);
 }
 
-// The speed twin, generated once into the build tree (tools/make_speed_twin.py, about a second).
-std::filesystem::path speed_twin_for_tests() {
-  const std::filesystem::path path =
-      std::filesystem::path(PARLEY_TEST_OUTPUT_DIR) / "resnet34-speed-twin.onnx";
-  if (!std::filesystem::exists(path)) {
-    std::filesystem::create_directories(path.parent_path());
-    const std::string command = "/usr/bin/python3 " PARLEY_SOURCE_DIR
-                                "/tools/make_speed_twin.py --output '" +
-                                path.string() + "' > /dev/null";
-    if (std::system(command.c_str()) != 0) return {};
-  }
-  return path;
-}
-
 TEST(Embedding, AllOnesMaskReproducesTheSpeedTwin) {
-  const std::filesystem::path path = speed_twin_for_tests();
+  const std::filesystem::path path = testing::speed_twin_for_tests();
   if (path.empty()) GTEST_SKIP() << "could not generate the speed twin (needs python3-onnx)";
   EmbeddingConfig config;
   config.variance_epsilon = 1e-7;  // tools/make_speed_twin.py's TSTP epsilon, as WeSpeaker's

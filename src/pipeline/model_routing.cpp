@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <system_error>
 
 #include "core/sha256.h"
 #include "models/accelerator_rewrite.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/embedding_graphs.h"
 #include "runtime/device_memory.h"
 #include "runtime/model_router.h"
 
@@ -55,12 +57,27 @@ struct ModelJob {
   std::filesystem::path model;
   runtime::ProviderChoice choice;
   runtime::Buckets buckets;
-  std::vector<runtime::InputShape> (*shapes)(std::size_t batch);
+  std::function<std::vector<runtime::InputShape>(std::size_t batch)> shapes;
   std::uintmax_t input_bytes_per_item;
   std::uintmax_t output_bytes_per_item;
   // An accelerator gets the model rewritten (segmentation): its digest is the rewritten file's.
   bool rewritten_for_accelerator = false;
+  // The digest of the file the accelerator loads when it is not `model` nor its rewrite (the
+  // embedding trunk or pooled graph, pipeline/embedding_graphs.h); `shapes` are then its shapes.
+  std::string loaded_sha256;
 };
+
+// The accelerator `choice` resolves to on this machine, if any (without saying anything).
+std::optional<runtime::ProviderId> usable_accelerator(
+    const runtime::ProviderChoice& choice, const ProviderRouting& routing,
+    const std::vector<runtime::ProviderStatus>& statuses) {
+  if (routing.force == runtime::ForceMode::kCpu ||
+      (!choice.automatic && choice.provider == runtime::ProviderId::kCpu)) {
+    return std::nullopt;
+  }
+  runtime::OnceNotices quiet(nullptr);
+  return runtime::resolve_provider(choice, statuses, quiet).accelerator;
+}
 
 std::vector<runtime::InputShape> segmentation_shapes(std::size_t batch) {
   return {{"waveform", {static_cast<std::int64_t>(batch), 1, kSamplesPerChunk}}};
@@ -87,11 +104,10 @@ runtime::RouteDecision route_one(const ModelJob& job, const ProviderRouting& rou
       file_bytes(job.model), job.input_bytes_per_item, job.output_bytes_per_item);
   // The digest keys compiled graphs and cost constants: only worth reading the file for when an
   // accelerator is in play (an explicit but unavailable one throws here, with its reason).
-  const bool cpu_only = routing.force == runtime::ForceMode::kCpu ||
-                        (!job.choice.automatic && job.choice.provider == runtime::ProviderId::kCpu);
-  if (!cpu_only) {
-    runtime::OnceNotices quiet(nullptr);
-    if (runtime::resolve_provider(job.choice, statuses, quiet).accelerator) {
+  if (usable_accelerator(job.choice, routing, statuses)) {
+    if (!job.loaded_sha256.empty()) {
+      request.model_sha256 = job.loaded_sha256;
+    } else {
       request.model_sha256 =
           job.rewritten_for_accelerator
               ? models::accelerator_model_file(job.model, cache.root() / "models").sha256
@@ -142,7 +158,8 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                                   &segmentation_shapes,
                                   kSamplesPerChunk * sizeof(float),
                                   kSegmentationFrames * kPowersetClasses * sizeof(float),
-                                  true};
+                                  true,
+                                  {}};
   const auto segmentation_route =
       route_one(segmentation_job, routing, chunks, cache, costs, statuses, notices);
   if (segmentation_route.on_accelerator) {
@@ -162,20 +179,61 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   }
   plan.segmentation_route = segmentation_route;
 
-  const ModelJob embedding_job{
+  ModelJob embedding_job{
       models.embedding,
       routing.embedding_choice.value_or(routing.choice),
       runtime::Buckets::powers_of_two(std::max<std::size_t>(1, config.embedding_batch_size)),
       &embedding_shapes,
       kFbankFrames * kFbankBins * sizeof(float),
       kTrunkFloatsPerChunk * sizeof(float),
-      false};
+      false,
+      {}};
+  bool embedding_pooled = false;  // the accelerator will run the pooled graph (shared mode)
+  const auto embedding_accelerator = usable_accelerator(embedding_job.choice, routing, statuses);
+  if (embedding_accelerator && runtime::traits(*embedding_accelerator).static_shapes) {
+    // A static-shape provider loads the graphs of pipeline/embedding_graphs.h, never the file
+    // itself: the cache hits that count are theirs.
+    EmbeddingGraphSettings settings;
+    settings.batch_buckets = embedding_job.buckets;
+    settings.shared = config.shared_trunk;
+    settings.step_seconds = config.step_seconds;
+    settings.fbank = embedding.fbank;
+    settings.variance_epsilon = embedding.variance_epsilon;
+    // Not an embedding model: the extractor says so when it loads it; the file's digest stands.
+    if (const auto targets = embedding_compile_targets(models.embedding, root, settings)) {
+      embedding_pooled = config.embedding_mode == EmbeddingMode::kShared &&
+                         targets->pooled.has_value() &&
+                         shared_trunk_pools_in_graph(config.shared_trunk, true, true);
+      if (embedding_pooled) {
+        // One pass of chunks_per_pass chunks per call, always of one shape.
+        const std::size_t pass_chunks = config.shared_trunk.chunks_per_pass;
+        embedding_job.buckets = runtime::Buckets({pass_chunks});
+        embedding_job.shapes = [shapes = targets->pooled_shapes](std::size_t) { return shapes; };
+        embedding_job.loaded_sha256 = targets->pooled->sha256;
+      } else {
+        // Exact mode. (Shared mode pooled on the host runs the trunk on passes of its block
+        // length, which no one compiles ahead; the chunk-length buckets stand in for them.)
+        embedding_job.shapes = [trunk = targets->trunk, frames = targets->chunk_frames,
+                                bins = embedding.fbank.num_mel_bins](std::size_t batch) {
+          return trunk_input_shapes(trunk, batch, frames, bins);
+        };
+        embedding_job.loaded_sha256 = targets->trunk.sha256;
+      }
+    }
+  }
   const auto embedding_route =
       route_one(embedding_job, routing, chunks, cache, costs, statuses, notices);
   if (embedding_route.on_accelerator) {
     embedding.session.provider = embedding_route.provider;
     embedding.session.provider_options = routing.options;
-    embedding.batch_size = std::min(embedding.batch_size, largest_call(embedding_route));
+    // Pooled in the graph the calls are whole passes; the trunk's batch size stays as it is.
+    if (!embedding_pooled) {
+      embedding.batch_size = std::min(embedding.batch_size, largest_call(embedding_route));
+    }
+    if (runtime::traits(embedding_route.provider).static_shapes) {
+      embedding.batch_buckets = runtime::Buckets::powers_of_two(embedding.batch_size);
+    }
+    embedding.compile_cache_root = root;
   } else {
     embedding.session.provider = runtime::ProviderId::kCpu;
     embedding.session.provider_options.clear();

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/sha256.h"
 #include "models/test_embedding_model.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/embedding_graphs.h"
 
 namespace parley::pipeline {
 namespace {
@@ -28,7 +30,7 @@ class ModelRoutingTest : public ::testing::Test {
     models_.embedding = root_ / "embedding.onnx";
     // Any valid ONNX model: an accelerator's digest is taken after the (here empty) rewrite.
     std::ofstream(models_.segmentation) << models::testing::make_test_embedding_model();
-    std::ofstream(models_.embedding) << "embedding bytes";
+    std::ofstream(models_.embedding) << models::testing::make_test_embedding_model();
 
     runtime::DiscoveryFacts facts;
     facts.os = "linux";
@@ -62,6 +64,26 @@ class ModelRoutingTest : public ::testing::Test {
     routing.expected_audio_seconds = 3600.0;
     config.routing = routing;
     return config;
+  }
+
+  // Publishes a compiled MIGraphX entry for `shapes` of the model with digest `sha256`, as
+  // warm-cache does.
+  void publish(const std::string& sha256, const std::vector<runtime::InputShape>& shapes) const {
+    const auto& status = runtime::find_status(gpu_statuses_, ProviderId::kMigraphx);
+    runtime::CompileCache cache(root_ / "cache");
+    auto build = cache.begin_build(
+        runtime::make_compile_key(sha256, "model", shapes, status.id,
+                                  runtime::effective_options(status.id, {}), status.environment));
+    std::ofstream(build.artifacts_dir() / "program.mxr") << "compiled";
+    build.commit(1.0);
+  }
+
+  std::vector<runtime::ProviderStatus> migraphx_only() const {
+    std::vector<runtime::ProviderStatus> statuses = gpu_statuses_;
+    for (auto& status : statuses) {
+      if (status.id == ProviderId::kCuda) status.available = false;
+    }
+    return statuses;
   }
 
   ModelSessionPlan plan(const DiarizationConfig& config,
@@ -159,21 +181,58 @@ TEST_F(ModelRoutingTest, StaticShapeProviderPadsToBucketsThroughTheCache) {
   ASSERT_TRUE(sessions.segmentation.batch_buckets);
   EXPECT_EQ(sessions.segmentation.batch_buckets->to_string(), "1,2,4,8,16,32,64,128");
   EXPECT_EQ(sessions.segmentation.compile_cache_root, root_ / "cache");
+  EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kMigraphx);
+  EXPECT_EQ(sessions.embedding.compile_cache_root, root_ / "cache");
+  ASSERT_TRUE(sessions.embedding.batch_buckets);
+  EXPECT_EQ(sessions.embedding.batch_buckets->to_string(), "1,2,4,8,16,32");
+  EXPECT_EQ(sessions.embedding.batch_size, 32u);
   // Nothing compiled yet: a named provider compiles first and says how to do it ahead of time.
   EXPECT_NE(sessions.segmentation_route->reason.find("warm-cache"), std::string::npos)
       << sessions.segmentation_route->reason;
 }
 
 TEST_F(ModelRoutingTest, AutoLeavesUncompiledStaticShapesOnTheCpu) {
-  std::vector<runtime::ProviderStatus> migraphx_only = gpu_statuses_;
-  for (auto& status : migraphx_only) {
-    if (status.id == ProviderId::kCuda) status.available = false;
-  }
-  const auto sessions = plan(routed("auto"), migraphx_only);
+  const auto sessions = plan(routed("auto"), migraphx_only());
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
   EXPECT_NE(sessions.segmentation_route->reason.find("not compiled"), std::string::npos)
       << sessions.segmentation_route->reason;
+}
+
+// Under auto a static-shape provider takes the embedding only when the graphs the pipeline
+// will load are compiled: the pooled pass in shared mode, the trunk buckets in exact mode; the
+// whole embedding file (what warm-cache compiled before) is never loaded and does not count.
+TEST_F(ModelRoutingTest, AutoChecksTheEmbeddingGraphsThePipelineLoads) {
+  const auto statuses = migraphx_only();
+  const auto targets = embedding_compile_targets(models_.embedding, root_ / "cache");
+  ASSERT_TRUE(targets && targets->pooled);
+  DiarizationConfig shared = routed("auto");
+  DiarizationConfig exact = routed("auto");
+  exact.embedding_mode = EmbeddingMode::kExact;
+
+  const auto buckets = runtime::Buckets::powers_of_two(32);
+  for (std::size_t batch : buckets.sizes()) {
+    publish(sha256_file(models_.embedding),
+            {{"feats", {static_cast<std::int64_t>(batch), 998, 80}}});
+  }
+  EXPECT_EQ(plan(shared, statuses).embedding.session.provider, ProviderId::kCpu);
+  EXPECT_EQ(plan(exact, statuses).embedding.session.provider, ProviderId::kCpu);
+
+  for (const auto& shapes : targets->trunk_shapes) publish(targets->trunk.sha256, shapes);
+  const auto exact_plan = plan(exact, statuses);
+  EXPECT_EQ(exact_plan.embedding.session.provider, ProviderId::kMigraphx)
+      << exact_plan.embedding_route->reason;
+  EXPECT_EQ(exact_plan.embedding.compile_cache_root, root_ / "cache");
+  const auto shared_before = plan(shared, statuses);
+  EXPECT_EQ(shared_before.embedding.session.provider, ProviderId::kCpu);
+  EXPECT_NE(shared_before.embedding_route->reason.find("256 are not compiled"), std::string::npos)
+      << shared_before.embedding_route->reason;
+
+  publish(targets->pooled->sha256, targets->pooled_shapes);
+  const auto shared_after = plan(shared, statuses);
+  EXPECT_EQ(shared_after.embedding.session.provider, ProviderId::kMigraphx)
+      << shared_after.embedding_route->reason;
+  EXPECT_EQ(shared_after.embedding.batch_size, 32u);
 }
 
 }  // namespace

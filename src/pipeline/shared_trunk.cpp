@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/parallel_for.h"
 #include "core/stage_timer.h"
+#include "models/pooled_trunk_graph.h"
 #include "pipeline/stats_pooling.h"
 
 namespace parley::pipeline {
@@ -103,16 +104,59 @@ std::string SharedTrunkConfig::to_string() const {
 
 bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config,
                                  const EmbeddingExtractor& extractor) {
+  return shared_trunk_pools_in_graph(
+      config, extractor.config().session.provider != runtime::ProviderId::kCpu,
+      extractor.can_pool_in_graph());
+}
+
+bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config, bool on_accelerator,
+                                 bool model_can_pool_in_graph) {
   switch (config.pooling) {
     case SharedTrunkPooling::kGraph:
       return true;
     case SharedTrunkPooling::kAuto:
-      return extractor.config().session.provider != runtime::ProviderId::kCpu &&
-             extractor.can_pool_in_graph() && !config.exact_alignment;
+      return on_accelerator && model_can_pool_in_graph && !config.exact_alignment;
     case SharedTrunkPooling::kHost:
       break;
   }
   return false;
+}
+
+std::vector<runtime::InputShape> PooledPassShape::inputs() const {
+  using Names = models::PooledTrunkGraphNames;
+  const auto dim = [](std::size_t value) { return static_cast<std::int64_t>(value); };
+  return {{Names::kFeatures, {1, dim(frames), dim(bins)}},
+          {Names::kPairWeights, {1, dim(pairs), dim(trunk_frames)}},
+          {Names::kInvWeightSums, {1, dim(pairs), 1}},
+          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}}};
+}
+
+PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t step_samples,
+                                  std::int64_t window_samples, const FbankConfig& fbank,
+                                  std::size_t speakers) {
+  config.validate();
+  const Fbank frames_of(fbank);
+  const std::size_t hop = fbank.window_shift();
+  if (step_samples <= 0 || static_cast<std::size_t>(step_samples) % hop != 0) {
+    fail(
+        "--embedding-mode shared needs a chunk step that is a whole number of {} ms fbank frames "
+        "(got {} samples); use --embedding-mode exact or a step such as 1 or 2 s",
+        fbank.frame_shift_ms, step_samples);
+  }
+  const std::size_t chunk_frames =
+      frames_of.num_frames(static_cast<std::size_t>(std::max<std::int64_t>(window_samples, 0)));
+  if (chunk_frames == 0) fail("shared trunk: chunks are shorter than one fbank frame");
+  // The widest span of chunks_per_pass consecutive chunks on the grid: the first chunk's start
+  // to the last one's end (grid rounding adds at most one frame), plus a margin on each side.
+  const std::size_t step_frames = static_cast<std::size_t>(step_samples) / hop;
+  const std::size_t margin_grid = config.margin_frames / config.time_stride;
+  PooledPassShape shape;
+  shape.trunk_frames = ceil_div((config.chunks_per_pass - 1) * step_frames, config.time_stride) +
+                       1 + ceil_div(chunk_frames, config.time_stride) + 2 * margin_grid;
+  shape.frames = shape.trunk_frames * config.time_stride;
+  shape.pairs = config.chunks_per_pass * speakers;
+  shape.bins = fbank.num_mel_bins;
+  return shape;
 }
 
 SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples,
@@ -124,15 +168,12 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
       }()) {
   config_.validate();
   hop_ = fbank_.config().window_shift();
-  if (plan_.step_samples <= 0 || static_cast<std::size_t>(plan_.step_samples) % hop_ != 0) {
-    fail(
-        "--embedding-mode shared needs a chunk step that is a whole number of {} ms fbank frames "
-        "(got {} samples); use --embedding-mode exact or a step such as 1 or 2 s",
-        fbank_.config().frame_shift_ms, plan_.step_samples);
-  }
+  // Checks the step too. Only the pass length is kept: the pairs follow each range's speakers.
+  const PooledPassShape pass_shape =
+      pooled_pass_shape(config_, plan_.step_samples, plan_.window_samples, fbank_.config(),
+                        /*speakers=*/0);
   const auto window = static_cast<std::size_t>(plan_.window_samples);
   chunk_fbank_frames_ = fbank_.num_frames(window);
-  if (chunk_fbank_frames_ == 0) fail("shared trunk: chunks are shorter than one fbank frame");
   trunk_frames_per_chunk_ = ceil_div(chunk_fbank_frames_, config_.time_stride);
   const auto last_chunk = plan_.num_chunks() - 1;
   padded_samples_ = static_cast<std::size_t>(plan_.chunk_offset(last_chunk)) + window;
@@ -144,13 +185,7 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
         "shared trunk: pooling in the graph needs nearest alignment and a model pooled over its "
         "last axis; use host pooling");
   }
-  // The widest span of chunks_per_pass consecutive chunks on the grid: the first chunk's start
-  // to the last one's end (grid rounding adds at most one frame), plus a margin on each side.
-  const std::size_t step_frames = static_cast<std::size_t>(plan_.step_samples) / hop_;
-  const std::size_t margin_grid = config_.margin_frames / config_.time_stride;
-  graph_pass_grid_frames_ =
-      ceil_div((config_.chunks_per_pass - 1) * step_frames, config_.time_stride) + 1 +
-      trunk_frames_per_chunk_ + 2 * margin_grid;
+  graph_pass_grid_frames_ = pass_shape.trunk_frames;
 
   if (config_.mean == SharedTrunkMean::kRecording) {
     const std::size_t bins = fbank_.config().num_mel_bins;

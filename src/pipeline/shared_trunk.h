@@ -22,6 +22,7 @@
 #include "pipeline/embedding.h"
 #include "pipeline/fbank.h"
 #include "pipeline/sliding_window.h"
+#include "runtime/shape_plan.h"
 
 namespace parley::pipeline {
 
@@ -87,6 +88,29 @@ struct SharedTrunkConfig {
 // not over its last axis (kGraph then fails when the trunk is made).
 bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config,
                                  const EmbeddingExtractor& extractor);
+// The same decision before the extractor exists (the routing): the embedding model on an
+// accelerator or not, and whether it can pool in the graph at all.
+bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config, bool on_accelerator,
+                                 bool model_can_pool_in_graph);
+
+// The shape of every pass a SharedTrunk pools in the graph (models/pooled_trunk_graph.h): all its
+// passes have one input length, so a static-shape provider compiles one graph. `parley
+// warm-cache` and the routing use it to name the graph the pipeline will load.
+struct PooledPassShape {
+  std::size_t frames = 0;        // fbank frames of a pass (SharedTrunk::graph_pass_frames())
+  std::size_t trunk_frames = 0;  // frames / time_stride
+  std::size_t pairs = 0;         // chunks_per_pass * speakers
+  std::size_t bins = 0;          // mel bins
+
+  // The pooled graph's inputs for one pass (batch 1), in models::PooledTrunkGraphNames' order.
+  std::vector<runtime::InputShape> inputs() const;
+};
+
+// The pass shape for chunks of `window_samples` every `step_samples` (which must be a whole
+// number of fbank frames: fails saying what to do otherwise) with `speakers` local speakers.
+PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t step_samples,
+                                  std::int64_t window_samples, const FbankConfig& fbank,
+                                  std::size_t speakers);
 
 class SharedTrunk {
  public:

@@ -1,10 +1,13 @@
 #include "pipeline/shared_trunk.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -357,6 +360,48 @@ TEST(SharedTrunk, PoolingInTheGraphEqualsPoolingOnTheHost) {
   // The single-frame speaker's statistics: its mean is that frame, its deviation 0, so its
   // embedding is far from the one a variance of rounding noise / 1e-8 would give.
   EXPECT_GT(cosine(&graph(7, 2, 0), &host(7, 2, 0), dimension), 0.99999);
+}
+
+// What a static-shape provider gets, forced on the CPU: the pooled graph opened from its
+// content-addressed file through the compiled-graph cache for the one pass shape that
+// pooled_pass_shape() names (what warm-cache compiles and the routing looks up), with the same
+// embeddings as the session that takes every shape.
+TEST(SharedTrunk, PooledPassShapeIsTheOneShapeTheGraphPassesOpen) {
+  const auto audio = synthetic_recording(23 * kSampleRate + 321);
+  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+  NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 131 + c) % 3) = 1.0f;
+  }
+  SharedTrunkConfig config;
+  config.pooling = SharedTrunkPooling::kGraph;
+  config.chunks_per_pass = 5;
+  const auto cache_root = std::filesystem::temp_directory_path() /
+                          ("parley_shared_trunk_shapes_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache_root);
+  EmbeddingConfig per_shape_config = test_model_config();
+  per_shape_config.batch_buckets = runtime::Buckets::powers_of_two(per_shape_config.batch_size);
+  per_shape_config.compile_cache_root = cache_root;
+  EmbeddingExtractor per_shape(models::testing::make_test_embedding_model(), "test model",
+                               per_shape_config);
+  EmbeddingExtractor one_session(models::testing::make_test_embedding_model(), "test model",
+                                 test_model_config());
+  SharedTrunk per_shape_trunk(per_shape, audio, plan, config);
+  SharedTrunk one_session_trunk(one_session, audio, plan, config);
+  const NdArray<float> actual = per_shape_trunk.embed_chunks(0, segmentations);
+  const NdArray<float> expected = one_session_trunk.embed_chunks(0, segmentations);
+  std::filesystem::remove_all(cache_root);
+  EXPECT_LT(max_abs_difference(actual, expected), 1e-5);
+
+  const PooledPassShape shape = pooled_pass_shape(config, plan.step_samples, plan.window_samples,
+                                                  test_model_config().fbank, 3);
+  EXPECT_EQ(shape.frames, per_shape_trunk.graph_pass_frames());
+  EXPECT_EQ(shape.trunk_frames * config.time_stride, shape.frames);
+  EXPECT_EQ(shape.pairs, 15u);
+  ASSERT_GT(per_shape_trunk.trunk_passes(), 1u) << "several passes, all of one shape";
+  EXPECT_EQ(per_shape.opened_shapes(),
+            (std::vector<std::vector<runtime::InputShape>>{shape.inputs()}));
 }
 
 TEST(SharedTrunk, RefusesStepsOffTheFbankGrid) {

@@ -312,4 +312,29 @@ std::vector<std::vector<InputShape>> enumerate_bucket_shapes(
   }
 }
 
+std::map<std::string, std::int64_t> dimension_overrides(const std::vector<DeclaredInput>& inputs,
+                                                        const std::vector<InputShape>& shapes) {
+  std::map<std::string, std::int64_t> overrides;
+  for (const auto& input : inputs) {
+    const auto shape = std::find_if(shapes.begin(), shapes.end(), [&](const InputShape& given) {
+      return given.name == input.name;
+    });
+    if (shape == shapes.end() || shape->dims.size() != input.dims.size()) {
+      fail("no {}-dimensional shape given for input '{}' (shapes: {})", input.dims.size(),
+           input.name, shapes_to_string(shapes));
+    }
+    for (std::size_t axis = 0; axis < input.dims.size(); ++axis) {
+      if (input.dims[axis] >= 0 || axis >= input.symbols.size() || input.symbols[axis].empty()) {
+        continue;
+      }
+      const auto [it, inserted] = overrides.emplace(input.symbols[axis], shape->dims[axis]);
+      if (!inserted && it->second != shape->dims[axis]) {
+        fail("dimension '{}' would be both {} and {} (shapes: {})", input.symbols[axis], it->second,
+             shape->dims[axis], shapes_to_string(shapes));
+      }
+    }
+  }
+  return overrides;
+}
+
 }  // namespace parley::runtime

@@ -110,4 +110,10 @@ struct ShapeProfile {
 std::vector<std::vector<InputShape>> enumerate_bucket_shapes(
     const std::vector<DeclaredInput>& inputs, const ShapeProfile& profile);
 
+// The free-dimension overrides that pin each named dynamic dimension of `inputs` to its size in
+// `shapes` (matched by input name): what a session for one static shape needs besides the shapes.
+// Fails when an input has no shape, or when one symbol would get two sizes.
+std::map<std::string, std::int64_t> dimension_overrides(const std::vector<DeclaredInput>& inputs,
+                                                        const std::vector<InputShape>& shapes);
+
 }  // namespace parley::runtime

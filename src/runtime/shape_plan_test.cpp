@@ -120,5 +120,19 @@ TEST(Shapes, EnumerateBucketShapes) {
   EXPECT_EQ(shapes_to_string(by_position[1]), "waveform:4x1x160000");
 }
 
+TEST(Shapes, DimensionOverridesPinNamedDynamicAxes) {
+  const std::vector<DeclaredInput> inputs = {
+      {"features", {-1, -1, 80}, {"B", "frames", ""}},
+      {"weights", {-1, -1, -1}, {"B", "pairs", ""}},
+  };
+  const std::vector<InputShape> shapes = {{"weights", {1, 768, 3346}},
+                                          {"features", {1, 26768, 80}}};
+  EXPECT_EQ(dimension_overrides(inputs, shapes),
+            (std::map<std::string, std::int64_t>{{"B", 1}, {"frames", 26768}, {"pairs", 768}}));
+  EXPECT_THROW(dimension_overrides(inputs, {shapes[0]}), Error);  // no shape for "features"
+  const std::vector<InputShape> clashing = {{"features", {1, 998, 80}}, {"weights", {2, 3, 125}}};
+  EXPECT_THROW(dimension_overrides(inputs, clashing), Error);  // B both 1 and 2
+}
+
 }  // namespace
 }  // namespace parley::runtime
