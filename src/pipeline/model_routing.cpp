@@ -5,6 +5,8 @@
 #include <functional>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include "core/sha256.h"
 #include "models/accelerator_rewrite.h"
 #include "pipeline/diarizer.h"
@@ -117,6 +119,35 @@ runtime::RouteDecision route_one(const ModelJob& job, const ProviderRouting& rou
   return runtime::route_model(request, cache, costs, statuses, notices);
 }
 
+// --segmentation-sessions, fewer when that many sessions of `batch` chunks would not fit in the
+// device's free memory (said once).
+int fitting_sessions(const ModelJob& job, runtime::ProviderId provider,
+                     const ProviderRouting& routing, std::size_t batch,
+                     const RoutingEnvironment& environment, runtime::OnceNotices& notices) {
+  const int wanted = routing.accelerator_segmentation_sessions;
+  if (wanted <= 1) return std::max(wanted, 1);
+  const std::optional<runtime::DeviceMemory> memory =
+      environment.device_memory != nullptr
+          ? *environment.device_memory
+          : runtime::query_device_memory(
+                provider,
+                runtime::device_id_option(runtime::effective_options(provider, routing.options)));
+  const std::uintmax_t per_session =
+      runtime::estimate_memory_need(file_bytes(job.model), job.input_bytes_per_item,
+                                    job.output_bytes_per_item)
+          .for_batch(batch);
+  const int sessions = runtime::sessions_that_fit(memory, per_session, wanted);
+  if (sessions < wanted) {
+    notices.say(fmt::format(
+        "{}: {} segmentation sessions of {} chunks need about {} of device memory, {} is free; "
+        "using {} (--segmentation-sessions, --segmentation-batch)",
+        runtime::provider_name(provider), wanted, batch,
+        runtime::format_bytes(per_session * static_cast<std::uintmax_t>(wanted)),
+        runtime::format_bytes(memory->free_bytes), sessions));
+  }
+  return sessions;
+}
+
 }  // namespace
 
 ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
@@ -165,10 +196,12 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   if (segmentation_route.on_accelerator) {
     segmentation.provider = segmentation_route.provider;
     segmentation.provider_options = routing.options;
-    // Whole batches are the parallelism, from a few sessions at once.
+    // Whole batches are the parallelism, from a few sessions at once, as many as fit.
     segmentation.threads = 1;
-    segmentation.accelerator_sessions = routing.accelerator_segmentation_sessions;
     segmentation.batch_size = largest_call(segmentation_route);
+    segmentation.accelerator_sessions =
+        fitting_sessions(segmentation_job, segmentation_route.provider, routing,
+                         segmentation.batch_size, environment, notices);
     if (runtime::traits(segmentation_route.provider).static_shapes) {
       segmentation.batch_buckets = segmentation_job.buckets.capped(segmentation.batch_size);
     }

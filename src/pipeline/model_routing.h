@@ -14,6 +14,7 @@
 #include "pipeline/segmentation.h"
 #include "runtime/compile_cache.h"
 #include "runtime/cost_model.h"
+#include "runtime/device_memory.h"
 #include "runtime/notice.h"
 #include "runtime/provider.h"
 #include "runtime/provider_discovery.h"
@@ -49,6 +50,8 @@ struct ProviderRouting {
 struct RoutingEnvironment {
   const std::vector<runtime::ProviderStatus>* statuses = nullptr;  // null: provider_statuses()
   runtime::OnceNotices* notices = nullptr;                         // null: runtime::notices()
+  // Free memory of the accelerator; null: asked of the device (runtime/device_memory.h).
+  const std::optional<runtime::DeviceMemory>* device_memory = nullptr;
 };
 
 struct ModelSessionPlan {

@@ -158,6 +158,28 @@ TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentati
   EXPECT_TRUE(said_.empty());
 }
 
+// Several segmentation sessions feed a GPU at once, as many as the free memory holds: each of
+// 128 chunks needs about 670 MB by the estimate (runtime/device_memory.h).
+TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {
+  DiarizationConfig config = routed("cuda");
+  auto sessions_with = [&](std::optional<runtime::DeviceMemory> memory) {
+    said_.clear();
+    RoutingEnvironment environment{&gpu_statuses_, &notices_, &memory};
+    return plan_model_sessions(models_, config, environment).segmentation.accelerator_sessions;
+  };
+  constexpr std::uintmax_t kGiB = 1024ull * 1024 * 1024;
+  EXPECT_EQ(sessions_with(std::nullopt), 4) << "unknown memory: as asked";
+  EXPECT_TRUE(said_.empty());
+  EXPECT_EQ(sessions_with(runtime::DeviceMemory{80 * kGiB, 70 * kGiB, "test"}), 4);
+  EXPECT_TRUE(said_.empty());
+  EXPECT_EQ(sessions_with(runtime::DeviceMemory{8 * kGiB, 3 * kGiB / 2, "test"}), 2);
+  ASSERT_EQ(said_.size(), 1u);
+  EXPECT_NE(said_.front().find("using 2"), std::string::npos) << said_.front();
+  EXPECT_NE(said_.front().find("--segmentation-sessions"), std::string::npos) << said_.front();
+  config.routing->accelerator_segmentation_sessions = 1;
+  EXPECT_EQ(sessions_with(runtime::DeviceMemory{8 * kGiB, kGiB / 2, "test"}), 1);
+}
+
 TEST_F(ModelRoutingTest, PerModelChoiceOverridesTheCommonOne) {
   DiarizationConfig config = routed("cuda");
   config.routing->segmentation_choice = ProviderChoice::parse("cpu");

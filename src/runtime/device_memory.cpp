@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/error.h"
+
 namespace parley::runtime {
 namespace fs = std::filesystem;
 namespace {
@@ -113,6 +115,25 @@ MemoryNeed estimate_memory_need(std::uintmax_t model_file_bytes,
   need.bytes_per_item = static_cast<std::uintmax_t>(std::ceil(
       static_cast<double>(input_bytes_per_item + output_bytes_per_item) * activation_factor));
   return need;
+}
+
+int sessions_that_fit(const std::optional<DeviceMemory>& memory, std::uintmax_t bytes_per_session,
+                      int wanted, double usable_fraction) {
+  if (!memory || bytes_per_session == 0 || wanted <= 1) return std::max(wanted, 1);
+  const double usable = static_cast<double>(memory->free_bytes) * usable_fraction;
+  const auto fitting =
+      static_cast<int>(std::floor(usable / static_cast<double>(bytes_per_session)));
+  return std::clamp(fitting, 1, wanted);
+}
+
+int device_id_option(const ProviderOptions& options) {
+  auto it = options.find("device_id");
+  if (it == options.end()) return 0;
+  try {
+    return std::stoi(it->second);
+  } catch (const std::exception&) {
+    fail("--provider-option device_id={}: expected a device number", it->second);
+  }
 }
 
 std::string format_bytes(std::uintmax_t bytes) {

@@ -51,6 +51,16 @@ MemoryFit fit_batch_to_memory(const Buckets& buckets, std::size_t planned_batch,
                               const std::optional<DeviceMemory>& memory, const MemoryNeed& need,
                               double usable_fraction = 0.9);
 
+// How many sessions of `bytes_per_session` each fit in `usable_fraction` of the free memory:
+// `wanted` when they all fit or the memory is unknown, never fewer than 1 (the batch check above
+// decides whether one fits at all).
+int sessions_that_fit(const std::optional<DeviceMemory>& memory, std::uintmax_t bytes_per_session,
+                      int wanted, double usable_fraction = 0.9);
+
+// The device number in a provider's options ("device_id", 0 when absent); fails naming the
+// option when it is not a number.
+int device_id_option(const ProviderOptions& options);
+
 // "1.5 GiB", "300 MiB", "12 KiB", "17 B".
 std::string format_bytes(std::uintmax_t bytes);
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+
 namespace parley::runtime {
 namespace {
 
@@ -53,6 +55,17 @@ TEST(DeviceMemory, EstimateAndFormat) {
   EXPECT_EQ(format_bytes(17), "17 B");
   // The CPU has no device memory to check.
   EXPECT_FALSE(query_device_memory(ProviderId::kCpu, 0));
+}
+
+TEST(DeviceMemory, SessionsThatFit) {
+  const DeviceMemory memory{8192 * kMiB, 2048 * kMiB, "test"};
+  EXPECT_EQ(sessions_that_fit(memory, 500 * kMiB, 4), 3);  // 0.9 x 2048 / 500 = 3.7
+  EXPECT_EQ(sessions_that_fit(memory, 100 * kMiB, 4), 4);
+  EXPECT_EQ(sessions_that_fit(memory, 4096 * kMiB, 4), 1) << "never fewer than one";
+  EXPECT_EQ(sessions_that_fit(std::nullopt, 4096 * kMiB, 4), 4) << "unknown memory: as asked";
+  EXPECT_EQ(device_id_option({{"device_id", "2"}}), 2);
+  EXPECT_EQ(device_id_option({}), 0);
+  EXPECT_THROW(device_id_option({{"device_id", "gpu"}}), Error);
 }
 
 }  // namespace

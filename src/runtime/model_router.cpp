@@ -5,19 +5,6 @@
 #include "core/error.h"
 
 namespace parley::runtime {
-namespace {
-
-int device_id(const ProviderOptions& options) {
-  auto it = options.find("device_id");
-  if (it == options.end()) return 0;
-  try {
-    return std::stoi(it->second);
-  } catch (const std::exception&) {
-    fail("--provider-option device_id={}: expected a device number", it->second);
-  }
-}
-
-}  // namespace
 
 std::vector<std::size_t> compiled_batches(const CompileCache& cache, const ProviderStatus& status,
                                           const ModelRouteRequest& request) {
@@ -63,7 +50,7 @@ RouteDecision route_model(const ModelRouteRequest& request, const CompileCache& 
         route_request.compiled_batches = compiled_batches(cache, status, request);
       }
       route_request.costs = costs.get(status.id, request.model_sha256);
-      route_request.memory = query_device_memory(status.id, device_id(request.options));
+      route_request.memory = query_device_memory(status.id, device_id_option(request.options));
     }
   }
   RouteDecision decision = route(route_request);
