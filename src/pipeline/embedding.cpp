@@ -128,6 +128,14 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
   empty_pair_embedding_ = linear_layer(empty_stats).values();
 }
 
+const models::TimeReceptiveField& EmbeddingExtractor::trunk_receptive_field() {
+  if (!receptive_field_) {
+    receptive_field_ = models::time_receptive_field(split_.trunk_model, model_name_ + " (trunk)",
+                                                    split_.features_input, 1, split_.pooling_input);
+  }
+  return *receptive_field_;
+}
+
 NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
     const NdArray<float>& features, const NdArray<float>& pair_weights,
     const NdArray<float>& inv_weight_sums, const NdArray<float>& inv_variance_denominators) {

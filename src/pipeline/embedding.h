@@ -20,6 +20,7 @@
 
 #include "core/ndarray.h"
 #include "models/onnx_graph.h"
+#include "models/receptive_field.h"
 #include "pipeline/fbank.h"
 #include "runtime/onnx_session.h"
 #include "runtime/shape_plan.h"
@@ -124,6 +125,9 @@ class EmbeddingExtractor {
                                        const NdArray<float>& pair_weights,
                                        const NdArray<float>& inv_weight_sums,
                                        const NdArray<float>& inv_variance_denominators);
+  // How far the trunk's frames reach along time into its features (models/receptive_field.h),
+  // read from the graph at the first call: what the shared trunk's margins must cover.
+  const models::TimeReceptiveField& trunk_receptive_field();
   // The embedding of a pair with no weighted frame: the linear layer on zero means and
   // standard deviations sqrt(variance_epsilon), as pooling all-zero weights gives.
   const std::vector<float>& empty_pair_embedding() const { return empty_pair_embedding_; }
@@ -155,6 +159,7 @@ class EmbeddingExtractor {
   std::string pooled_model_;  // built with the session, kept alive for it
   std::unique_ptr<runtime::OnnxSession> pooled_;
   std::vector<float> empty_pair_embedding_;
+  std::optional<models::TimeReceptiveField> receptive_field_;
   // Sessions per shape (static-shape providers): the graphs as files, one session per shape.
   std::filesystem::path compile_cache_root_;
   std::optional<runtime::Buckets> trunk_buckets_;

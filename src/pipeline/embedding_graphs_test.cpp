@@ -15,6 +15,7 @@
 #include "models/onnx_graph.h"
 #include "models/onnx_inspect.h"
 #include "models/pooled_trunk_graph.h"
+#include "models/receptive_field.h"
 #include "models/test_embedding_model.h"
 #include "pipeline/embedding.h"
 #include "pipeline/speed_twin_for_tests.h"
@@ -188,6 +189,23 @@ TEST_F(EmbeddingGraphsTest, RealModelsArePlannedAsThePipelineLoadsThem) {
   EXPECT_EQ(targets->pooled->inputs.at(0).symbols, (std::vector<std::string>{"B", "frames", ""}));
   EXPECT_EQ(runtime::dimension_overrides(targets->pooled->inputs, targets->pooled_shapes).size(),
             4u);
+}
+
+// WeSpeaker ResNet34's trunk (the speed twin has its graph) reaches 112 fbank frames each way and
+// keeps one frame in 8: what docs/embedding.md section 8.3 derived by hand, and what the shared
+// trunk's default margin of 128 frames covers.
+TEST_F(EmbeddingGraphsTest, ResNet34TrunkReachesOneHundredTwelveFramesEachWay) {
+  const fs::path twin = testing::speed_twin_for_tests();
+  if (twin.empty()) GTEST_SKIP() << "could not generate the speed twin (needs python3-onnx)";
+  const models::StatisticsPoolingSplit split =
+      models::split_before_statistics_pooling(models::read_model_bytes(twin), "twin");
+  const models::TimeReceptiveField field = models::time_receptive_field(
+      split.trunk_model, "twin", split.features_input, 1, split.pooling_input);
+  ASSERT_EQ(field.kind, models::TimeReceptiveField::Kind::kLocal) << field.to_string();
+  EXPECT_EQ(field.stride, 8);
+  EXPECT_EQ(field.before, 112);
+  EXPECT_EQ(field.after, 112);
+  EXPECT_LE(field.reach(), static_cast<std::int64_t>(SharedTrunkConfig{}.margin_frames));
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -102,6 +104,44 @@ std::string SharedTrunkConfig::to_string() const {
       shared_trunk_mean_name(mean), shared_trunk_pooling_name(pooling), chunks_per_pass, threads);
 }
 
+void check_receptive_field(const models::TimeReceptiveField& field,
+                           const SharedTrunkConfig& config) {
+  using Kind = models::TimeReceptiveField::Kind;
+  switch (field.kind) {
+    case Kind::kGlobal:
+      fail(
+          "--embedding-mode shared: the embedding model's trunk mixes the whole time axis ({}), "
+          "so its frames cannot be shared between chunks; use --embedding-mode exact",
+          field.reason);
+    case Kind::kUnknown: {
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        spdlog::warn(
+            "--embedding-mode shared: cannot tell how far the embedding model's trunk reaches "
+            "along time ({}); assuming its margins of {} fbank frames cover it (--embedding-mode "
+            "exact does not depend on this)",
+            field.reason, config.margin_frames);
+      }
+      return;
+    }
+    case Kind::kLocal:
+      break;
+  }
+  if (field.stride != static_cast<std::int64_t>(config.time_stride)) {
+    fail(
+        "--embedding-mode shared: the embedding model's trunk keeps one frame in {} along time, "
+        "not {}; use --embedding-mode exact with this model",
+        field.stride, config.time_stride);
+  }
+  if (field.reach() > static_cast<std::int64_t>(config.margin_frames)) {
+    fail(
+        "--embedding-mode shared: the embedding model's trunk reaches {} fbank frames along time "
+        "({}), more than the shared trunk's margins of {}; use --embedding-mode exact with this "
+        "model",
+        field.reach(), field.to_string(), config.margin_frames);
+  }
+}
+
 bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config,
                                  const EmbeddingExtractor& extractor) {
   return shared_trunk_pools_in_graph(
@@ -167,6 +207,7 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
         return uncentred;
       }()) {
   config_.validate();
+  check_receptive_field(extractor.trunk_receptive_field(), config_);
   hop_ = fbank_.config().window_shift();
   // Checks the step too. Only the pass length is kept: the pairs follow each range's speakers.
   const PooledPassShape pass_shape =

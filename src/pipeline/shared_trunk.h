@@ -83,6 +83,12 @@ struct SharedTrunkConfig {
   std::string to_string() const;
 };
 
+// Fails, saying what to do, when a trunk with `field` cannot be shared with `config`: it mixes
+// the whole time axis, its time stride is not config.time_stride, or it reaches further than
+// config.margin_frames; warns once when the field could not be read from the graph.
+void check_receptive_field(const models::TimeReceptiveField& field,
+                           const SharedTrunkConfig& config);
+
 // Whether a SharedTrunk with `config` on `extractor` pools inside the graph: kGraph, or kAuto
 // with the model on an accelerator; never with exact alignment or a model whose statistics are
 // not over its last axis (kGraph then fails when the trunk is made).

@@ -86,15 +86,17 @@ NdArray<float> grid_slice(const NdArray<float>& full, std::size_t first, std::si
 }
 
 // Blocks of 400 fbank frames with their margins must give exactly what one pass over the whole
-// recording gives, in both phases of a 1 s step. The test model's receptive field is 15 fbank
-// frames (three 3-wide stride-2 convolutions), so a margin of 16 frames covers it; a margin of 0
-// must not (which shows the comparison can fail).
+// recording gives, in both phases of a 1 s step. The test model's trunk reaches 7 fbank frames
+// each way (three 3-wide stride-2 convolutions, read from the graph: models/receptive_field.h),
+// so the smallest margin on the grid, 8 frames, covers it; a margin of 0 is refused when the
+// trunk is made, as it would show the block edges.
 TEST(SharedTrunk, BlocksEqualOnePassOverTheRecording) {
   const auto audio = synthetic_recording(35 * kSampleRate + 1234);
   const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
   EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
                                test_model_config());
-  for (std::size_t margin : {16u, 0u}) {
+  EXPECT_EQ(extractor.trunk_receptive_field().reach(), 7);
+  for (std::size_t margin : {8u, 16u}) {
     SharedTrunkConfig config;
     config.block_frames = 400;
     config.pass_frames = 160;  // batches of passes inside each block
@@ -119,12 +121,17 @@ TEST(SharedTrunk, BlocksEqualOnePassOverTheRecording) {
     }
     RecordProperty("margin_" + std::to_string(margin) + "_max_abs_difference",
                    std::to_string(worst));
-    if (margin == 16) {
-      EXPECT_LT(worst, 1e-5) << "blocks differ from one pass: the margin does not cover the "
-                                "receptive field";
-    } else {
-      EXPECT_GT(worst, 1e-3) << "without margins, block edges should show";
-    }
+    EXPECT_LT(worst, 1e-5) << "blocks differ from one pass: the margin does not cover the "
+                              "receptive field";
+  }
+  SharedTrunkConfig too_narrow;
+  too_narrow.margin_frames = 0;
+  try {
+    SharedTrunk trunk(extractor, audio, plan, too_narrow);
+    FAIL() << "a margin narrower than the trunk's reach must be refused";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("--embedding-mode exact"), std::string::npos)
+        << error.what();
   }
 }
 
