@@ -101,6 +101,8 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
   const ProviderSelection selection = provider_selection(engine.provider);
   config.routing = provider_routing(selection.choice, selection.force, selection.options,
                                     engine.model_providers, expected_audio_seconds);
+  config.segmentation_accelerator_sessions =
+      engine.model_providers.accelerator_segmentation_sessions;
   return config;
 }
 
@@ -149,7 +151,6 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
   routing.force = force;
   routing.options = options;
   routing.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
-  routing.accelerator_segmentation_sessions = flags.accelerator_segmentation_sessions;
   if (expected_audio_seconds > 0.0) routing.expected_audio_seconds = expected_audio_seconds;
   auto per_model = [force](const std::string& text,
                            const char* flag) -> std::optional<runtime::ProviderChoice> {

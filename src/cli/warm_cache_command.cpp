@@ -36,6 +36,8 @@ struct WarmCacheArguments {
   std::vector<std::string> dims;
   std::string cache_dir;
   bool measure = true;
+  // Chunk steps (seconds) whose shared-mode pass shape is compiled: the pass length depends on it.
+  std::vector<double> steps = {1.0};
 };
 
 std::vector<fs::path> onnx_files(const fs::path& folder) {
@@ -204,9 +206,11 @@ void warm_shapes(const fs::path& model, const std::string& sha,
 
 void warm_model(const fs::path& source_model, const runtime::ProviderStatus& status,
                 const ProviderSelection& selection, const runtime::ShapeProfile& profile,
-                runtime::CompileCache& cache, runtime::CostModelStore* costs, Totals& totals) {
+                const std::vector<double>& steps, runtime::CompileCache& cache,
+                runtime::CostModelStore* costs, Totals& totals) {
   pipeline::EmbeddingGraphSettings settings;
   settings.batch_buckets = profile.batch;
+  settings.step_seconds = steps.front();
   if (const auto targets =
           pipeline::embedding_compile_targets(source_model, cache.root(), settings)) {
     // An embedding model: on an accelerator the pipeline splits it and loads its trunk (exact
@@ -220,9 +224,19 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
                 targets->trunk_shapes, status, selection, cache, costs, totals);
     if (targets->pooled) {
       // No cost constants: they are per chunk and per call of the trunk's batches, which a pass
-      // of hundreds of chunks does not fit; the routing takes the compiled pass as it is.
+      // of hundreds of chunks does not fit; the routing takes the compiled pass as it is. One
+      // pass shape per step (--step): the pass spans chunks_per_pass steps.
       warm_shapes(targets->pooled->model, targets->pooled->sha256, targets->pooled->inputs,
                   {targets->pooled_shapes}, status, selection, cache, nullptr, totals);
+      for (std::size_t i = 1; i < steps.size(); ++i) {
+        settings.step_seconds = steps[i];
+        const auto other =
+            pipeline::embedding_compile_targets(source_model, cache.root(), settings);
+        if (other && other->pooled) {
+          warm_shapes(other->pooled->model, other->pooled->sha256, other->pooled->inputs,
+                      {other->pooled_shapes}, status, selection, cache, nullptr, totals);
+        }
+      }
     }
     return;
   }
@@ -284,7 +298,7 @@ void run_warm_cache(const WarmCacheArguments& arguments) {
              cache.root().string());
   Totals totals;
   for (const auto& model : onnx_models(arguments.models)) {
-    warm_model(model, status, selection, profile, cache, costs.get(), totals);
+    warm_model(model, status, selection, profile, arguments.steps, cache, costs.get(), totals);
   }
   if (costs) {
     costs->save();
@@ -318,6 +332,11 @@ void add_warm_cache_command(CLI::App& app) {
   command->add_option("--models", arguments->models,
                       "Folder of .onnx models (default: the first of $PARLEY_MODELS and "
                       "${XDG_CACHE_HOME:-~/.cache}/parley/models that has any)");
+  command
+      ->add_option("--step", arguments->steps,
+                   "Chunk steps in seconds whose shared-mode embedding pass is compiled, "
+                   "repeatable (default 1; `--step 1 --step 2` for both)")
+      ->check(CLI::PositiveNumber);
   command->add_option("--batch-buckets", arguments->batch_buckets,
                       "Batch sizes to compile (default 1,2,4,8,16,32)");
   command->add_option("--dim", arguments->dims,

@@ -178,6 +178,17 @@ std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
 
   onnx::ModelProto model = parse_model(split.trunk_model, model_name + " (trunk)");
   onnx::GraphProto& graph = *model.mutable_graph();
+  std::set<std::string> trunk_names;
+  collect_names(graph, trunk_names);
+  for (const char* name : {Names::kFeatures, Names::kPairWeights, Names::kInvWeightSums,
+                           Names::kInvVarianceDenominators, Names::kEmbeddings}) {
+    if (trunk_names.count(name) > 0 && name != split.features_input) {
+      fail(
+          "{}: the trunk already has a tensor named '{}', which pooling on the accelerator "
+          "needs; use --embedding-mode exact with this model",
+          model_name, name);
+    }
+  }
   rename_input(graph, split.features_input, Names::kFeatures, model_name);
   name_dynamic_axes(graph, Names::kFeatures, {"B", "frames", "bins"});
   graph.clear_output();

@@ -145,6 +145,8 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
     const Tracked& first = *sources.front();
     Tracked next = first;
     const std::string& op = node.op_type();
+    // Shapes and sizes carry no frames (exports compute reshape targets from them).
+    if (op == "Shape" || op == "Size") continue;
     if (kGlobal.count(op) > 0 || op.rfind("Reduce", 0) == 0 || op == "Softmax" || op == "MatMul" ||
         op == "Gemm") {
       bool over_time = kGlobal.count(op) > 0 || op == "Gemm";
@@ -164,14 +166,21 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
       return stopped(Kind::kGlobal, node, "mixes the whole time axis");
     }
     if (kElementwise.count(op) > 0) {
+      // Broadcasting aligns axes from the last one: time must sit as far from the end in every
+      // input that carries it.
+      const std::int64_t from_end = first.rank - first.axis;
       for (const Tracked* source : sources) {
         if (source->field.stride != first.field.stride) {
           return stopped(Kind::kUnknown, node, "joins branches of different time strides");
+        }
+        if (source->rank - source->axis != from_end) {
+          return stopped(Kind::kUnknown, node, "joins branches with time on different axes");
         }
         next.field.before = std::max(next.field.before, source->field.before);
         next.field.after = std::max(next.field.after, source->field.after);
         next.rank = std::max(next.rank, source->rank);
       }
+      next.axis = next.rank - from_end;
     } else if (op == "Transpose") {
       const auto perm = ints_attribute(node, "perm");
       const auto at = std::find(perm.begin(), perm.end(), first.axis);
@@ -179,6 +188,9 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
       next.axis = at - perm.begin();
     } else if (op == "Unsqueeze" || op == "Squeeze") {
       auto axes = axes_of(node, constants);
+      if (!axes && op == "Squeeze" && node.input_size() < 2) {
+        return stopped(Kind::kUnknown, node, "removes every axis of size 1 (no axes given)");
+      }
       if (!axes) return stopped(Kind::kUnknown, node, "has axes that are not constant");
       const bool unsqueeze = op == "Unsqueeze";
       const std::int64_t rank = unsqueeze ? first.rank + static_cast<std::int64_t>(axes->size())
@@ -207,8 +219,9 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
       std::vector<std::int64_t> kernel = ints_attribute(node, "kernel_shape");
       if (kernel.empty() && op == "Conv" && node.input_size() >= 2) {
         for (const auto& weight : graph.initializer()) {
-          if (weight.name() == node.input(1))
+          if (weight.name() == node.input(1) && weight.dims_size() > 2) {
             kernel.assign(weight.dims().begin() + 2, weight.dims().end());
+          }
         }
       }
       const std::size_t dims = static_cast<std::size_t>(first.rank - 2);

@@ -109,6 +109,12 @@ TEST(ReceptiveField, OperatorsAcrossTimeAreGlobalOrUnknown) {
   EXPECT_EQ(unknown.kind, Kind::kUnknown);
   EXPECT_NE(unknown.reason.find("SpaceToDepth"), std::string::npos) << unknown.reason;
   EXPECT_THROW(time_receptive_field(small_model(""), "small", "missing", 3, "last"), Error);
+  const TimeReceptiveField squeeze =
+      time_receptive_field(small_model("Squeeze"), "small", "x", 3, "last");
+  EXPECT_EQ(squeeze.kind, Kind::kUnknown);
+  EXPECT_NE(squeeze.reason.find("no axes"), std::string::npos) << squeeze.reason;
+  // A tensor's shape carries no frames: nothing after Shape depends on the input's time axis.
+  EXPECT_THROW(time_receptive_field(small_model("Shape"), "small", "x", 3, "last"), Error);
 }
 
 }  // namespace

@@ -96,8 +96,7 @@ void DiarizationConfig::validate() const {
   if (routing && routing->accelerator_segmentation_batch_size < 1) {
     fail("--segmentation-batch must be at least 1");
   }
-  if (segmentation_accelerator_sessions < 1 ||
-      (routing && routing->accelerator_segmentation_sessions < 1)) {
+  if (segmentation_accelerator_sessions < 1) {
     fail("--segmentation-sessions must be at least 1");
   }
   if (embedding_mode == EmbeddingMode::kShared) {

@@ -119,13 +119,14 @@ runtime::RouteDecision route_one(const ModelJob& job, const ProviderRouting& rou
   return runtime::route_model(request, cache, costs, statuses, notices);
 }
 
-// --segmentation-sessions, fewer when that many sessions of `batch` chunks would not fit in the
-// device's free memory (said once).
-int fitting_sessions(const ModelJob& job, runtime::ProviderId provider,
+// --segmentation-sessions (`wanted`): fewer when that many sessions of `batch` chunks would not
+// fit in the device's free memory (said once), one on a static-shape provider.
+int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int wanted,
                      const ProviderRouting& routing, std::size_t batch,
                      const RoutingEnvironment& environment, runtime::OnceNotices& notices) {
-  const int wanted = routing.accelerator_segmentation_sessions;
-  if (wanted <= 1) return std::max(wanted, 1);
+  // A static-shape provider compiles each bucket per session: several sessions would compile
+  // the same graph at once into one cache entry. Several sessions were measured on CUDA only.
+  if (runtime::traits(provider).static_shapes || wanted <= 1) return 1;
   const std::optional<runtime::DeviceMemory> memory =
       environment.device_memory != nullptr
           ? *environment.device_memory
@@ -199,9 +200,9 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
     // Whole batches are the parallelism, from a few sessions at once, as many as fit.
     segmentation.threads = 1;
     segmentation.batch_size = largest_call(segmentation_route);
-    segmentation.accelerator_sessions =
-        fitting_sessions(segmentation_job, segmentation_route.provider, routing,
-                         segmentation.batch_size, environment, notices);
+    segmentation.accelerator_sessions = fitting_sessions(
+        segmentation_job, segmentation_route.provider, config.segmentation_accelerator_sessions,
+        routing, segmentation.batch_size, environment, notices);
     if (runtime::traits(segmentation_route.provider).static_shapes) {
       segmentation.batch_buckets = segmentation_job.buckets.capped(segmentation.batch_size);
     }

@@ -41,9 +41,6 @@ struct ProviderRouting {
   // at one chunk per call a GPU is slower than one CPU core; on an H100, 128 per call ran
   // 1.10 ms a chunk, 32 per call 2.12 ms: docs/benchmarks.md).
   std::size_t accelerator_segmentation_batch_size = 128;
-  // Segmentation sessions feeding an accelerator at once (pipeline/segmentation.h). One hour
-  // on an H100: 1 session 3.7 s of wall time, 2 sessions 2.9 s, 3 2.1 s, 4 1.8 s, 6 1.8 s.
-  int accelerator_segmentation_sessions = 4;
 };
 
 // Where this process's facts come from; tests pass synthetic statuses and a temporary cache.

@@ -176,7 +176,7 @@ TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {
   ASSERT_EQ(said_.size(), 1u);
   EXPECT_NE(said_.front().find("using 2"), std::string::npos) << said_.front();
   EXPECT_NE(said_.front().find("--segmentation-sessions"), std::string::npos) << said_.front();
-  config.routing->accelerator_segmentation_sessions = 1;
+  config.segmentation_accelerator_sessions = 1;
   EXPECT_EQ(sessions_with(runtime::DeviceMemory{8 * kGiB, kGiB / 2, "test"}), 1);
 }
 
@@ -203,6 +203,7 @@ TEST_F(ModelRoutingTest, StaticShapeProviderPadsToBucketsThroughTheCache) {
   ASSERT_TRUE(sessions.segmentation.batch_buckets);
   EXPECT_EQ(sessions.segmentation.batch_buckets->to_string(), "1,2,4,8,16,32,64,128");
   EXPECT_EQ(sessions.segmentation.compile_cache_root, root_ / "cache");
+  EXPECT_EQ(sessions.segmentation.accelerator_sessions, 1) << "one session compiles each bucket";
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kMigraphx);
   EXPECT_EQ(sessions.embedding.compile_cache_root, root_ / "cache");
   ASSERT_TRUE(sessions.embedding.batch_buckets);

@@ -172,9 +172,11 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   if (const auto warning = unfolded_fp16_warning(model_path_); !warning.empty()) {
     spdlog::warn("{}", warning);
   }
-  const int worker_count = config_.provider == runtime::ProviderId::kCpu
-                               ? config_.threads
-                               : config_.accelerator_sessions;
+  // On a static-shape provider every session compiles its buckets: one session, so that a
+  // bucket is never compiled twice at once into the same cache entry.
+  const int worker_count = config_.provider == runtime::ProviderId::kCpu ? config_.threads
+                           : static_shapes_                              ? 1
+                                            : config_.accelerator_sessions;
   for (int worker = 1; worker < worker_count; ++worker) {
     auto next = std::make_unique<Worker>();
     if (!static_shapes_)

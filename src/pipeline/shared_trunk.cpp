@@ -568,10 +568,16 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
   for (std::size_t range_first = 0; range_first < count; range_first += config_.chunks_per_pass) {
     const auto preparation_start = std::chrono::steady_clock::now();
     const std::size_t range_count = std::min(config_.chunks_per_pass, count - range_first);
-    // The pass starts a margin before the range's first chunk (at the recording's start when
-    // that is earlier, where the trunk pads exactly as in the other modes).
+    // The pass starts a margin before the range's first chunk, at the recording's start when
+    // that is earlier (where the trunk pads as in the other modes), and never later than one
+    // pass before the recording's end: a pass only runs past the end (into more zero samples,
+    // whose features are not the trunk's zero padding) by under one trunk frame, or when the
+    // whole recording is shorter than a pass.
     const std::size_t first_grid = placement(first_chunk + range_first).first_grid;
-    const std::size_t start_grid = first_grid >= margin_grid ? first_grid - margin_grid : 0;
+    const std::size_t last_start =
+        std::max<std::size_t>(ceil_div(total_frames_, stride), pass_grid) - pass_grid;
+    const std::size_t start_grid =
+        std::min(first_grid >= margin_grid ? first_grid - margin_grid : 0, last_start);
     NdArray<float> weights({1, pairs, pass_grid});
     NdArray<float> inv_weight_sums({1, pairs, 1});
     NdArray<float> inv_denominators({1, pairs, 1});

@@ -71,7 +71,8 @@ struct SharedTrunkConfig {
   SharedTrunkMean mean = SharedTrunkMean::kSlidingWindow;
   SharedTrunkPooling pooling = SharedTrunkPooling::kAuto;
   // Pooling in the graph: chunks per pass. Every pass has the same input length (that of this
-  // many chunks plus margins; the recording's end is padded with silence), so a provider
+  // many chunks plus margins; the last pass is moved back to end at the recording's end), so a
+  // provider
   // compiles one shape and cuDNN keeps its kernels (on an H100 a new input length cost
   // 0.2-0.5 s of kernel search, a pass itself 14 ms). 256 chunks: 4 % of each pass is margin
   // at a 1 s step; one hour on an H100 embedded in 1.1 s (128 chunks: 1.45 s).
@@ -140,8 +141,9 @@ class SharedTrunk {
   NdArray<float> chunk_frames(std::size_t chunk);
 
   // Features (centred log mel) [frames, bins] of fbank frames [first, first + count) of the
-  // padded recording, as the shared map's passes see them. Frames past the end continue the
-  // zero padding (graph pooling's passes all have one length).
+  // padded recording, as the shared map's passes see them. Frames past the end are those of
+  // more zero samples, centred with the last window's mean (graph pooling's passes all have one
+  // length, so a recording shorter than a pass, or the last few frames of a longer one, run on).
   NdArray<float> centred_features(std::size_t first, std::size_t count);
 
   // Trunk frames [pooled_features, count] of grid frames [first, first + count) of `phase`,

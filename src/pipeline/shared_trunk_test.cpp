@@ -309,8 +309,10 @@ TEST(SharedTrunk, CloseToExactModeOnARealRecording) {
 
 // Pooling inside the graph (models/pooled_trunk_graph.h, what an accelerator runs) against
 // pooling on the host, both on the CPU: the same trunk frames and the same statistics, so every
-// (chunk, speaker) embedding agrees to float rounding except where the passes differ at the
-// recording's end (graph passes continue the zero padding past it, host blocks stop there).
+// (chunk, speaker) embedding agrees to float rounding except at the recording's very end: the
+// last graph pass ends on the trunk grid, up to 7 fbank frames of zero samples past the end,
+// where host blocks stop and the trunk pads with zeros. Every other chunk, the one before the
+// last included, must agree.
 // Covered: chunk ranges split into passes of 4, a silent chunk (the bias), a speaker active
 // on a single trunk frame (variance 0, not rounding noise divided by 1e-8), overlapping
 // speakers, a range that is not a multiple of the pass.
@@ -361,8 +363,9 @@ TEST(SharedTrunk, PoolingInTheGraphEqualsPoolingOnTheHost) {
   ::testing::Test::RecordProperty("worst_cosine_inside", std::to_string(worst_inside));
   ::testing::Test::RecordProperty("worst_cosine_last_chunk", std::to_string(worst_last));
   EXPECT_GT(worst_inside, 0.99999);
-  // Measured 0.9936: the test model has random weights and this segmentation marks speech on
-  // the last chunk's padding too; in a recording the padding is silence the masks leave out.
+  // Measured 0.9936 (2 frames past the end here): the test model has random weights and this
+  // segmentation marks speech on the last chunk's padding too; in a recording the padding is
+  // silence the masks leave out.
   EXPECT_GT(worst_last, 0.99);
   // The single-frame speaker's statistics: its mean is that frame, its deviation 0, so its
   // embedding is far from the one a variance of rounding noise / 1e-8 would give.
@@ -409,6 +412,35 @@ TEST(SharedTrunk, PooledPassShapeIsTheOneShapeTheGraphPassesOpen) {
   ASSERT_GT(per_shape_trunk.trunk_passes(), 1u) << "several passes, all of one shape";
   EXPECT_EQ(per_shape.opened_shapes(),
             (std::vector<std::vector<runtime::InputShape>>{shape.inputs()}));
+}
+
+// The margins must cover the trunk's reach; a trunk that mixes the whole time axis, or keeps a
+// different time stride, cannot be shared at all; an unreadable one is only warned about.
+TEST(SharedTrunk, ChecksTheTrunksReceptiveField) {
+  using Kind = models::TimeReceptiveField::Kind;
+  SharedTrunkConfig config;  // margins of 128 fbank frames, time stride 8
+  models::TimeReceptiveField field;
+  field.kind = Kind::kLocal;
+  field.stride = 8;
+  field.before = 112;
+  field.after = 128;
+  EXPECT_NO_THROW(check_receptive_field(field, config));
+  field.after = 129;
+  EXPECT_THROW(check_receptive_field(field, config), Error);
+  field.after = 112;
+  field.stride = 4;
+  EXPECT_THROW(check_receptive_field(field, config), Error);
+  field.kind = Kind::kGlobal;
+  field.reason = "GlobalAveragePool 'pool' mixes the whole time axis";
+  try {
+    check_receptive_field(field, config);
+    FAIL() << "a global trunk must be refused";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("GlobalAveragePool"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("--embedding-mode exact"), std::string::npos);
+  }
+  field.kind = Kind::kUnknown;
+  EXPECT_NO_THROW(check_receptive_field(field, config));
 }
 
 TEST(SharedTrunk, RefusesStepsOffTheFbankGrid) {
