@@ -128,7 +128,7 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
   empty_pair_embedding_ = linear_layer(empty_stats).values();
 }
 
-const models::TimeReceptiveField& EmbeddingExtractor::trunk_receptive_field() {
+const models::TimeReceptiveField& EmbeddingExtractor::trunk_receptive_field() const {
   if (!receptive_field_) {
     receptive_field_ = models::time_receptive_field(split_.trunk_model, model_name_ + " (trunk)",
                                                     split_.features_input, 1, split_.pooling_input);
@@ -346,6 +346,7 @@ NdArray<float> EmbeddingExtractor::embed_chunks(const NdArray<float>& chunk_wave
         "embedding: chunk waveforms [chunks, samples] and segmentations [chunks, frames, "
         "speakers] do not match");
   }
+  if (pools_exact_in_graph()) return embed_chunks_pooled(chunk_waveforms, binarized_segmentations);
   const std::size_t samples = chunk_waveforms.dim(1);
   return embed_chunks_with(
       binarized_segmentations, samples, [&](std::span<const std::size_t> chunks) {
@@ -361,6 +362,77 @@ NdArray<float> EmbeddingExtractor::embed_chunks(const NdArray<float>& chunk_wave
 NdArray<float> EmbeddingExtractor::embed_chunks_with(const NdArray<float>& binarized_segmentations,
                                                      std::size_t samples_per_chunk,
                                                      const ChunkFrames& frames_of) {
+  return embed_active_chunks(
+      binarized_segmentations, samples_per_chunk,
+      [&](std::span<const std::size_t> chunks, const NdArray<float>& weights) {
+        const NdArray<float> trunk = frames_of(chunks);
+        if (trunk.rank() != 3 || trunk.dim(0) != chunks.size()) {
+          fail("embedding: the trunk frames of {} chunks came back with the wrong shape",
+               chunks.size());
+        }
+        return embed_frames(trunk, weights);
+      });
+}
+
+bool EmbeddingExtractor::pools_exact_in_graph() const {
+  const bool wanted = config_.pool_exact_in_graph.value_or(
+      config_.session.provider != runtime::ProviderId::kCpu && !opens_per_shape());
+  return wanted && can_pool_in_graph() &&
+         trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal;
+}
+
+NdArray<float> EmbeddingExtractor::embed_chunks_pooled(const NdArray<float>& chunk_waveforms,
+                                                       const NdArray<float>& segmentations) {
+  const std::size_t samples = chunk_waveforms.dim(1);
+  const std::size_t frames = segmentations.dim(1);
+  const std::size_t speakers = segmentations.dim(2);
+  const auto stride = static_cast<std::size_t>(trunk_receptive_field().stride);
+  return embed_active_chunks(
+      segmentations, samples,
+      [&](std::span<const std::size_t> chunks, const NdArray<float>& masks) {
+        const std::size_t count = chunks.size();
+        NdArray<float> waveforms({count, samples});
+        for (std::size_t i = 0; i < count; ++i) {
+          std::memcpy(waveforms.data() + i * samples, chunk_waveforms.data() + chunks[i] * samples,
+                      samples * sizeof(float));
+        }
+        const NdArray<float> feats = features(waveforms);
+        // The trunk keeps one frame in `stride` of its "same"-padded input.
+        const std::size_t time = (feats.dim(1) + stride - 1) / stride;
+        const std::vector<std::size_t> sources = nearest_source_indices(frames, time);
+        NdArray<float> weights({count, speakers, time});
+        NdArray<float> inv_weight_sums({count, speakers, 1});
+        NdArray<float> inv_denominators({count, speakers, 1});
+        std::vector<char> pooled(count * speakers, 0);
+        for (std::size_t pair = 0; pair < count * speakers; ++pair) {
+          const PairWeights weighted =
+              resample_pair_weights(std::span<const float>(masks.data() + pair * frames, frames),
+                                    sources, std::span<float>(weights.data() + pair * time, time));
+          inv_weight_sums(pair) = weighted.inv_weight_sum;
+          inv_denominators(pair) = weighted.inv_variance_denominator;
+          pooled[pair] = weighted.weighted_frames > 0 ? 1 : 0;
+        }
+        NdArray<float> embeddings =
+            embed_pooled_in_graph(feats, weights, inv_weight_sums, inv_denominators);
+        if (embeddings.size() != count * speakers * dimension()) {
+          fail("{}: the pooled graph returned {} values for {} pairs", model_name_,
+               embeddings.size(), count * speakers);
+        }
+        // As host pooling: a speaker of an active chunk with nothing to pool gets the layer on
+        // empty statistics.
+        for (std::size_t pair = 0; pair < count * speakers; ++pair) {
+          if (pooled[pair] == 0) {
+            std::copy(empty_pair_embedding_.begin(), empty_pair_embedding_.end(),
+                      embeddings.data() + pair * dimension());
+          }
+        }
+        return NdArray<float>({count, speakers, dimension()}, std::move(embeddings.values()));
+      });
+}
+
+NdArray<float> EmbeddingExtractor::embed_active_chunks(
+    const NdArray<float>& binarized_segmentations, std::size_t samples_per_chunk,
+    const BatchEmbedder& embed_batch) {
   if (binarized_segmentations.rank() != 3) {
     fail("embedding: segmentations must be [chunks, frames, speakers], got rank {}",
          binarized_segmentations.rank());
@@ -397,11 +469,7 @@ NdArray<float> EmbeddingExtractor::embed_chunks_with(const NdArray<float>& binar
                   masks.data() + batch_chunks[i] * speakers * frames,
                   speakers * frames * sizeof(float));
     }
-    const NdArray<float> trunk = frames_of(batch_chunks);
-    if (trunk.rank() != 3 || trunk.dim(0) != count) {
-      fail("embedding: the trunk frames of {} chunks came back with the wrong shape", count);
-    }
-    const NdArray<float> batch_embeddings = embed_frames(trunk, weights);
+    const NdArray<float> batch_embeddings = embed_batch(batch_chunks, weights);
     for (std::size_t i = 0; i < count; ++i) {
       std::memcpy(embeddings.data() + batch_chunks[i] * speakers * dimension,
                   batch_embeddings.data() + i * speakers * dimension,

@@ -51,6 +51,12 @@ struct EmbeddingConfig {
   // are written; empty: runtime::CompileCache::default_root().
   std::filesystem::path compile_cache_root;
 
+  // Exact mode: pool inside the graph (models/pooled_trunk_graph.h, only features go in and
+  // embeddings come out) instead of bringing every chunk's trunk frames back to the host.
+  // Unset: on an accelerator whose shapes are dynamic (CUDA); a static-shape provider runs the
+  // trunk at its compiled buckets and pools on the host.
+  std::optional<bool> pool_exact_in_graph;
+
   void validate() const;
   std::string to_string() const;
 };
@@ -118,6 +124,10 @@ class EmbeddingExtractor {
 
   // True when the model can run with the pooling inside the graph (models/pooled_trunk_graph.h).
   bool can_pool_in_graph() const { return split_.time_axis == -1; }
+  // Whether embed_chunks (exact mode) pools inside the graph: EmbeddingConfig's
+  // pool_exact_in_graph, by default on a dynamic-shape accelerator, for a model that can and
+  // whose trunk's stride is known.
+  bool pools_exact_in_graph() const;
   // Embeddings [B, pairs, D] of features [B, frames, bins] pooled per pair through the trunk
   // with the pooling and linear layer in one graph, on this extractor's provider; the inputs
   // are those of models/pooled_trunk_graph.h. The session is created at the first call.
@@ -127,7 +137,7 @@ class EmbeddingExtractor {
                                        const NdArray<float>& inv_variance_denominators);
   // How far the trunk's frames reach along time into its features (models/receptive_field.h),
   // read from the graph at the first call: what the shared trunk's margins must cover.
-  const models::TimeReceptiveField& trunk_receptive_field();
+  const models::TimeReceptiveField& trunk_receptive_field() const;
   // The embedding of a pair with no weighted frame: the linear layer on zero means and
   // standard deviations sqrt(variance_epsilon), as pooling all-zero weights gives.
   const std::vector<float>& empty_pair_embedding() const { return empty_pair_embedding_; }
@@ -141,6 +151,17 @@ class EmbeddingExtractor {
   }
 
  private:
+  // Embeddings [count, speakers, D] of the listed chunks from their masks [count, speakers,
+  // frames] (pyannote's, see select_embedding_masks).
+  using BatchEmbedder = std::function<NdArray<float>(std::span<const std::size_t> chunks,
+                                                     const NdArray<float>& masks)>;
+  // embed_chunks_with's frame: masks, silent chunks (the bias), batches of active chunks.
+  NdArray<float> embed_active_chunks(const NdArray<float>& binarized_segmentations,
+                                     std::size_t samples_per_chunk,
+                                     const BatchEmbedder& embed_batch);
+  // embed_chunks with the pooling inside the graph: features in, embeddings out.
+  NdArray<float> embed_chunks_pooled(const NdArray<float>& chunk_waveforms,
+                                     const NdArray<float>& segmentations);
   // The trunk's output (the pooling input) for all of `features`, padded to buckets when
   // sessions are opened per shape.
   NdArray<float> run_trunk(const NdArray<float>& features);
@@ -159,7 +180,7 @@ class EmbeddingExtractor {
   std::string pooled_model_;  // built with the session, kept alive for it
   std::unique_ptr<runtime::OnnxSession> pooled_;
   std::vector<float> empty_pair_embedding_;
-  std::optional<models::TimeReceptiveField> receptive_field_;
+  mutable std::optional<models::TimeReceptiveField> receptive_field_;  // read at first use
   // Sessions per shape (static-shape providers): the graphs as files, one session per shape.
   std::filesystem::path compile_cache_root_;
   std::optional<runtime::Buckets> trunk_buckets_;

@@ -353,6 +353,53 @@ TEST(Embedding, ChunkEmbeddingsFollowPyannoteGetEmbeddings) {
   for (std::size_t i = 0; i < again.size(); ++i) EXPECT_NEAR(again(i), embeddings(i), 1e-5);
 }
 
+// Exact mode with the pooling inside the graph (what a CUDA run does) against pooling on the
+// host: the same trunk frames and the same statistics, so the embeddings agree to float
+// rounding: a silent chunk (the bias), a speaker on a single trunk frame (variance 0), a speaker
+// with no frame left after resampling (the layer on empty statistics), overlap, a tail batch.
+TEST(Embedding, ExactModePoolingInTheGraphEqualsPoolingOnTheHost) {
+  const std::size_t chunks = 5;
+  const std::size_t samples = 160000;
+  const std::size_t frames = 589;
+  const auto waveforms = test_waveforms(chunks, samples, 41);
+  NdArray<float> segmentation({chunks, frames, 3}, 0.0f);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (c == 2) continue;  // silent
+    for (std::size_t f = 0; f < frames; ++f) {
+      segmentation(c, f, (f / 150 + c) % 3) = 1.0f;
+      if (f % 7 == 0 && f > 400) segmentation(c, f, (c + 1) % 3) = 1.0f;
+    }
+  }
+  for (std::size_t f = 0; f < frames; ++f) {
+    segmentation(3, f, 0) = 1.0f;
+    segmentation(3, f, 1) = f == 300 ? 1.0f : 0.0f;  // one frame
+    segmentation(3, f, 2) = f == 1 ? 1.0f : 0.0f;    // dropped by resampling to 125 frames
+  }
+  EmbeddingConfig host_config = wespeaker_epsilon_config();
+  host_config.batch_size = 2;
+  EmbeddingConfig graph_config = host_config;
+  graph_config.pool_exact_in_graph = true;
+  EmbeddingExtractor host(models::testing::make_test_embedding_model(), "test model", host_config);
+  EmbeddingExtractor graph(models::testing::make_test_embedding_model(), "test model",
+                           graph_config);
+  EXPECT_FALSE(host.pools_exact_in_graph()) << "the CPU pools on the host by default";
+  ASSERT_TRUE(graph.pools_exact_in_graph());
+  const auto expected = host.embed_chunks(waveforms, segmentation);
+  const auto pooled = graph.embed_chunks(waveforms, segmentation);
+  ASSERT_EQ(pooled.shape(), expected.shape());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < pooled.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(pooled(i) - expected(i))) /
+                                (1.0 + std::abs(static_cast<double>(expected(i)))));
+  }
+  ::testing::Test::RecordProperty("worst_relative_difference", std::to_string(worst));
+  EXPECT_LT(worst, 1e-4);
+  for (std::size_t d = 0; d < graph.dimension(); ++d) {
+    EXPECT_EQ(pooled(2, 0, d), graph.split().head.bias[d]) << "silent chunk: the bias";
+    EXPECT_EQ(pooled(3, 2, d), graph.empty_pair_embedding()[d]) << "nothing left to pool";
+  }
+}
+
 TEST(Embedding, RejectsInputsThatCannotBeEmbedded) {
   EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
                                EmbeddingConfig{});

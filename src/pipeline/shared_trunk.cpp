@@ -600,24 +600,12 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
         std::copy_n(chunk_active ? empty.data() : bias.data(), dimension, out);
         if (!chunk_active) continue;
         const std::size_t row = i * speakers + s;
-        float* weight_row = weights.data() + row * pass_grid + column;
-        const float* mask = chunk_masks + s * frames;
-        double weight_sum = 0.0;
-        double squared_weight_sum = 0.0;
-        std::size_t weighted = 0;
-        for (std::size_t t = 0; t < trunk_frames_per_chunk_; ++t) {
-          const float weight = mask[sources[t]];
-          weight_row[t] = weight;
-          weight_sum += weight;
-          squared_weight_sum += static_cast<double>(weight) * weight;
-          weighted += weight != 0.0f ? 1 : 0;
-        }
-        if (weighted == 0) continue;
-        // Rounded as pipeline/stats_pooling.cpp rounds them.
-        const float v1 = static_cast<float>(weight_sum) + 1e-8f;
-        const float v2 = static_cast<float>(squared_weight_sum);
-        inv_weight_sums(0, row, 0) = 1.0f / v1;
-        inv_denominators(0, row, 0) = weighted >= 2 ? 1.0f / (v1 - v2 / v1 + 1e-8f) : 0.0f;
+        const PairWeights pair = resample_pair_weights(
+            std::span<const float>(chunk_masks + s * frames, frames), sources,
+            std::span<float>(weights.data() + row * pass_grid + column, trunk_frames_per_chunk_));
+        if (pair.weighted_frames == 0) continue;
+        inv_weight_sums(0, row, 0) = pair.inv_weight_sum;
+        inv_denominators(0, row, 0) = pair.inv_variance_denominator;
         pooled[row] = 1;
         any_pooled = true;
       }

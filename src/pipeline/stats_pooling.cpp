@@ -33,6 +33,29 @@ std::vector<float> resample_nearest(std::span<const float> weights, std::size_t 
   return resampled;
 }
 
+PairWeights resample_pair_weights(std::span<const float> mask, std::span<const std::size_t> sources,
+                                  std::span<float> weights) {
+  if (weights.size() != sources.size()) {
+    fail("statistics pooling: {} weights for {} resampled frames", weights.size(), sources.size());
+  }
+  double weight_sum = 0.0;
+  double squared_weight_sum = 0.0;
+  PairWeights pair;
+  for (std::size_t t = 0; t < sources.size(); ++t) {
+    const float weight = mask[sources[t]];
+    weights[t] = weight;
+    weight_sum += weight;
+    squared_weight_sum += static_cast<double>(weight) * weight;
+    pair.weighted_frames += weight != 0.0f ? 1 : 0;
+  }
+  if (pair.weighted_frames == 0) return pair;
+  const float v1 = static_cast<float>(weight_sum) + 1e-8f;
+  const float v2 = static_cast<float>(squared_weight_sum);
+  pair.inv_weight_sum = 1.0f / v1;
+  pair.inv_variance_denominator = pair.weighted_frames >= 2 ? 1.0f / (v1 - v2 / v1 + 1e-8f) : 0.0f;
+  return pair;
+}
+
 void weighted_statistics(std::span<const float> frames, std::size_t features, std::size_t time,
                          std::span<const float> weights, double variance_epsilon,
                          std::span<float> stats) {

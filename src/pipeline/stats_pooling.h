@@ -27,4 +27,16 @@ void weighted_statistics(std::span<const float> frames, std::size_t features, st
                          std::span<const float> weights, double variance_epsilon,
                          std::span<float> stats);
 
+// One pair's weights for pooling inside the graph (models/pooled_trunk_graph.h): `mask`
+// resampled through `sources` (nearest_source_indices) into `weights`, and the two normalisers
+// rounded to float32 as weighted_statistics rounds them.
+struct PairWeights {
+  std::size_t weighted_frames = 0;        // frames of non-zero weight; 0: nothing to pool
+  float inv_weight_sum = 0.0f;            // 1 / (sum + 1e-8)
+  float inv_variance_denominator = 0.0f;  // 1 / (v1 - v2 / v1 + 1e-8); 0 below two frames,
+                                          // whose variance is exactly 0
+};
+PairWeights resample_pair_weights(std::span<const float> mask, std::span<const std::size_t> sources,
+                                  std::span<float> weights);
+
 }  // namespace parley::pipeline
