@@ -59,6 +59,12 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
       ->capture_default_str();
   command.add_option("--threads", engine.threads,
                      "CPU threads (default: all cores); output is the same for any value");
+  command
+      .add_option("--embedding-batch", engine.embedding_batch,
+                  "chunks per embedding call in exact mode (on a GPU 128 ran an hour in 16 s "
+                  "instead of 30 s, docs/benchmarks.md; larger batches hold more memory)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command.add_flag("--no-streaming", engine.no_streaming,
                    "segment the whole recording before embedding (same output; for timing the "
                    "overlap of the two stages)");
@@ -97,6 +103,7 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   config.streaming = !engine.no_streaming;
   config.embedding_mode = pipeline::parse_embedding_mode(engine.embedding_mode);
+  config.embedding_batch_size = engine.embedding_batch;
   apply_diarization_flags(flags, config);
   const ProviderSelection selection = provider_selection(engine.provider);
   config.routing = provider_routing(selection.choice, selection.force, selection.options,

@@ -54,6 +54,7 @@ struct EngineFlags {
   std::string embedding_mode =
       pipeline::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
   int threads = 0;  // 0: all cores
+  std::size_t embedding_batch = pipeline::DiarizationConfig{}.embedding_batch_size;
   bool no_streaming = false;
   std::string segmentation_model;
   std::string embedding_model;

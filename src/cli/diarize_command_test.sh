@@ -48,6 +48,12 @@ set +e
 set -e
 check '[ $status -ne 0 ] && grep -q "embedding-mode" "$work/err"' "recluster refuses --embedding-mode"
 check '"$parley" diarize --help | grep -q -- "--embedding-mode"' "diarize takes --embedding-mode"
+# --embedding-batch (exact mode's chunks per call): a positive number.
+set +e
+"$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" --embedding-batch 0 -q \
+  >/dev/null 2>"$work/err"; status=$?
+set -e
+check '[ $status -ne 0 ] && grep -q "embedding-batch" "$work/err"' "diarize refuses --embedding-batch 0"
 
 
 # Speaker-labelled transcripts: an SRT built from the people's turns, given directly or written by
