@@ -47,7 +47,10 @@ set +e
 "$parley" recluster "$work/saved" --models "$work/models" --embedding-mode exact -q >/dev/null 2>"$work/err"; status=$?
 set -e
 check '[ $status -ne 0 ] && grep -q "embedding-mode" "$work/err"' "recluster refuses --embedding-mode"
-check '"$parley" diarize --help | grep -q -- "--embedding-mode"' "diarize takes --embedding-mode"
+# (the help goes to a file first: `grep -q` stops reading early, and under pipefail the writer's
+# broken pipe would fail the check at random)
+"$parley" diarize --help >"$work/help.txt"
+check 'grep -q -- "--embedding-mode" "$work/help.txt"' "diarize takes --embedding-mode"
 # --embedding-batch (exact mode's chunks per call): a positive number.
 set +e
 "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" --embedding-batch 0 -q \
