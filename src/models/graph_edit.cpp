@@ -1,5 +1,6 @@
 #include "models/graph_edit.h"
 
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -23,6 +24,35 @@ std::string serialize_model(const onnx::ModelProto& model, const std::string& mo
     fail("{}: could not serialize the rewritten model", model_name);
   }
   return bytes;
+}
+
+ConstantTensors::ConstantTensors(const onnx::GraphProto& graph) {
+  for (const auto& node : graph.node()) {
+    if (node.op_type() != "Constant" || node.output_size() == 0) continue;
+    for (const auto& attribute : node.attribute()) {
+      if (attribute.name() == "value" && attribute.has_t())
+        tensors_[node.output(0)] = &attribute.t();
+    }
+  }
+  for (const auto& initializer : graph.initializer()) tensors_[initializer.name()] = &initializer;
+}
+
+const onnx::TensorProto* ConstantTensors::find(const std::string& name) const {
+  const auto found = tensors_.find(name);
+  return found == tensors_.end() ? nullptr : found->second;
+}
+
+std::optional<std::vector<std::int64_t>> ConstantTensors::ints(const std::string& name) const {
+  const onnx::TensorProto* tensor = find(name);
+  if (tensor == nullptr || tensor->data_type() != onnx::TensorProto::INT64) return std::nullopt;
+  std::vector<std::int64_t> values;
+  if (!tensor->raw_data().empty()) {
+    values.resize(tensor->raw_data().size() / sizeof(std::int64_t));
+    std::memcpy(values.data(), tensor->raw_data().data(), values.size() * sizeof(std::int64_t));
+  } else {
+    values.assign(tensor->int64_data().begin(), tensor->int64_data().end());
+  }
+  return values;
 }
 
 void collect_reads(const onnx::NodeProto& node, std::set<std::string>& reads) {

@@ -5,8 +5,11 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace parley::models {
 
@@ -27,6 +30,20 @@ const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, const st
 // An integer attribute, or `fallback` when the node does not set it.
 std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name,
                            std::int64_t fallback);
+
+// The graph's constant tensors by name: initializers and the outputs of Constant nodes (an
+// initializer wins a clash). Holds pointers into `graph`, which must outlive it.
+class ConstantTensors {
+ public:
+  explicit ConstantTensors(const onnx::GraphProto& graph);
+  const onnx::TensorProto* find(const std::string& name) const;
+  bool contains(const std::string& name) const { return find(name) != nullptr; }
+  // The values of an INT64 constant (raw or typed data); nullopt when `name` is not one.
+  std::optional<std::vector<std::int64_t>> ints(const std::string& name) const;
+
+ private:
+  std::map<std::string, const onnx::TensorProto*> tensors_;
+};
 
 struct PruneCount {
   int nodes = 0;

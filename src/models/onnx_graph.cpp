@@ -27,19 +27,9 @@ struct ConstantTensor {
 class GraphIndex {
  public:
   GraphIndex(const onnx::GraphProto& graph, const std::string& model_name)
-      : graph_(graph), model_name_(model_name) {
-    for (const auto& initializer : graph.initializer())
-      initializers_[initializer.name()] = &initializer;
+      : graph_(graph), model_name_(model_name), constants_(graph) {
     for (int i = 0; i < graph.node_size(); ++i) {
-      const auto& node = graph.node(i);
-      for (const auto& output : node.output()) producer_[output] = i;
-      if (node.op_type() == "Constant") {
-        for (const auto& attribute : node.attribute()) {
-          if (attribute.name() == "value" && attribute.has_t()) {
-            constant_nodes_[node.output(0)] = &attribute.t();
-          }
-        }
-      }
+      for (const auto& output : graph.node(i).output()) producer_[output] = i;
     }
   }
 
@@ -52,37 +42,16 @@ class GraphIndex {
     return found == producer_.end() ? -1 : found->second;
   }
 
-  bool is_constant(const std::string& tensor) const {
-    return initializers_.count(tensor) > 0 || constant_nodes_.count(tensor) > 0;
-  }
+  bool is_constant(const std::string& tensor) const { return constants_.contains(tensor); }
 
   std::optional<ConstantTensor> constant(const std::string& tensor) const {
-    const onnx::TensorProto* proto = nullptr;
-    if (auto found = initializers_.find(tensor); found != initializers_.end()) {
-      proto = found->second;
-    } else if (auto node = constant_nodes_.find(tensor); node != constant_nodes_.end()) {
-      proto = node->second;
-    }
+    const onnx::TensorProto* proto = constants_.find(tensor);
     if (proto == nullptr) return std::nullopt;
     return to_floats(*proto, tensor);
   }
 
   std::optional<std::vector<std::int64_t>> constant_ints(const std::string& tensor) const {
-    const onnx::TensorProto* proto = nullptr;
-    if (auto found = initializers_.find(tensor); found != initializers_.end()) {
-      proto = found->second;
-    } else if (auto node = constant_nodes_.find(tensor); node != constant_nodes_.end()) {
-      proto = node->second;
-    }
-    if (proto == nullptr || proto->data_type() != onnx::TensorProto::INT64) return std::nullopt;
-    std::vector<std::int64_t> values;
-    if (!proto->raw_data().empty()) {
-      values.resize(proto->raw_data().size() / sizeof(std::int64_t));
-      std::memcpy(values.data(), proto->raw_data().data(), values.size() * sizeof(std::int64_t));
-    } else {
-      values.assign(proto->int64_data().begin(), proto->int64_data().end());
-    }
-    return values;
+    return constants_.ints(tensor);
   }
 
   // Non-constant tensors that `tensor` is computed from, itself included.
@@ -155,8 +124,7 @@ class GraphIndex {
 
   const onnx::GraphProto& graph_;
   const std::string& model_name_;
-  std::map<std::string, const onnx::TensorProto*> initializers_;
-  std::map<std::string, const onnx::TensorProto*> constant_nodes_;
+  ConstantTensors constants_;
   std::map<std::string, int> producer_;
 };
 

@@ -4,7 +4,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,37 +47,6 @@ const std::set<std::string> kGlobal = {"GlobalAveragePool",
                                        "MultiHeadAttention",
                                        "LayerNormalization"};
 
-class ConstantInts {
- public:
-  explicit ConstantInts(const onnx::GraphProto& graph) {
-    for (const auto& tensor : graph.initializer()) tensors_[tensor.name()] = &tensor;
-    for (const auto& node : graph.node()) {
-      if (node.op_type() != "Constant") continue;
-      for (const auto& attribute : node.attribute()) {
-        if (attribute.name() == "value" && attribute.has_t())
-          tensors_[node.output(0)] = &attribute.t();
-      }
-    }
-  }
-
-  std::optional<std::vector<std::int64_t>> get(const std::string& name) const {
-    const auto found = tensors_.find(name);
-    if (found == tensors_.end() || found->second->data_type() != onnx::TensorProto::INT64) {
-      return std::nullopt;
-    }
-    const onnx::TensorProto& tensor = *found->second;
-    std::vector<std::int64_t> values(tensor.int64_data().begin(), tensor.int64_data().end());
-    if (!tensor.raw_data().empty()) {
-      values.resize(tensor.raw_data().size() / sizeof(std::int64_t));
-      std::memcpy(values.data(), tensor.raw_data().data(), values.size() * sizeof(std::int64_t));
-    }
-    return values;
-  }
-
- private:
-  std::map<std::string, const onnx::TensorProto*> tensors_;
-};
-
 std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name) {
   const onnx::AttributeProto* attribute = find_attribute(node, name);
   if (attribute == nullptr) return {};
@@ -87,9 +55,9 @@ std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std:
 
 // Axes of Unsqueeze/Squeeze: an attribute before opset 13, the second input since.
 std::optional<std::vector<std::int64_t>> axes_of(const onnx::NodeProto& node,
-                                                 const ConstantInts& constants) {
+                                                 const ConstantTensors& constants) {
   if (find_attribute(node, "axes") != nullptr) return ints_attribute(node, "axes");
-  if (node.input_size() >= 2) return constants.get(node.input(1));
+  if (node.input_size() >= 2) return constants.ints(node.input(1));
   return std::nullopt;
 }
 
@@ -123,7 +91,7 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
                                         std::int64_t input_time_axis, const std::string& output) {
   const onnx::ModelProto model = parse_model(model_bytes, model_name);
   const onnx::GraphProto& graph = model.graph();
-  const ConstantInts constants(graph);
+  const ConstantTensors constants(graph);
   std::map<std::string, Tracked> tracked;
   for (const auto& declared : graph.input()) {
     if (declared.name() != input) continue;
@@ -218,10 +186,9 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
       if (spatial < 0) return stopped(Kind::kUnknown, node, "runs along batch or channels");
       std::vector<std::int64_t> kernel = ints_attribute(node, "kernel_shape");
       if (kernel.empty() && op == "Conv" && node.input_size() >= 2) {
-        for (const auto& weight : graph.initializer()) {
-          if (weight.name() == node.input(1) && weight.dims_size() > 2) {
-            kernel.assign(weight.dims().begin() + 2, weight.dims().end());
-          }
+        const onnx::TensorProto* weight = constants.find(node.input(1));
+        if (weight != nullptr && weight->dims_size() > 2) {
+          kernel.assign(weight->dims().begin() + 2, weight->dims().end());
         }
       }
       const std::size_t dims = static_cast<std::size_t>(first.rank - 2);
