@@ -25,10 +25,7 @@ void add_provider_options(CLI::App& command, ProviderArguments& arguments) {
 ProviderSelection provider_selection(const ProviderArguments& arguments) {
   ProviderSelection selection;
   selection.choice = runtime::ProviderChoice::parse(arguments.provider);
-  for (const auto& text : arguments.provider_options) {
-    auto [key, value] = runtime::parse_provider_option(text);
-    selection.options[key] = value;
-  }
+  selection.options = runtime::parse_provider_options(arguments.provider_options);
   if (arguments.force_gpu && arguments.force_cpu) {
     fail("--force-gpu and --force-cpu contradict each other; pass one of them");
   }

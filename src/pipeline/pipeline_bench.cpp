@@ -86,14 +86,9 @@ int main(int argc, char** argv) {
     config.shared_trunk.exact_alignment = shared_alignment == "exact";
     config.shared_trunk.mean = parley::pipeline::parse_shared_trunk_mean(shared_mean);
     config.shared_trunk.pooling = parley::pipeline::parse_shared_trunk_pooling(shared_pooling);
-    for (const auto& text : embedding_options) {
-      const auto [key, value] = parley::runtime::parse_provider_option(text);
-      config.embedding_provider_options.insert_or_assign(key, value);
-    }
-    for (const auto& text : segmentation_options) {
-      const auto [key, value] = parley::runtime::parse_provider_option(text);
-      config.segmentation_provider_options.insert_or_assign(key, value);
-    }
+    config.embedding_provider_options = parley::runtime::parse_provider_options(embedding_options);
+    config.segmentation_provider_options =
+        parley::runtime::parse_provider_options(segmentation_options);
     config.embedding_provider = parley::runtime::parse_provider(provider);
     config.segmentation_provider = parley::runtime::parse_provider(segmentation_provider);
     const std::vector<float> once = parley::pipeline::read_wav_16k_mono(audio_path);

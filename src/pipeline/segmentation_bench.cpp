@@ -82,10 +82,7 @@ int main(int argc, char** argv) {
     }
     parley::pipeline::SegmentationConfig config;
     config.provider = parley::runtime::parse_provider(provider);
-    for (const auto& text : provider_options) {
-      auto [key, value] = parley::runtime::parse_provider_option(text);
-      config.provider_options[key] = value;
-    }
+    config.provider_options = parley::runtime::parse_provider_options(provider_options);
     config.threads = threads;
     config.batch_size = batch;
     config.intra_op_threads = intra_op_threads;

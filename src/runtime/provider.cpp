@@ -287,6 +287,15 @@ std::pair<std::string, std::string> parse_provider_option(std::string_view text)
   return {std::move(key), std::move(value)};
 }
 
+ProviderOptions parse_provider_options(const std::vector<std::string>& texts) {
+  ProviderOptions options;
+  for (const auto& text : texts) {
+    auto [key, value] = parse_provider_option(text);
+    options.insert_or_assign(std::move(key), std::move(value));
+  }
+  return options;
+}
+
 ProviderOptions effective_options(ProviderId id, const ProviderOptions& user_options) {
   ProviderOptions options = traits(id).default_options;
   for (const auto& [key, value] : user_options) options[key] = value;

@@ -88,6 +88,8 @@ std::vector<ProviderId> auto_candidates();
 
 // "key=value" -> (key, value); throws naming the flag when malformed.
 std::pair<std::string, std::string> parse_provider_option(std::string_view text);
+// Every "key=value" of a repeated --provider-option; a later key replaces an earlier one.
+ProviderOptions parse_provider_options(const std::vector<std::string>& texts);
 // Defaults of the provider, overridden by the user's options; keys are passed to ONNX Runtime
 // unchanged.
 ProviderOptions effective_options(ProviderId id, const ProviderOptions& user_options);

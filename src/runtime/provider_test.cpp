@@ -93,6 +93,13 @@ TEST(Provider, OptionsMergeOverDefaults) {
             "kNextPowerOfTwo");
 }
 
+TEST(Provider, RepeatedProviderOptionsLaterKeyWins) {
+  EXPECT_EQ(parse_provider_options({"device_id=1", "use_tf32 = 0", "device_id=2"}),
+            (ProviderOptions{{"device_id", "2"}, {"use_tf32", "0"}}));
+  EXPECT_TRUE(parse_provider_options({}).empty());
+  EXPECT_THROW(parse_provider_options({"device_id=1", "broken"}), Error);
+}
+
 TEST(Provider, ProviderOptionParsing) {
   EXPECT_EQ(parse_provider_option("device_id=1"),
             std::make_pair(std::string("device_id"), std::string("1")));
