@@ -19,6 +19,21 @@
 #include "runtime/provider_discovery.h"
 
 namespace parley::pipeline {
+namespace {
+
+// The rows `indices` (axis 0) of `array`, in that order.
+NdArray<float> rows_of(const NdArray<float>& array, std::span<const std::size_t> indices) {
+  std::vector<std::size_t> shape = array.shape();
+  const std::size_t row = array.size() / std::max<std::size_t>(shape.at(0), 1);
+  shape[0] = indices.size();
+  NdArray<float> rows(shape);
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    std::memcpy(rows.data() + i * row, array.data() + indices[i] * row, row * sizeof(float));
+  }
+  return rows;
+}
+
+}  // namespace
 
 void EmbeddingConfig::validate() const {
   if (batch_size < 1) fail("embedding config: batch_size must be at least 1 (got 0)");
@@ -348,15 +363,10 @@ NdArray<float> EmbeddingExtractor::embed_chunks(const NdArray<float>& chunk_wave
   }
   if (pools_exact_in_graph()) return embed_chunks_pooled(chunk_waveforms, binarized_segmentations);
   const std::size_t samples = chunk_waveforms.dim(1);
-  return embed_chunks_with(
-      binarized_segmentations, samples, [&](std::span<const std::size_t> chunks) {
-        NdArray<float> waveforms({chunks.size(), samples});
-        for (std::size_t i = 0; i < chunks.size(); ++i) {
-          std::memcpy(waveforms.data() + i * samples, chunk_waveforms.data() + chunks[i] * samples,
-                      samples * sizeof(float));
-        }
-        return trunk_frames(waveforms);
-      });
+  return embed_chunks_with(binarized_segmentations, samples,
+                           [&](std::span<const std::size_t> chunks) {
+                             return trunk_frames(rows_of(chunk_waveforms, chunks));
+                           });
 }
 
 NdArray<float> EmbeddingExtractor::embed_chunks_with(const NdArray<float>& binarized_segmentations,
@@ -391,12 +401,7 @@ NdArray<float> EmbeddingExtractor::embed_chunks_pooled(const NdArray<float>& chu
       segmentations, samples,
       [&](std::span<const std::size_t> chunks, const NdArray<float>& masks) {
         const std::size_t count = chunks.size();
-        NdArray<float> waveforms({count, samples});
-        for (std::size_t i = 0; i < count; ++i) {
-          std::memcpy(waveforms.data() + i * samples, chunk_waveforms.data() + chunks[i] * samples,
-                      samples * sizeof(float));
-        }
-        const NdArray<float> feats = features(waveforms);
+        const NdArray<float> feats = features(rows_of(chunk_waveforms, chunks));
         // The trunk keeps one frame in `stride` of its "same"-padded input.
         const std::size_t time = (feats.dim(1) + stride - 1) / stride;
         const std::vector<std::size_t> sources = nearest_source_indices(frames, time);
@@ -463,13 +468,7 @@ NdArray<float> EmbeddingExtractor::embed_active_chunks(
   for (std::size_t first = 0; first < active_chunks.size(); first += config_.batch_size) {
     const std::size_t count = std::min(config_.batch_size, active_chunks.size() - first);
     const std::span<const std::size_t> batch_chunks(active_chunks.data() + first, count);
-    NdArray<float> weights({count, speakers, frames});
-    for (std::size_t i = 0; i < count; ++i) {
-      std::memcpy(weights.data() + i * speakers * frames,
-                  masks.data() + batch_chunks[i] * speakers * frames,
-                  speakers * frames * sizeof(float));
-    }
-    const NdArray<float> batch_embeddings = embed_batch(batch_chunks, weights);
+    const NdArray<float> batch_embeddings = embed_batch(batch_chunks, rows_of(masks, batch_chunks));
     for (std::size_t i = 0; i < count; ++i) {
       std::memcpy(embeddings.data() + batch_chunks[i] * speakers * dimension,
                   batch_embeddings.data() + i * speakers * dimension,
