@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "models/model_locator.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/intermediates_io.h"
 
 namespace parley::cli {
 namespace {

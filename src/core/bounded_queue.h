@@ -1,9 +1,9 @@
 #pragma once
-// A first-in first-out hand-over between one producer thread and one consumer thread that holds
-// at most `capacity` items, so a fast producer waits for a slow consumer instead of running
-// ahead without bound. Either side can end the exchange: the producer closes it (normally, or
-// with the exception that stopped it, which the consumer then receives), the consumer cancels
-// it (the producer's next push returns false and it should stop).
+// A first-in first-out hand-over between producer threads and consumer threads that holds at
+// most `capacity` items, so a fast producer waits for a slow consumer instead of running ahead
+// without bound. Either side can end the exchange: the producers close it once (normally, or
+// with the exception that stopped them, which the consumers then receive), a consumer cancels
+// it (every producer's next push returns false and it should stop).
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -60,6 +60,17 @@ class BoundedQueue {
       if (error_) std::rethrow_exception(error_);
       return std::nullopt;
     }
+    T item = std::move(items_.front());
+    items_.pop_front();
+    room_.notify_one();
+    return item;
+  }
+
+  // The next item if one is waiting now, else nullopt (also once closed and drained: call pop()
+  // to tell the two apart).
+  std::optional<T> try_pop() {
+    std::lock_guard lock(mutex_);
+    if (items_.empty()) return std::nullopt;
     T item = std::move(items_.front());
     items_.pop_front();
     room_.notify_one();

@@ -6,18 +6,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "core/bounded_queue.h"
 #include "core/error.h"
-#include "core/npz.h"
 #include "core/stage_timer.h"
 #include "pipeline/embedding.h"
+#include "pipeline/intermediates_io.h"
 #include "pipeline/postprocess.h"
 #include "pipeline/powerset.h"
 #include "pipeline/segmentation.h"
@@ -29,13 +26,6 @@ namespace {
 constexpr int kSampleRate = 16000;
 constexpr double kChunkSeconds = 10.0;
 
-double scalar(const NpzArchive& archive, const std::string& key,
-              const std::filesystem::path& source) {
-  const auto values = npz_get(archive, key, source).as<double>();
-  if (values.size() != 1) fail("{}: '{}' should hold one number", source.string(), key);
-  return values(0);
-}
-
 // Copies chunks [first, first + count) of `array` [chunks, ...] into a new array.
 NdArray<float> slice_chunks(const NdArray<float>& array, std::size_t first, std::size_t count) {
   std::vector<std::size_t> shape = array.shape();
@@ -44,29 +34,6 @@ NdArray<float> slice_chunks(const NdArray<float>& array, std::size_t first, std:
   NdArray<float> slice(shape);
   std::memcpy(slice.data(), array.data() + first * per_chunk, count * per_chunk * sizeof(float));
   return slice;
-}
-
-void write_reconstruction(const std::filesystem::path& directory, const FrameDiarization& frames,
-                          const SlidingWindow& chunks, double min_duration_off) {
-  NpzArchive archive;
-  const auto& count = frames.count.data;
-  std::vector<std::uint8_t> count_values(count.size());
-  for (std::size_t i = 0; i < count.size(); ++i) {
-    count_values[i] = static_cast<std::uint8_t>(count(i));
-  }
-  archive["count"] = NpyArray::from<std::uint8_t>({count.size(), 1}, count_values);
-  archive["discrete_diarization"] = NpyArray::from(frames.discrete.data);
-  auto put = [&archive](const std::string& key, double value) {
-    archive[key] = NpyArray::from<double>({}, std::span<const double>(&value, 1));
-  };
-  put("chunk_start", chunks.start());
-  put("chunk_duration", chunks.duration());
-  put("chunk_step", chunks.step());
-  put("frame_start", frames.count.window.start());
-  put("frame_duration", frames.count.window.duration());
-  put("frame_step", frames.count.window.step());
-  put("min_duration_off", min_duration_off);
-  write_npz(directory / "reconstruction.npz", archive);
 }
 
 // The zero-padded last chunk can stretch a final turn up to a chunk step past the end of the
@@ -160,27 +127,60 @@ Diarizer::~Diarizer() = default;
 DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::string& uri,
                                     Progress& progress,
                                     const std::optional<std::filesystem::path>& save_directory) {
-  StageTimes times;
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(samples.size()), kSampleRate,
-                                     kChunkSeconds, config_.step_seconds);
-  DiarizationIntermediates intermediates;
-  intermediates.duration_seconds = static_cast<double>(samples.size()) / kSampleRate;
-  intermediates.chunks = plan.chunks();
-  segment_and_embed(samples, plan, intermediates, times, progress);
+  std::vector<StageTimes> times(1);
+  const std::span<const float> recordings[] = {samples};
+  const std::vector<DiarizationIntermediates> intermediates =
+      segment_and_embed(recordings, times, progress);
+  if (save_directory) write_model_intermediates(*save_directory, intermediates.front());
+  DiarizationResult result = diarize_from_embeddings(intermediates.front(), config_,
+                                                     models_->plda ? &*models_->plda : nullptr, uri,
+                                                     times.front(), save_directory);
+  result.stage_times = times.front();
+  return result;
+}
 
-  if (save_directory) write_model_intermediates(*save_directory, intermediates);
-  DiarizationResult result =
-      diarize_from_embeddings(intermediates, config_, models_->plda ? &*models_->plda : nullptr,
-                              uri, times, save_directory);
+DiarizationResult Diarizer::cluster(const DiarizationIntermediates& intermediates,
+                                    const std::string& uri, StageTimes& times) const {
+  DiarizationResult result = diarize_from_embeddings(
+      intermediates, config_, models_->plda ? &*models_->plda : nullptr, uri, times);
   result.stage_times = times;
   return result;
 }
 
-void Diarizer::segment_and_embed(std::span<const float> samples, const ChunkPlan& plan,
-                                 DiarizationIntermediates& intermediates, StageTimes& times,
-                                 Progress& progress) {
+// One recording of a segment_and_embed call: where its chunks sit in the stream of all chunks.
+struct Diarizer::RecordingWork {
+  std::span<const float> samples;
+  ChunkPlan plan;
+  std::size_t first_chunk = 0;  // in the stream of every recording's chunks
+  std::size_t chunk_count = 0;
+  std::size_t embedded = 0;  // chunks of this recording embedded so far
+};
+
+std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
+    std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
+    Progress& progress) {
   using Clock = std::chrono::steady_clock;
-  const auto chunk_count = static_cast<std::size_t>(plan.num_chunks());
+  times.resize(recordings.size());
+  std::vector<DiarizationIntermediates> intermediates(recordings.size());
+  std::vector<RecordingWork> work(recordings.size());
+  std::size_t chunk_count = 0;
+  for (std::size_t r = 0; r < recordings.size(); ++r) {
+    work[r].samples = recordings[r];
+    work[r].plan = plan_chunks(static_cast<std::int64_t>(recordings[r].size()), kSampleRate,
+                               kChunkSeconds, config_.step_seconds);
+    work[r].first_chunk = chunk_count;
+    work[r].chunk_count = static_cast<std::size_t>(work[r].plan.num_chunks());
+    chunk_count += work[r].chunk_count;
+    intermediates[r].duration_seconds = static_cast<double>(recordings[r].size()) / kSampleRate;
+    intermediates[r].chunks = work[r].plan.chunks();
+  }
+  // The recording that chunk `chunk` of the stream belongs to.
+  const auto recording_of = [&work](std::size_t chunk) {
+    const auto after = std::upper_bound(
+        work.begin(), work.end(), chunk,
+        [](std::size_t value, const RecordingWork& w) { return value < w.first_chunk; });
+    return static_cast<std::size_t>(std::distance(work.begin(), after) - 1);
+  };
   // Chunks per embedding call: pooled in the graph, a whole pass of the shared trunk.
   const std::size_t embedding_batch = embeds_in_graph_passes()
                                           ? config_.shared_trunk.chunks_per_pass
@@ -191,7 +191,7 @@ void Diarizer::segment_and_embed(std::span<const float> samples, const ChunkPlan
   // Segmentation batches travel to the embedding loop through this queue. Streaming, they are
   // embedded while later chunks are still being segmented (on a GPU the embeddings run while
   // the CPU segments); otherwise segmentation finishes first. Embedding always goes in the same
-  // `embedding_batch` chunk ranges, so both orders give identical results.
+  // `embedding_batch` chunk ranges of each recording, so both orders give identical results.
   struct SegmentedBatch {
     std::size_t first_chunk = 0;
     NdArray<float> log_probabilities;
@@ -200,22 +200,27 @@ void Diarizer::segment_and_embed(std::span<const float> samples, const ChunkPlan
       config_.streaming ? std::max<std::size_t>(2 * embedding_batch, 1) : chunk_count + 1;
   BoundedQueue<SegmentedBatch> queue(capacity);
 
-  const auto segmentation_start = Clock::now();
+  double segmentation_seconds = 0.0;
   auto segment = [&] {
     try {
-      models_->segmentation->run(
-          chunk_count,
-          [&](std::size_t chunk, std::span<float> out) {
-            copy_chunk(samples, plan, static_cast<std::int64_t>(chunk), out);
-          },
-          config_.streaming ? SegmentationModel::ProgressCallback{}
-                            : [&](std::size_t done) { progress.update(done); },
-          [&](std::size_t first_chunk, const NdArray<float>& log_probabilities) {
-            if (!queue.push({first_chunk, log_probabilities})) {
-              throw std::runtime_error("embedding stopped");
-            }
-          });
-      times.add("segmentation", seconds_since(segmentation_start));
+      const auto segmentation_start = Clock::now();
+      if (chunk_count > 0) {
+        models_->segmentation->run(
+            chunk_count,
+            [&](std::size_t chunk, std::span<float> out) {
+              const RecordingWork& recording = work[recording_of(chunk)];
+              copy_chunk(recording.samples, recording.plan,
+                         static_cast<std::int64_t>(chunk - recording.first_chunk), out);
+            },
+            config_.streaming ? SegmentationModel::ProgressCallback{}
+                              : [&](std::size_t done) { progress.update(done); },
+            [&](std::size_t first_chunk, const NdArray<float>& log_probabilities) {
+              if (!queue.push({first_chunk, log_probabilities})) {
+                throw std::runtime_error("embedding stopped");
+              }
+            });
+      }
+      segmentation_seconds = seconds_since(segmentation_start);
       queue.close();
     } catch (...) {
       queue.close(std::current_exception());
@@ -238,41 +243,73 @@ void Diarizer::segment_and_embed(std::span<const float> samples, const ChunkPlan
     ~CancelOnExit() { queue.cancel(); }
   } cancel_on_exit{queue};
 
-  double embedding_seconds = 0.0;
-  std::size_t segmented = 0;
-  std::size_t embedded = 0;
+  std::size_t segmented = 0;       // chunks of the stream segmented so far
+  std::size_t embedded_total = 0;  // for progress
+  std::size_t current = 0;         // the recording being embedded
   for (;;) {
     std::optional<SegmentedBatch> batch = queue.pop();
     if (batch) {
-      NdArray<float> multilabel = powerset.to_multilabel(batch->log_probabilities);
-      if (intermediates.segmentations.empty()) {
-        intermediates.segmentations =
-            NdArray<float>({chunk_count, multilabel.dim(1), multilabel.dim(2)});
-        intermediates.embeddings = NdArray<float>({chunk_count, multilabel.dim(2), dimension});
+      const NdArray<float> multilabel = powerset.to_multilabel(batch->log_probabilities);
+      const std::size_t frames = multilabel.dim(1);
+      const std::size_t speakers = multilabel.dim(2);
+      const std::size_t per_chunk = frames * speakers;
+      for (std::size_t row = 0; row < multilabel.dim(0); ++row) {
+        const std::size_t chunk = batch->first_chunk + row;
+        const std::size_t r = recording_of(chunk);
+        DiarizationIntermediates& target = intermediates[r];
+        if (target.segmentations.empty()) {
+          target.segmentations = NdArray<float>({work[r].chunk_count, frames, speakers});
+          target.embeddings = NdArray<float>({work[r].chunk_count, speakers, dimension});
+        }
+        std::copy_n(multilabel.data() + row * per_chunk, per_chunk,
+                    target.segmentations.data() + (chunk - work[r].first_chunk) * per_chunk);
       }
-      std::copy(multilabel.values().begin(), multilabel.values().end(),
-                intermediates.segmentations.data() +
-                    batch->first_chunk * multilabel.size() / multilabel.dim(0));
       segmented = batch->first_chunk + multilabel.dim(0);
     }
-    while (segmented - embedded >= embedding_batch || (!batch && embedded < segmented)) {
-      const std::size_t count = std::min(embedding_batch, segmented - embedded);
+    // Embed whole ranges of the current recording as they become available, its last (short)
+    // range only once all its chunks are segmented, then move on to the next recording.
+    while (current < work.size()) {
+      RecordingWork& recording = work[current];
+      const std::size_t available =
+          std::min(segmented - std::min(segmented, recording.first_chunk), recording.chunk_count);
+      const std::size_t waiting = available - recording.embedded;
+      const bool complete = available == recording.chunk_count;
+      if (waiting == 0 && complete) {
+        ++current;
+        continue;
+      }
+      if (waiting < embedding_batch && !(complete && waiting > 0)) break;
+      const std::size_t count = std::min(embedding_batch, waiting);
+      DiarizationIntermediates& target = intermediates[current];
       const auto embedding_start = Clock::now();
-      const NdArray<float> embedded_range = embed_chunk_range(
-          samples, plan, embedded, slice_chunks(intermediates.segmentations, embedded, count));
+      const NdArray<float> embedded_range =
+          embed_chunk_range(recording.samples, recording.plan, recording.embedded,
+                            slice_chunks(target.segmentations, recording.embedded, count));
       std::copy(embedded_range.values().begin(), embedded_range.values().end(),
-                intermediates.embeddings.data() + embedded * embedded_range.size() / count);
-      embedding_seconds += seconds_since(embedding_start);
-      embedded += count;
-      progress.update(embedded);
+                target.embeddings.data() + recording.embedded * embedded_range.size() / count);
+      times[current].add("embedding", seconds_since(embedding_start));
+      recording.embedded += count;
+      embedded_total += count;
+      progress.update(embedded_total);
     }
     if (!batch) break;
   }
   progress.end();
   if (segmentation_thread.joinable()) segmentation_thread.join();
-  // With streaming the two overlap: each is its own working time, and their sum can exceed
-  // the wall time of both together.
-  times.add("embedding", embedding_seconds);
+  // Segmentation ran over every recording at once: each gets its share by chunks. With
+  // streaming the stages overlap: each is its own working time, and their sum can exceed the
+  // wall time of both together.
+  for (std::size_t r = 0; r < work.size(); ++r) {
+    const double share = chunk_count > 0 ? static_cast<double>(work[r].chunk_count) /
+                                               static_cast<double>(chunk_count)
+                                         : 0.0;
+    StageTimes ordered;
+    ordered.add("segmentation", segmentation_seconds * share);
+    for (const auto& [stage, seconds] : times[r].entries()) ordered.add(stage, seconds);
+    ordered.add("embedding", 0.0);
+    times[r] = ordered;
+  }
+  return intermediates;
 }
 
 bool Diarizer::embeds_in_graph_passes() const {
@@ -375,82 +412,6 @@ DiarizationResult diarize_from_embeddings(
     write_reconstruction(*save_directory, frames, intermediates.chunks, config.min_duration_off);
   }
   return result;
-}
-
-void write_model_intermediates(const std::filesystem::path& directory,
-                               const DiarizationIntermediates& intermediates) {
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  if (ec) fail("{}: cannot create folder for intermediates: {}", directory.string(), ec.message());
-  NpzArchive segmentations;
-  segmentations["segmentations"] = NpyArray::from(intermediates.segmentations);
-  write_npz(directory / "segmentations.npz", segmentations);
-  NpzArchive embeddings;
-  embeddings["embeddings"] = NpyArray::from(intermediates.embeddings);
-  write_npz(directory / "raw_embeddings.npz", embeddings);
-  nlohmann::json recording = {
-      {"duration_seconds", intermediates.duration_seconds},
-      {"chunk_start", intermediates.chunks.start()},
-      {"chunk_duration", intermediates.chunks.duration()},
-      {"chunk_step", intermediates.chunks.step()},
-  };
-  std::ofstream(directory / "recording.json") << recording.dump(2) << "\n";
-}
-
-DiarizationIntermediates read_model_intermediates(const std::filesystem::path& directory) {
-  if (!std::filesystem::is_directory(directory)) {
-    fail("{}: no such folder (expected the output of `parley diarize --save-intermediates`)",
-         directory.string());
-  }
-  DiarizationIntermediates intermediates;
-  const auto segmentations_path = directory / "segmentations.npz";
-  const auto embeddings_path = directory / "raw_embeddings.npz";
-  for (const auto& path : {segmentations_path, embeddings_path}) {
-    if (!std::filesystem::exists(path)) {
-      fail("{}: missing; recluster needs segmentations.npz and raw_embeddings.npz", path.string());
-    }
-  }
-  intermediates.segmentations =
-      npz_get(read_npz(segmentations_path), "segmentations", segmentations_path).as<float>();
-  intermediates.embeddings =
-      npz_get(read_npz(embeddings_path), "embeddings", embeddings_path).as<float>();
-  if (intermediates.segmentations.rank() != 3 || intermediates.embeddings.rank() != 3 ||
-      intermediates.segmentations.dim(0) != intermediates.embeddings.dim(0) ||
-      intermediates.segmentations.dim(2) != intermediates.embeddings.dim(1)) {
-    fail(
-        "{}: segmentations [chunks, frames, speakers] and embeddings [chunks, speakers, dim] "
-        "do not match",
-        directory.string());
-  }
-  const std::size_t chunk_count = intermediates.segmentations.dim(0);
-
-  const auto recording_path = directory / "recording.json";
-  const auto reconstruction_path = directory / "reconstruction.npz";
-  if (std::filesystem::exists(recording_path)) {
-    nlohmann::json recording;
-    try {
-      std::ifstream(recording_path) >> recording;
-      intermediates.duration_seconds = recording.at("duration_seconds").get<double>();
-      intermediates.chunks = SlidingWindow(recording.at("chunk_start").get<double>(),
-                                           recording.at("chunk_duration").get<double>(),
-                                           recording.at("chunk_step").get<double>());
-    } catch (const nlohmann::json::exception& error) {
-      fail("{}: unreadable ({})", recording_path.string(), error.what());
-    }
-  } else if (std::filesystem::exists(reconstruction_path)) {
-    // A pyannote goldens folder: the chunk window is in reconstruction.npz, and the recording
-    // lasts at most until the end of the last chunk.
-    const auto archive = read_npz(reconstruction_path);
-    intermediates.chunks = SlidingWindow(scalar(archive, "chunk_start", reconstruction_path),
-                                         scalar(archive, "chunk_duration", reconstruction_path),
-                                         scalar(archive, "chunk_step", reconstruction_path));
-    intermediates.duration_seconds =
-        intermediates.chunks[static_cast<std::int64_t>(chunk_count) - 1].end;
-  } else {
-    fail("{}: neither recording.json nor reconstruction.npz says how the chunks were cut",
-         directory.string());
-  }
-  return intermediates;
 }
 
 }  // namespace parley::pipeline

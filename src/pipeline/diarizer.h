@@ -1,8 +1,8 @@
 #pragma once
 // The whole community-1 pipeline in order: chunking, segmentation, powerset decoding, speaker
 // counting, embeddings, clustering, reconstruction, turns. Each stage lives in its own file;
-// this one only sequences them, times them, reports progress and keeps what --save-intermediates
-// writes, so that `parley recluster` can rerun everything after the embeddings.
+// this one only sequences them, times them and reports progress. What a save directory keeps
+// (for `parley recluster`) is written by pipeline/intermediates_io.h.
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -103,22 +103,37 @@ class Diarizer {
   const DiarizationConfig& config() const { return config_; }
 
   // Diarizes 16 kHz mono samples. When `save_directory` is set, every stage's arrays are
-  // written there (see write_intermediates).
+  // written there (pipeline/intermediates_io.h).
   DiarizationResult diarize(std::span<const float> samples, const std::string& uri,
                             Progress& progress,
                             const std::optional<std::filesystem::path>& save_directory = {});
 
+  // The model stage of several recordings (16 kHz mono each) in one stream of model calls:
+  // segmentation batches run across recordings, so short recordings fill a batch together;
+  // embeddings go recording by recording in the same chunk ranges as for one recording alone.
+  // Each recording's intermediates equal those of diarizing it alone whenever segmentation
+  // runs one chunk per call (the CPU default); with larger batches a chunk's row in a batch can
+  // change ONNX Runtime's kernels in the last bits. `times[i]` receives recording i's share of
+  // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
+  std::vector<DiarizationIntermediates> segment_and_embed(
+      std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
+      Progress& progress);
+
+  // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
+  // Reads the models only, so several threads may call it at once, also while
+  // segment_and_embed runs on another.
+  DiarizationResult cluster(const DiarizationIntermediates& intermediates, const std::string& uri,
+                            StageTimes& times) const;
+
  private:
   struct Models;
-  // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) from their
-  // binarized segmentations [count, frames, speakers]. Called with ascending, contiguous ranges
-  // during one diarize() call, never concurrently.
-  // Segmentation (multilabel) and raw embeddings of every chunk into `intermediates`.
-  void segment_and_embed(std::span<const float> samples, const ChunkPlan& plan,
-                         DiarizationIntermediates& intermediates, StageTimes& times,
-                         Progress& progress);
+  struct RecordingWork;
   // Shared mode pooling inside the graph: embedding ranges are whole passes.
   bool embeds_in_graph_passes() const;
+  // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) of one
+  // recording from their binarized segmentations [count, frames, speakers]. Called with
+  // ascending, contiguous ranges per recording, one recording after the other, never
+  // concurrently.
   NdArray<float> embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
                                    std::size_t first_chunk,
                                    const NdArray<float>& range_segmentations);
@@ -134,13 +149,5 @@ DiarizationResult diarize_from_embeddings(
     const DiarizationIntermediates& intermediates, const DiarizationConfig& config,
     const cluster::Plda* plda, const std::string& uri, StageTimes& times,
     const std::optional<std::filesystem::path>& save_directory = {});
-
-// Writes segmentations.npz and raw_embeddings.npz (pyannote community-1 goldens' layout) and
-// recording.json (duration and chunk window) into `directory`, creating it.
-void write_model_intermediates(const std::filesystem::path& directory,
-                               const DiarizationIntermediates& intermediates);
-// Reads what write_model_intermediates wrote (or a goldens folder with the same files; the
-// duration then comes from reconstruction.npz's frame count).
-DiarizationIntermediates read_model_intermediates(const std::filesystem::path& directory);
 
 }  // namespace parley::pipeline

@@ -1,4 +1,5 @@
 #include "pipeline/diarizer.h"
+#include "pipeline/intermediates_io.h"
 
 #include <gtest/gtest.h>
 

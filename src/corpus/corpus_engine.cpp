@@ -1,0 +1,282 @@
+#include "corpus/corpus_engine.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "audio/mono_resampled_stream.h"
+#include "core/bounded_queue.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/stage_timer.h"
+
+namespace parley::corpus {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Threads beyond this many per stage only contend: a corpus run is bounded by its engines.
+constexpr int kMaxStageThreads = 256;
+
+}  // namespace
+
+void CorpusConfig::validate() const {
+  if (decode_threads < 1 || decode_threads > kMaxStageThreads) {
+    fail("decode_threads must be in [1, {}] (got {})", kMaxStageThreads, decode_threads);
+  }
+  if (clustering_threads < 1 || clustering_threads > kMaxStageThreads) {
+    fail("clustering_threads must be in [1, {}] (got {})", kMaxStageThreads, clustering_threads);
+  }
+  if (decoded_queue_capacity < 1) fail("decoded_queue_capacity must be at least 1");
+  if (group_chunks < 1) fail("group_chunks must be at least 1");
+}
+
+std::string CorpusConfig::to_string() const {
+  return fmt::format(
+      "CorpusConfig(decode_threads={}, clustering_threads={}, decoded_queue_capacity={}, "
+      "group_chunks={})",
+      decode_threads, clustering_threads, decoded_queue_capacity, group_chunks);
+}
+
+std::vector<pipeline::DiarizationConfig> engine_configs(const pipeline::DiarizationConfig& config,
+                                                        const std::vector<int>& devices,
+                                                        int engines_per_device) {
+  if (engines_per_device < 1) {
+    fail("engines_per_device must be at least 1 (got {})", engines_per_device);
+  }
+  std::vector<pipeline::DiarizationConfig> configs;
+  if (devices.empty()) {
+    configs.assign(static_cast<std::size_t>(engines_per_device), config);
+    return configs;
+  }
+  for (const int device : devices) {
+    if (device < 0) fail("device numbers must not be negative (got {})", device);
+    pipeline::DiarizationConfig on_device = config;
+    const std::string id = std::to_string(device);
+    if (on_device.routing) on_device.routing->options["device_id"] = id;
+    on_device.segmentation_provider_options["device_id"] = id;
+    on_device.embedding_provider_options["device_id"] = id;
+    for (int copy = 0; copy < engines_per_device; ++copy) configs.push_back(on_device);
+  }
+  return configs;
+}
+
+CorpusEngine::CorpusEngine(const pipeline::DiarizationModels& models,
+                           const std::vector<pipeline::DiarizationConfig>& engines,
+                           CorpusConfig config)
+    : config_(std::move(config)) {
+  config_.validate();
+  if (engines.empty()) fail("a corpus engine needs at least one engine configuration");
+  for (const auto& engine : engines) {
+    diarizers_.push_back(std::make_unique<pipeline::Diarizer>(models, engine));
+  }
+}
+
+CorpusEngine::~CorpusEngine() = default;
+
+// The state of one run(): its queues, its threads' counters and the first failure of the
+// result callback.
+struct CorpusEngine::Run {
+  struct Decoded {
+    std::size_t index = 0;
+    std::vector<float> samples;
+    double decode_seconds = 0.0;
+    Clock::time_point start;
+  };
+  struct Embedded {
+    Decoded decoded;  // samples released once embedded
+    pipeline::DiarizationIntermediates intermediates;
+    StageTimes times;
+    std::size_t engine = 0;
+    std::size_t group_size = 1;
+  };
+
+  Run(CorpusEngine& owner, std::span<const CorpusRecording> recordings,
+      const ResultCallback& callback, const std::atomic<bool>* stop_flag)
+      : engine(owner),
+        inputs(recordings),
+        on_result(callback),
+        stop(stop_flag),
+        decoded(owner.config_.decoded_queue_capacity),
+        // Clustering keeps up with the networks; a short queue bounds what waits for it.
+        embedded(static_cast<std::size_t>(owner.config_.clustering_threads) * 2) {}
+
+  bool stopping() const { return aborted.load() || (stop != nullptr && stop->load()); }
+
+  void abort() {
+    aborted = true;
+    decoded.cancel();
+    decoded.close();
+    embedded.cancel();
+    embedded.close();
+  }
+
+  void report(RecordingOutcome outcome) {
+    std::lock_guard lock(report_mutex);
+    if (failure) return;
+    try {
+      on_result(std::move(outcome));
+    } catch (...) {
+      failure = std::current_exception();
+      abort();
+    }
+  }
+
+  void report_failure(std::size_t index, const std::string& message, double decode_seconds,
+                      Clock::time_point start, std::size_t engine_index = 0) {
+    RecordingOutcome outcome;
+    outcome.index = index;
+    outcome.error = message;
+    outcome.decode_seconds = decode_seconds;
+    outcome.wall_seconds = seconds_since(start);
+    outcome.engine = engine_index;
+    report(std::move(outcome));
+  }
+
+  void decode_loop() {
+    for (;;) {
+      if (stopping()) break;
+      const std::size_t index = next_input++;
+      if (index >= inputs.size()) break;
+      Decoded item;
+      item.index = index;
+      item.start = Clock::now();
+      try {
+        item.samples = audio::load_mono_16k(inputs[index].audio);
+      } catch (const std::exception& error) {
+        report_failure(index, error.what(), seconds_since(item.start), item.start);
+        continue;
+      }
+      item.decode_seconds = seconds_since(item.start);
+      if (!decoded.push(std::move(item))) break;
+    }
+    if (--decoders_running == 0) decoded.close();
+  }
+
+  // About how many chunks a recording makes: what grouping weighs (it does not change results).
+  std::size_t chunks_of(const Decoded& item) const {
+    const double step = engine.diarizers_.front()->config().step_seconds;
+    const double seconds = static_cast<double>(item.samples.size()) / audio::kPipelineSampleRate;
+    return static_cast<std::size_t>(seconds / step) + 1;
+  }
+
+  void engine_loop(std::size_t engine_index) {
+    while (!stopping()) {
+      std::optional<Decoded> first = decoded.pop();
+      if (!first) break;
+      std::vector<Decoded> group;
+      std::size_t chunks = chunks_of(*first);
+      group.push_back(std::move(*first));
+      while (chunks < engine.config_.group_chunks) {
+        std::optional<Decoded> more = decoded.try_pop();
+        if (!more) break;
+        chunks += chunks_of(*more);
+        group.push_back(std::move(*more));
+      }
+      embed_group(engine_index, std::move(group));
+    }
+    if (--engines_running == 0) {
+      // No engine takes recordings any more (all done, or asked to stop): decoders still
+      // waiting to hand one over must not wait forever.
+      decoded.cancel();
+      embedded.close();
+    }
+  }
+
+  void embed_group(std::size_t engine_index, std::vector<Decoded> group) {
+    pipeline::Diarizer& diarizer = *engine.diarizers_[engine_index];
+    std::vector<std::span<const float>> recordings;
+    for (const auto& item : group) recordings.emplace_back(item.samples);
+    std::vector<StageTimes> times;
+    std::vector<pipeline::DiarizationIntermediates> intermediates;
+    try {
+      Progress quiet(Progress::Mode::kNever);
+      intermediates = diarizer.segment_and_embed(recordings, times, quiet);
+    } catch (const std::exception& error) {
+      if (group.size() == 1) {
+        report_failure(group.front().index, error.what(), group.front().decode_seconds,
+                       group.front().start, engine_index);
+        return;
+      }
+      // One bad recording must not fail the others that shared its model calls.
+      for (auto& item : group) {
+        std::vector<Decoded> alone;
+        alone.push_back(std::move(item));
+        embed_group(engine_index, std::move(alone));
+      }
+      return;
+    }
+    const std::size_t group_size = group.size();
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      Embedded item;
+      item.intermediates = std::move(intermediates[k]);
+      item.times.add("decode", group[k].decode_seconds);
+      for (const auto& [stage, seconds] : times[k].entries()) item.times.add(stage, seconds);
+      group[k].samples = {};
+      item.decoded = std::move(group[k]);
+      item.engine = engine_index;
+      item.group_size = group_size;
+      if (!embedded.push(std::move(item))) return;
+    }
+  }
+
+  void clustering_loop() {
+    for (;;) {
+      std::optional<Embedded> item = embedded.pop();
+      if (!item) break;
+      RecordingOutcome outcome;
+      outcome.index = item->decoded.index;
+      outcome.decode_seconds = item->decoded.decode_seconds;
+      outcome.engine = item->engine;
+      outcome.group_size = item->group_size;
+      try {
+        outcome.result = engine.diarizers_.front()->cluster(item->intermediates,
+                                                            inputs[outcome.index].uri, item->times);
+      } catch (const std::exception& error) {
+        outcome.error = error.what();
+      }
+      outcome.wall_seconds = seconds_since(item->decoded.start);
+      report(std::move(outcome));
+    }
+  }
+
+  CorpusEngine& engine;
+  std::span<const CorpusRecording> inputs;
+  const ResultCallback& on_result;
+  const std::atomic<bool>* stop;
+  BoundedQueue<Decoded> decoded;
+  BoundedQueue<Embedded> embedded;
+  std::atomic<std::size_t> next_input{0};
+  std::atomic<int> decoders_running{0};
+  std::atomic<int> engines_running{0};
+  std::atomic<bool> aborted{false};
+  std::mutex report_mutex;
+  std::exception_ptr failure;
+};
+
+void CorpusEngine::run(std::span<const CorpusRecording> inputs, const ResultCallback& on_result,
+                       const std::atomic<bool>* stop) {
+  Run state(*this, inputs, on_result, stop);
+  const int decoders = std::max(
+      1,
+      std::min(config_.decode_threads, static_cast<int>(std::max<std::size_t>(inputs.size(), 1))));
+  state.decoders_running = decoders;
+  state.engines_running = static_cast<int>(diarizers_.size());
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < decoders; ++i) threads.emplace_back([&state] { state.decode_loop(); });
+    for (std::size_t e = 0; e < diarizers_.size(); ++e) {
+      threads.emplace_back([&state, e] { state.engine_loop(e); });
+    }
+    for (int i = 0; i < config_.clustering_threads; ++i) {
+      threads.emplace_back([&state] { state.clustering_loop(); });
+    }
+  }
+  if (state.failure) std::rethrow_exception(state.failure);
+}
+
+}  // namespace parley::corpus

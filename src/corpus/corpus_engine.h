@@ -1,0 +1,97 @@
+#pragma once
+// Many recordings through one process at the throughput of one long recording. Three stages
+// joined by bounded queues, each with its own threads:
+//   decode (several recordings at once, off the networks' path)
+//     -> networks (one pipeline::Diarizer per engine: per GPU, or several on one device; an
+//        engine gathers waiting recordings into one stream of model calls, so a short call's
+//        chunks share segmentation batches with the next call's)
+//     -> clustering and reconstruction (its own threads, while the networks run on).
+// A recording's result equals diarizing it alone (pipeline::Diarizer::segment_and_embed says
+// when that is bit for bit); results come out per recording as each is done, in completion
+// order. A recording that fails (undecodable audio, a model error on it) fails alone.
+#include <atomic>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pipeline/diarizer.h"
+
+namespace parley::corpus {
+
+struct CorpusRecording {
+  std::filesystem::path audio;  // any format the audio module decodes
+  std::string uri;              // names the recording in its result
+};
+
+struct CorpusConfig {
+  // Recordings decoded at once. Decoding is single-threaded per file, so two keep one engine fed
+  // on a 2-core machine; more pay off with several engines.
+  int decode_threads = 2;
+  // Recordings clustered at once (clustering is single-threaded per recording).
+  int clustering_threads = 1;
+  // Decoded recordings waiting for an engine. Each waits as 16 kHz float samples (230 MiB an
+  // hour), so this bounds the memory that runs ahead of the networks.
+  std::size_t decoded_queue_capacity = 2;
+  // Chunks an engine gathers from the recordings waiting for it into one stream of model calls
+  // (at a 1 s step, 1,024 chunks are about 17 minutes of audio). A recording longer than this
+  // goes alone.
+  std::size_t group_chunks = 1024;
+
+  void validate() const;
+  std::string to_string() const;
+};
+
+// What happened to one recording.
+struct RecordingOutcome {
+  std::size_t index = 0;                              // into the inputs of run()
+  std::optional<pipeline::DiarizationResult> result;  // unset when it failed
+  std::string error;                                  // why it failed; empty when it did not
+  double decode_seconds = 0.0;
+  double wall_seconds = 0.0;   // from the start of its decoding to its result
+  std::size_t engine = 0;      // which engine ran its networks
+  std::size_t group_size = 1;  // recordings that shared its model calls
+
+  bool ok() const { return result.has_value(); }
+};
+
+// The configuration of `engines_per_device` engines on each device of `devices`: `config` with
+// the device number set as both models' provider option device_id. No devices: one engine per
+// entry of engines_per_device on whatever `config` chose (the CPU or the default device).
+std::vector<pipeline::DiarizationConfig> engine_configs(const pipeline::DiarizationConfig& config,
+                                                        const std::vector<int>& devices,
+                                                        int engines_per_device);
+
+class CorpusEngine {
+ public:
+  // Loads one model set per entry of `engines` (fails as pipeline::Diarizer does).
+  CorpusEngine(const pipeline::DiarizationModels& models,
+               const std::vector<pipeline::DiarizationConfig>& engines, CorpusConfig config);
+  ~CorpusEngine();
+  CorpusEngine(const CorpusEngine&) = delete;
+  CorpusEngine& operator=(const CorpusEngine&) = delete;
+
+  std::size_t engine_count() const { return diarizers_.size(); }
+  const CorpusConfig& config() const { return config_; }
+
+  // Called once per recording as it completes, one call at a time, from the engine's threads.
+  // An exception thrown from it stops the run and run() rethrows it.
+  using ResultCallback = std::function<void(RecordingOutcome)>;
+
+  // Diarizes every input and returns once all are reported. When `stop` becomes true no new
+  // recording starts; those already in the networks finish and are reported, the rest are not.
+  // One run at a time per engine.
+  void run(std::span<const CorpusRecording> inputs, const ResultCallback& on_result,
+           const std::atomic<bool>* stop = nullptr);
+
+ private:
+  struct Run;
+  CorpusConfig config_;
+  std::vector<std::unique_ptr<pipeline::Diarizer>> diarizers_;
+};
+
+}  // namespace parley::corpus

@@ -1,0 +1,228 @@
+#include "corpus/corpus_engine.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "audio/mono_resampled_stream.h"
+#include "eval/rttm.h"
+#include "models/test_embedding_model.h"
+#include "pipeline/output.h"
+#include "testing/shared_data.h"
+
+namespace parley::corpus {
+namespace {
+
+std::string rttm_of(const pipeline::DiarizationResult& result) {
+  return eval::format_rttm(pipeline::to_eval_turns(result.turns, result.uri));
+}
+
+// The real segmentation model and a tiny embedding network of WeSpeaker's pooling structure
+// (labels are meaningless, every stage runs), over real recordings from ../shared/eval.
+class CorpusEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto segmentation = testing::shared_path_or_empty("models/segmentation-3.0-fp16.onnx");
+    const auto ami = testing::shared_path_or_empty("eval/ami-debug");
+    if (segmentation.empty() || ami.empty()) GTEST_SKIP() << "../shared models or eval missing";
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "parley-corpus-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    directory_ = pattern;
+    const auto embedding = directory_ / "embedding.onnx";
+    std::ofstream(embedding, std::ios::binary) << models::testing::make_test_embedding_model();
+    models_ = {segmentation, embedding, {}};
+    for (const auto& entry : std::filesystem::directory_iterator(ami)) {
+      if (entry.path().extension() == ".wav") inputs_.push_back({entry.path(), ""});
+    }
+    std::sort(inputs_.begin(), inputs_.end(),
+              [](const auto& a, const auto& b) { return a.audio < b.audio; });
+    inputs_.resize(std::min<std::size_t>(inputs_.size(), 5));
+    for (const auto* extra : {"eval/pyannote-sample/sample.wav", "eval/falcon-test/test.wav"}) {
+      const auto path = testing::shared_path_or_empty(extra);
+      ASSERT_FALSE(path.empty()) << extra;
+      inputs_.push_back({path, ""});
+    }
+    for (std::size_t i = 0; i < inputs_.size(); ++i) inputs_[i].uri = "rec" + std::to_string(i);
+  }
+  void TearDown() override {
+    if (!directory_.empty()) std::filesystem::remove_all(directory_);
+  }
+
+  pipeline::DiarizationConfig config(int threads) const {
+    pipeline::DiarizationConfig config;
+    config.threads = threads;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    return config;
+  }
+
+  // Every input diarized alone by one Diarizer: what the corpus must reproduce.
+  std::vector<std::string> alone() const {
+    pipeline::Diarizer diarizer(models_, config(1));
+    Progress quiet(Progress::Mode::kNever);
+    std::vector<std::string> rttms;
+    for (const auto& input : inputs_) {
+      const auto samples = audio::load_mono_16k(input.audio);
+      rttms.push_back(rttm_of(diarizer.diarize(samples, input.uri, quiet)));
+    }
+    return rttms;
+  }
+
+  // Runs the corpus and returns each index's outcome, checking each is reported once.
+  std::map<std::size_t, RecordingOutcome> run(CorpusEngine& engine,
+                                              const std::vector<CorpusRecording>& inputs) {
+    std::map<std::size_t, RecordingOutcome> outcomes;
+    std::mutex mutex;
+    engine.run(inputs, [&](RecordingOutcome outcome) {
+      std::lock_guard lock(mutex);
+      const std::size_t index = outcome.index;
+      EXPECT_TRUE(outcomes.emplace(index, std::move(outcome)).second) << "reported twice";
+    });
+    return outcomes;
+  }
+
+  std::filesystem::path directory_;
+  pipeline::DiarizationModels models_;
+  std::vector<CorpusRecording> inputs_;
+};
+
+TEST_F(CorpusEngineTest, SeveralRecordingsInOneStreamEqualEachAlone) {
+  pipeline::Diarizer diarizer(models_, config(2));
+  Progress quiet(Progress::Mode::kNever);
+  std::vector<std::vector<float>> samples;
+  for (const auto& input : inputs_) samples.push_back(audio::load_mono_16k(input.audio));
+  std::vector<std::span<const float>> recordings(samples.begin(), samples.end());
+  std::vector<StageTimes> times;
+  const auto together = diarizer.segment_and_embed(recordings, times, quiet);
+  ASSERT_EQ(together.size(), samples.size());
+  ASSERT_EQ(times.size(), samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    SCOPED_TRACE(inputs_[i].audio.string());
+    std::vector<StageTimes> alone_times;
+    const std::span<const float> one[] = {samples[i]};
+    const auto alone = diarizer.segment_and_embed(one, alone_times, quiet);
+    EXPECT_EQ(together[i].duration_seconds, alone[0].duration_seconds);
+    EXPECT_EQ(together[i].segmentations.shape(), alone[0].segmentations.shape());
+    EXPECT_TRUE(std::equal(together[i].segmentations.values().begin(),
+                           together[i].segmentations.values().end(),
+                           alone[0].segmentations.values().begin()));
+    EXPECT_TRUE(std::equal(together[i].embeddings.values().begin(),
+                           together[i].embeddings.values().end(),
+                           alone[0].embeddings.values().begin()));
+    EXPECT_GT(times[i].total(), 0.0);
+  }
+}
+
+TEST_F(CorpusEngineTest, SameRttmForAnyThreadsGroupingAndEngines) {
+  const std::vector<std::string> expected = alone();
+  struct Setup {
+    int threads;
+    int decode_threads;
+    int clustering_threads;
+    std::size_t group_chunks;
+    int engines;
+  };
+  for (const Setup setup :
+       {Setup{1, 1, 1, 1, 1}, Setup{2, 3, 2, 100000, 1}, Setup{1, 2, 1, 200, 2}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "threads " << setup.threads << ", decoders " << setup.decode_threads
+                 << ", group " << setup.group_chunks << ", engines " << setup.engines);
+    CorpusConfig corpus;
+    corpus.decode_threads = setup.decode_threads;
+    corpus.clustering_threads = setup.clustering_threads;
+    corpus.decoded_queue_capacity = 6;
+    corpus.group_chunks = setup.group_chunks;
+    CorpusEngine engine(models_, engine_configs(config(setup.threads), {}, setup.engines), corpus);
+    EXPECT_EQ(engine.engine_count(), static_cast<std::size_t>(setup.engines));
+    const auto outcomes = run(engine, inputs_);
+    ASSERT_EQ(outcomes.size(), inputs_.size());
+    std::size_t grouped = 0;
+    for (const auto& [index, outcome] : outcomes) {
+      ASSERT_TRUE(outcome.ok()) << outcome.error;
+      EXPECT_EQ(rttm_of(*outcome.result), expected[index]) << inputs_[index].audio;
+      EXPECT_EQ(outcome.result->stage_times.entries().front().first, "decode");
+      EXPECT_GE(outcome.wall_seconds, outcome.decode_seconds);
+      if (outcome.group_size > 1) ++grouped;
+    }
+    std::printf("%zu of %zu recordings shared model calls\n", grouped, outcomes.size());
+  }
+}
+
+TEST_F(CorpusEngineTest, BadRecordingsFailAloneWithTheirMessage) {
+  const auto garbage = directory_ / "not-audio.wav";
+  std::ofstream(garbage) << "this is not a recording\n";
+  std::vector<CorpusRecording> inputs = {inputs_[0],
+                                         {garbage, "garbage"},
+                                         inputs_[1],
+                                         {directory_ / "missing.flac", "missing"},
+                                         inputs_[2]};
+  CorpusConfig corpus;
+  corpus.group_chunks = 100000;
+  CorpusEngine engine(models_, {config(1)}, corpus);
+  const auto outcomes = run(engine, inputs);
+  ASSERT_EQ(outcomes.size(), inputs.size());
+  EXPECT_TRUE(outcomes.at(0).ok());
+  EXPECT_TRUE(outcomes.at(2).ok());
+  EXPECT_TRUE(outcomes.at(4).ok());
+  ASSERT_FALSE(outcomes.at(1).ok());
+  EXPECT_NE(outcomes.at(1).error.find("not-audio.wav"), std::string::npos) << outcomes.at(1).error;
+  ASSERT_FALSE(outcomes.at(3).ok());
+  EXPECT_NE(outcomes.at(3).error.find("missing.flac"), std::string::npos) << outcomes.at(3).error;
+}
+
+TEST_F(CorpusEngineTest, StopsTakingRecordingsWhenAsked) {
+  std::atomic<bool> stop = false;
+  CorpusConfig corpus;
+  corpus.decode_threads = 1;
+  corpus.decoded_queue_capacity = 1;
+  corpus.group_chunks = 1;
+  CorpusEngine engine(models_, {config(1)}, corpus);
+  std::size_t reported = 0;
+  engine.run(
+      inputs_,
+      [&](RecordingOutcome) {
+        ++reported;
+        stop = true;
+      },
+      &stop);
+  EXPECT_GE(reported, 1u);
+  EXPECT_LT(reported, inputs_.size());
+}
+
+TEST_F(CorpusEngineTest, CallbackFailureStopsTheRunAndIsRethrown) {
+  CorpusEngine engine(models_, {config(1)}, CorpusConfig{});
+  EXPECT_THROW(engine.run(inputs_, [](RecordingOutcome) { fail("disk full"); }), Error);
+}
+
+TEST(EngineConfigs, OneEngineSetPerDeviceWithItsDeviceId) {
+  pipeline::DiarizationConfig config;
+  config.routing = pipeline::ProviderRouting{};
+  const auto configs = engine_configs(config, {0, 3}, 2);
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(configs[0].routing->options.at("device_id"), "0");
+  EXPECT_EQ(configs[1].routing->options.at("device_id"), "0");
+  EXPECT_EQ(configs[2].routing->options.at("device_id"), "3");
+  EXPECT_EQ(configs[3].embedding_provider_options.at("device_id"), "3");
+  EXPECT_EQ(engine_configs(config, {}, 3).size(), 3u);
+  EXPECT_THROW(engine_configs(config, {-1}, 1), Error);
+  EXPECT_THROW(engine_configs(config, {0}, 0), Error);
+}
+
+TEST(CorpusConfig, RefusesWhatCannotRun) {
+  CorpusConfig config;
+  EXPECT_NO_THROW(config.validate());
+  config.decode_threads = 0;
+  EXPECT_THROW(config.validate(), Error);
+  config = {};
+  config.group_chunks = 0;
+  EXPECT_THROW(config.validate(), Error);
+  EXPECT_NE(CorpusConfig{}.to_string().find("decode_threads=2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace parley::corpus

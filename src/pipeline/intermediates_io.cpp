@@ -1,0 +1,124 @@
+#include "pipeline/intermediates_io.h"
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/npz.h"
+
+namespace parley::pipeline {
+namespace {
+
+double scalar(const NpzArchive& archive, const std::string& key,
+              const std::filesystem::path& source) {
+  const auto values = npz_get(archive, key, source).as<double>();
+  if (values.size() != 1) fail("{}: '{}' should hold one number", source.string(), key);
+  return values(0);
+}
+
+}  // namespace
+
+void write_reconstruction(const std::filesystem::path& directory, const FrameDiarization& frames,
+                          const SlidingWindow& chunks, double min_duration_off) {
+  NpzArchive archive;
+  const auto& count = frames.count.data;
+  std::vector<std::uint8_t> count_values(count.size());
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    count_values[i] = static_cast<std::uint8_t>(count(i));
+  }
+  archive["count"] = NpyArray::from<std::uint8_t>({count.size(), 1}, count_values);
+  archive["discrete_diarization"] = NpyArray::from(frames.discrete.data);
+  auto put = [&archive](const std::string& key, double value) {
+    archive[key] = NpyArray::from<double>({}, std::span<const double>(&value, 1));
+  };
+  put("chunk_start", chunks.start());
+  put("chunk_duration", chunks.duration());
+  put("chunk_step", chunks.step());
+  put("frame_start", frames.count.window.start());
+  put("frame_duration", frames.count.window.duration());
+  put("frame_step", frames.count.window.step());
+  put("min_duration_off", min_duration_off);
+  write_npz(directory / "reconstruction.npz", archive);
+}
+
+void write_model_intermediates(const std::filesystem::path& directory,
+                               const DiarizationIntermediates& intermediates) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) fail("{}: cannot create folder for intermediates: {}", directory.string(), ec.message());
+  NpzArchive segmentations;
+  segmentations["segmentations"] = NpyArray::from(intermediates.segmentations);
+  write_npz(directory / "segmentations.npz", segmentations);
+  NpzArchive embeddings;
+  embeddings["embeddings"] = NpyArray::from(intermediates.embeddings);
+  write_npz(directory / "raw_embeddings.npz", embeddings);
+  nlohmann::json recording = {
+      {"duration_seconds", intermediates.duration_seconds},
+      {"chunk_start", intermediates.chunks.start()},
+      {"chunk_duration", intermediates.chunks.duration()},
+      {"chunk_step", intermediates.chunks.step()},
+  };
+  std::ofstream(directory / "recording.json") << recording.dump(2) << "\n";
+}
+
+DiarizationIntermediates read_model_intermediates(const std::filesystem::path& directory) {
+  if (!std::filesystem::is_directory(directory)) {
+    fail("{}: no such folder (expected the output of `parley diarize --save-intermediates`)",
+         directory.string());
+  }
+  DiarizationIntermediates intermediates;
+  const auto segmentations_path = directory / "segmentations.npz";
+  const auto embeddings_path = directory / "raw_embeddings.npz";
+  for (const auto& path : {segmentations_path, embeddings_path}) {
+    if (!std::filesystem::exists(path)) {
+      fail("{}: missing; recluster needs segmentations.npz and raw_embeddings.npz", path.string());
+    }
+  }
+  intermediates.segmentations =
+      npz_get(read_npz(segmentations_path), "segmentations", segmentations_path).as<float>();
+  intermediates.embeddings =
+      npz_get(read_npz(embeddings_path), "embeddings", embeddings_path).as<float>();
+  if (intermediates.segmentations.rank() != 3 || intermediates.embeddings.rank() != 3 ||
+      intermediates.segmentations.dim(0) != intermediates.embeddings.dim(0) ||
+      intermediates.segmentations.dim(2) != intermediates.embeddings.dim(1)) {
+    fail(
+        "{}: segmentations [chunks, frames, speakers] and embeddings [chunks, speakers, dim] "
+        "do not match",
+        directory.string());
+  }
+  const std::size_t chunk_count = intermediates.segmentations.dim(0);
+
+  const auto recording_path = directory / "recording.json";
+  const auto reconstruction_path = directory / "reconstruction.npz";
+  if (std::filesystem::exists(recording_path)) {
+    nlohmann::json recording;
+    try {
+      std::ifstream(recording_path) >> recording;
+      intermediates.duration_seconds = recording.at("duration_seconds").get<double>();
+      intermediates.chunks = SlidingWindow(recording.at("chunk_start").get<double>(),
+                                           recording.at("chunk_duration").get<double>(),
+                                           recording.at("chunk_step").get<double>());
+    } catch (const nlohmann::json::exception& error) {
+      fail("{}: unreadable ({})", recording_path.string(), error.what());
+    }
+  } else if (std::filesystem::exists(reconstruction_path)) {
+    // A pyannote goldens folder: the chunk window is in reconstruction.npz, and the recording
+    // lasts at most until the end of the last chunk.
+    const auto archive = read_npz(reconstruction_path);
+    intermediates.chunks = SlidingWindow(scalar(archive, "chunk_start", reconstruction_path),
+                                         scalar(archive, "chunk_duration", reconstruction_path),
+                                         scalar(archive, "chunk_step", reconstruction_path));
+    intermediates.duration_seconds =
+        intermediates.chunks[static_cast<std::int64_t>(chunk_count) - 1].end;
+  } else {
+    fail("{}: neither recording.json nor reconstruction.npz says how the chunks were cut",
+         directory.string());
+  }
+  return intermediates;
+}
+
+}  // namespace parley::pipeline
