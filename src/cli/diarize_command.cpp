@@ -11,6 +11,7 @@
 #include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
+#include "cli/diarize_corpus.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/stage_timer.h"
@@ -28,6 +29,7 @@ struct DiarizeArguments {
   std::vector<std::string> audio;
   DiarizationFlags flags;
   EngineFlags engine;
+  CorpusFlags corpus;
   std::string save_intermediates;
   std::string out_dir;
   std::string transcript;
@@ -74,6 +76,22 @@ std::string summary(const pipeline::DiarizationResult& result, double wall_secon
 
 void run_diarize(const DiarizeArguments& arguments) {
   const auto& flags = arguments.flags;
+  if (arguments.audio.empty() && arguments.corpus.manifests.empty()) {
+    fail("name the recordings to diarize (or a --manifest FILE that lists them)");
+  }
+  const bool with_transcript = !arguments.transcript.empty() || !arguments.asr_command.empty();
+  const bool single_recording_features = with_transcript || !arguments.save_intermediates.empty();
+  if (!single_recording_features && (arguments.audio.size() != 1 || !arguments.out_dir.empty() ||
+                                     wants_corpus(arguments.corpus))) {
+    run_corpus(corpus_recordings(arguments.audio, arguments.corpus), arguments.corpus, flags,
+               arguments.engine, arguments.out_dir);
+    return;
+  }
+  if (wants_corpus(arguments.corpus)) {
+    fail(
+        "--manifest, --shard, --devices and --engines diarize recordings without a transcript "
+        "or saved intermediates; run those one recording at a time");
+  }
   const std::string output_format = flags.format.empty() ? "rttm" : flags.format;
   if (arguments.audio.size() > 1 && output_format != "rttm" && arguments.out_dir.empty()) {
     fail("--format {} writes one document per recording: with several files, pass --out-dir DIR",
@@ -82,7 +100,6 @@ void run_diarize(const DiarizeArguments& arguments) {
   if (!arguments.save_intermediates.empty() && arguments.audio.size() > 1) {
     fail("--save-intermediates takes one recording at a time");
   }
-  const bool with_transcript = !arguments.transcript.empty() || !arguments.asr_command.empty();
   if (with_transcript && arguments.audio.size() > 1) {
     fail("--transcript and --asr-cmd take one recording at a time");
   }
@@ -178,10 +195,11 @@ void add_diarize_command(CLI::App& app) {
   auto arguments = std::make_shared<DiarizeArguments>();
   auto* command = app.add_subcommand(
       "diarize", "Find who spoke when (pyannote community-1 pipeline) and print speaker turns");
-  command->add_option("audio", arguments->audio, "recordings (wav, flac, ogg, mp3, m4a, ...)")
-      ->required();
+  command->add_option("audio", arguments->audio,
+                      "recordings (wav, flac, ogg, mp3, m4a, ...); or name them with --manifest");
   add_diarization_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);
+  add_corpus_flags(*command, arguments->corpus);
   command->add_option("--save-intermediates", arguments->save_intermediates,
                       "write every stage's arrays (npz) to this folder, for `parley recluster`");
   command->add_option("--out-dir", arguments->out_dir,

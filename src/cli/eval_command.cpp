@@ -8,7 +8,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -19,9 +18,9 @@
 #include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
+#include "cli/run_settings.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "core/sha256.h"
 #include "core/stage_timer.h"
 #include "eval/der.h"
 #include "eval/eval_results.h"
@@ -98,42 +97,6 @@ std::vector<eval::EvalFile> recordings(const EvalArguments& arguments) {
   return files;
 }
 
-// Everything that changes the hypothesis of a recording; threads and streaming do not (output is
-// identical for any thread count, streamed or not) and are left out so that such a rerun resumes.
-nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
-                                    const pipeline::DiarizationModels& models,
-                                    const ModelProviders& providers,
-                                    const EvalArguments& arguments) {
-  const std::string pipeline_text = std::regex_replace(
-      config.to_string(), std::regex("threads=[0-9]+, |, streaming=(true|false)"), "");
-  const auto hash_or_absent = [](const std::filesystem::path& path) {
-    std::error_code error;
-    return std::filesystem::exists(path, error) ? sha256_file(path) : std::string("absent");
-  };
-  return {{"step", config.step_seconds},
-          {"clustering", config.clustering.describe()},
-          {"speakers", config.speakers.describe()},
-          {"embedding_mode", std::string(pipeline::embedding_mode_name(config.embedding_mode))},
-          {"providers", providers.describe()},
-          {"exclusive", arguments.exclusive},
-          {"pipeline", pipeline_text},
-          {"segmentation_model", hash_or_absent(models.segmentation)},
-          {"embedding_model", hash_or_absent(models.embedding)},
-          {"plda", hash_or_absent(models.plda / "plda.npz") + " " +
-                       hash_or_absent(models.plda / "xvec_transform.npz")}};
-}
-
-nlohmann::ordered_json file_settings(const nlohmann::ordered_json& settings,
-                                     const std::filesystem::path& audio) {
-  nlohmann::ordered_json with_audio = settings;
-  std::error_code error;
-  with_audio["audio"] = std::filesystem::absolute(audio).string();
-  with_audio["audio_bytes"] = std::filesystem::file_size(audio, error);
-  const auto modified = std::filesystem::last_write_time(audio, error);
-  with_audio["audio_modified"] = static_cast<long long>(modified.time_since_epoch().count());
-  return with_audio;
-}
-
 // File names for a URI: '/' (pyannote URIs may hold it) and '%' are percent-encoded.
 std::string file_stem(const std::string& uri) {
   std::string stem;
@@ -149,13 +112,6 @@ std::string file_stem(const std::string& uri) {
   return stem;
 }
 
-// Written beside, then renamed: a record is either whole or absent, even after a kill.
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path partial = path.string() + ".partial";
-  pipeline::write_text_file(partial, text);
-  std::filesystem::rename(partial, path);
-}
-
 class EvalRunner {
  public:
   EvalRunner(const EvalArguments& arguments, pipeline::DiarizationModels models,
@@ -165,7 +121,7 @@ class EvalRunner {
         models_(std::move(models)),
         config_(std::move(config)),
         scoring_(scoring),
-        settings_(run_settings(config_, models_, providers, arguments)),
+        settings_(run_settings(config_, models_, providers, arguments.exclusive)),
         progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {
     if (!arguments_.out_dir.empty()) {
       std::filesystem::create_directories(std::filesystem::path(arguments_.out_dir) / "files");

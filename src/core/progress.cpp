@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace parley {
 
 Progress::Progress(Mode mode, std::FILE* stream) : stream_(stream) {
@@ -32,6 +34,7 @@ void Progress::begin(const std::string& stage, std::size_t total) {
   stage_ = stage;
   total_ = total;
   done_ = 0;
+  detail_.clear();
   active_ = true;
   stage_start_ = std::chrono::steady_clock::now();
   last_draw_ = {};
@@ -44,6 +47,26 @@ void Progress::update(std::size_t done) {
   done_ = done;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_draw_ >= std::chrono::milliseconds(100)) draw(false);
+}
+
+void Progress::update(std::size_t done, std::string detail) {
+  std::lock_guard lock(mutex_);
+  if (!active_) return;
+  done_ = done;
+  detail_ = std::move(detail);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_draw_ >= std::chrono::milliseconds(100)) draw(false);
+}
+
+void Progress::note(const std::string& line) {
+  std::lock_guard lock(mutex_);
+  if (enabled_ && active_) {
+    fmt::print(stream_, "\r{:<79}\n", line);
+    draw(false);
+  } else {
+    fmt::print(stream_, "{}\n", line);
+    std::fflush(stream_);
+  }
 }
 
 void Progress::end() {
@@ -69,8 +92,8 @@ void Progress::draw(bool final_draw) {
     if (!final_draw && done_ > 0 && fraction < 1.0) {
       eta = fmt::format(" eta {:.0f}s", elapsed / fraction - elapsed);
     }
-    line = fmt::format("{:<14} [{}] {:3.0f}% {}/{} {:.1f}s{}", stage_, bar, fraction * 100.0, done_,
-                       total_, elapsed, eta);
+    line = fmt::format("{:<14} [{}] {:3.0f}% {}/{} {:.1f}s{}{}{}", stage_, bar, fraction * 100.0,
+                       done_, total_, elapsed, eta, detail_.empty() ? "" : " ", detail_);
   } else {
     line = fmt::format("{:<14} {:.1f}s", stage_, elapsed);
   }

@@ -24,6 +24,11 @@ class Progress {
   // Records `done` units finished so far in the current stage; thread-safe, redraws at most
   // ten times a second.
   void update(std::size_t done);
+  // The same, with a few words drawn after the count (rates, totals so far).
+  void update(std::size_t done, std::string detail);
+  // Prints `line` on a line of its own above the progress line (which is drawn again), so that
+  // messages during long work do not tear it; without a terminal, just the line.
+  void note(const std::string& line);
   // Finishes the current stage and leaves its final line on screen.
   void end();
 
@@ -34,6 +39,7 @@ class Progress {
   std::FILE* stream_;
   std::mutex mutex_;
   std::string stage_;
+  std::string detail_;
   std::size_t total_ = 0;
   std::size_t done_ = 0;
   bool active_ = false;

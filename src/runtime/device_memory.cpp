@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -105,6 +106,20 @@ std::optional<DeviceMemory> query_device_memory(ProviderId provider, int device_
   if (vendor == "nvidia") return nvidia_memory(device_id);
   if (vendor == "amd") return amd_memory(device_id);
   return std::nullopt;
+}
+
+int count_devices(ProviderId provider) {
+  // More than any one host holds; the loop ends at the first device that does not answer.
+  constexpr int kMostDevices = 64;
+  const char* visible = std::getenv(
+      traits(provider).device_vendor == "amd" ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
+  int limit = kMostDevices;
+  if (visible != nullptr && *visible != '\0') {
+    limit = 1 + static_cast<int>(std::count(visible, visible + std::strlen(visible), ','));
+  }
+  int count = 0;
+  while (count < limit && query_device_memory(provider, count)) ++count;
+  return count;
 }
 
 MemoryNeed estimate_memory_need(std::uintmax_t model_file_bytes,

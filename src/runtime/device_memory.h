@@ -31,6 +31,10 @@ struct MemoryNeed {
   std::uintmax_t for_batch(std::size_t batch) const { return fixed_bytes + bytes_per_item * batch; }
 };
 
+// How many devices of `provider` this process sees (after CUDA_VISIBLE_DEVICES and friends),
+// counted by asking each for its memory: 0 on the CPU or when the machine cannot tell.
+int count_devices(ProviderId provider);
+
 // A rough need from sizes: weights twice (weights plus workspace) and inputs plus outputs times
 // `activation_factor` per item. Measured numbers should replace it where they exist.
 MemoryNeed estimate_memory_need(std::uintmax_t model_file_bytes,

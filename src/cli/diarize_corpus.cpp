@@ -1,0 +1,318 @@
+#include "cli/diarize_corpus.h"
+
+#include <sys/resource.h>
+
+#include <charconv>
+#include <chrono>
+#include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "audio/audio_source.h"
+#include "cli/recording_list.h"
+#include "cli/run_settings.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/sha256.h"
+#include "core/stage_timer.h"
+#include "corpus/corpus_engine.h"
+#include "eval/eval_results.h"
+#include "models/speed_twin.h"
+#include "runtime/device_memory.h"
+
+namespace parley::cli {
+namespace fs = std::filesystem;
+namespace {
+
+// More would only contend for the same cores and device.
+constexpr int kMaxJobs = 256;
+constexpr int kMaxEngines = 64;
+
+// GPU numbers from --devices: "0,2" or "all" (every device of the provider the models run on).
+std::vector<int> parse_devices(const std::string& text, const ModelProviders& providers) {
+  if (text.empty()) return {};
+  const runtime::ProviderId provider = runtime::traits(providers.embedding).accelerator
+                                           ? providers.embedding
+                                           : providers.segmentation;
+  if (!runtime::traits(provider).accelerator) {
+    fail(
+        "--devices needs a GPU provider, and both models run on the CPU here; leave --devices "
+        "out (or use --engines to run several model sets on the CPU)");
+  }
+  std::vector<int> devices;
+  if (text == "all") {
+    const int count = runtime::count_devices(provider);
+    if (count == 0) {
+      fail("--devices all: no {} device answered; name them instead, e.g. --devices 0,1",
+           runtime::provider_name(provider));
+    }
+    for (int device = 0; device < count; ++device) devices.push_back(device);
+    return devices;
+  }
+  std::string_view rest(text);
+  while (true) {
+    const std::string_view item = rest.substr(0, rest.find(','));
+    int device = -1;
+    const auto [end, status] = std::from_chars(item.data(), item.data() + item.size(), device);
+    if (status != std::errc() || end != item.data() + item.size() || device < 0) {
+      fail("--devices '{}': expected device numbers such as 0,1 or 'all'", text);
+    }
+    devices.push_back(device);
+    if (item.size() == rest.size()) break;
+    rest.remove_prefix(item.size() + 1);
+  }
+  return devices;
+}
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);  // ru_maxrss is in KiB on Linux
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// Where one recording's result and its record go under --out-dir.
+struct Destination {
+  fs::path output;
+  fs::path record;
+};
+
+// True when `destination` holds a whole result made with `fingerprint`: the record says so and
+// the output is byte for byte the one the record describes.
+bool finished_earlier(const Destination& destination, const std::string& fingerprint) {
+  std::error_code error;
+  if (!fs::is_regular_file(destination.output, error) ||
+      !fs::is_regular_file(destination.record, error)) {
+    return false;
+  }
+  try {
+    std::ifstream stream(destination.record);
+    const nlohmann::json record = nlohmann::json::parse(stream);
+    return record.value("fingerprint", std::string()) == fingerprint &&
+           record.value("output_sha256", std::string()) == sha256_file(destination.output);
+  } catch (const std::exception&) {
+    return false;  // unreadable: made again
+  }
+}
+
+}  // namespace
+
+void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
+  command.add_option("--manifest", flags.manifests,
+                     "file listing recordings, one path per line (or parley eval's TSV "
+                     "manifest); may be repeated");
+  command.add_option("--shard", flags.shard,
+                     "K/N: diarize only the K-th of N parts of the list (one job of a job array)");
+  command
+      .add_option("--jobs", flags.jobs,
+                  "with several recordings: how many are decoded, and clustered, at once")
+      ->capture_default_str();
+  command.add_option("--devices", flags.devices,
+                     "GPUs to spread recordings over, one model set each: 0,1,... or all");
+  command
+      .add_option("--engines", flags.engines,
+                  "model sets per device (or on the CPU) taking recordings from one queue")
+      ->capture_default_str();
+}
+
+bool wants_corpus(const CorpusFlags& flags) {
+  return !flags.manifests.empty() || !flags.shard.empty() || !flags.devices.empty() ||
+         flags.engines != 1;
+}
+
+std::vector<fs::path> corpus_recordings(const std::vector<std::string>& audio,
+                                        const CorpusFlags& flags) {
+  std::vector<fs::path> recordings(audio.begin(), audio.end());
+  for (const auto& manifest : flags.manifests) {
+    for (auto& path : read_recording_manifest(manifest)) recordings.push_back(std::move(path));
+  }
+  if (recordings.empty()) fail("name the recordings to diarize, or a --manifest that lists them");
+  return recordings;
+}
+
+void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
+                const DiarizationFlags& flags, const EngineFlags& engine,
+                const std::string& out_dir) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string format = flags.format.empty() ? "rttm" : flags.format;
+  if (corpus.jobs < 1 || corpus.jobs > kMaxJobs) {
+    fail("--jobs must be in [1, {}] (got {})", kMaxJobs, corpus.jobs);
+  }
+  if (corpus.engines < 1 || corpus.engines > kMaxEngines) {
+    fail("--engines must be in [1, {}] (got {})", kMaxEngines, corpus.engines);
+  }
+  if (out_dir.empty() && format != "rttm") {
+    fail("--format {} writes one document per recording: with several, pass --out-dir DIR", format);
+  }
+  // Names come from the whole list, so that every shard names a recording alike.
+  const std::vector<std::string> names = unique_output_names(audio);
+  const Shard shard = corpus.shard.empty() ? Shard{} : Shard::parse(corpus.shard);
+
+  // Every destination is checked before any work, so that nothing finished is lost to a typo.
+  const fs::path records_dir = fs::path(out_dir) / ".parley";
+  if (!out_dir.empty()) {
+    std::error_code error;
+    if (fs::exists(out_dir, error) && !fs::is_directory(out_dir, error)) {
+      fail("--out-dir {}: exists and is not a folder", out_dir);
+    }
+    fs::create_directories(records_dir, error);
+    if (error) fail("--out-dir {}: cannot create it: {}", out_dir, error.message());
+  } else if (flags.out != "-") {
+    const fs::path parent = fs::absolute(flags.out).parent_path();
+    std::error_code error;
+    if (!fs::is_directory(parent, error)) {
+      fail("--out {}: the folder {} does not exist", flags.out, parent.string());
+    }
+  }
+
+  Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
+  const auto say = [&](const std::string& line) {
+    if (!flags.quiet) progress.note(line);
+  };
+  // Inputs are probed before models load: one that cannot be opened fails alone, at once.
+  std::vector<corpus::CorpusRecording> inputs;
+  std::vector<double> durations;
+  std::size_t listed = 0;
+  std::size_t failed = 0;
+  double longest = 0.0;
+  for (std::size_t i = 0; i < audio.size(); ++i) {
+    if (!shard.holds(i)) continue;
+    ++listed;
+    try {
+      const auto duration = audio::open_audio_source(audio[i])->info().duration_seconds();
+      longest = std::max(longest, duration.value_or(0.0));
+      durations.push_back(duration.value_or(0.0));
+      inputs.push_back({audio[i], names[i]});
+    } catch (const Error& error) {
+      progress.note(fmt::format("parley: {}", error.what()));
+      ++failed;
+    }
+  }
+
+  const pipeline::DiarizationModels paths = resolve_models(engine, flags);
+  pipeline::DiarizationConfig config = diarization_config(engine, flags, longest);
+  const ModelProviders providers = model_providers(paths, config);
+  nlohmann::ordered_json settings = run_settings(config, paths, providers, flags.exclusive);
+  settings["format"] = format;
+
+  // A rerun skips what an earlier run finished with the same settings and audio.
+  std::vector<Destination> destinations;
+  std::vector<std::string> fingerprints;
+  std::size_t skipped = 0;
+  if (!out_dir.empty()) {
+    std::vector<corpus::CorpusRecording> remaining;
+    std::vector<double> remaining_durations;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      const Destination destination{fs::path(out_dir) / (inputs[k].uri + "." + format),
+                                    records_dir / (inputs[k].uri + ".json")};
+      const std::string fingerprint =
+          eval::settings_fingerprint(file_settings(settings, inputs[k].audio));
+      if (finished_earlier(destination, fingerprint)) {
+        ++skipped;
+        continue;
+      }
+      remaining.push_back(inputs[k]);
+      remaining_durations.push_back(durations[k]);
+      destinations.push_back(destination);
+      fingerprints.push_back(fingerprint);
+    }
+    inputs = std::move(remaining);
+    durations = std::move(remaining_durations);
+    if (skipped > 0) {
+      say(
+          fmt::format("{} of {} recordings were finished by an earlier run with the same "
+                      "settings: skipped",
+                      skipped, listed));
+    }
+  }
+
+  std::size_t diarized = 0;
+  double audio_seconds = 0.0;
+  double run_seconds = 0.0;
+  if (!inputs.empty()) {
+    models::warn_if_speed_twin(paths.embedding);
+    const std::vector<int> devices = parse_devices(corpus.devices, providers);
+    if (devices.empty() && corpus.engines > 1 &&
+        !runtime::traits(providers.embedding).accelerator) {
+      // Engines on the CPU share its cores.
+      config.threads = std::max(1, config.threads / corpus.engines);
+    }
+    corpus::CorpusConfig corpus_config;
+    corpus_config.decode_threads = corpus.jobs;
+    corpus_config.clustering_threads = corpus.jobs;
+    corpus::CorpusEngine corpus_engine(
+        paths, corpus::engine_configs(config, devices, corpus.engines), corpus_config);
+
+    // Without --out-dir the RTTM goes out in input order, each as soon as those before it are.
+    std::vector<std::optional<std::string>> texts(inputs.size());
+    std::size_t next_to_print = 0;
+    const std::size_t failed_before = failed;
+    const auto run_start = std::chrono::steady_clock::now();
+    progress.begin("recordings", inputs.size());
+    corpus_engine.run(inputs, [&](corpus::RecordingOutcome outcome) {
+      const std::size_t k = outcome.index;
+      if (!outcome.ok()) {
+        progress.note(fmt::format("parley: {}: {}", inputs[k].audio.string(), outcome.error));
+        ++failed;
+        texts[k] = std::string();
+      } else {
+        const pipeline::DiarizationResult& result = *outcome.result;
+        const std::string text = format_result(result, flags);
+        if (!out_dir.empty()) {
+          write_atomically(destinations[k].output, text);
+          nlohmann::ordered_json record = {{"audio", fs::absolute(inputs[k].audio).string()},
+                                           {"output", destinations[k].output.filename().string()},
+                                           {"output_sha256", sha256_text(text)},
+                                           {"fingerprint", fingerprints[k]},
+                                           {"audio_seconds", result.duration_seconds},
+                                           {"speakers", result.speaker_count},
+                                           {"turns", result.turns.size()},
+                                           {"wall_seconds", outcome.wall_seconds},
+                                           {"stage_seconds", nlohmann::ordered_json::object()},
+                                           {"settings", file_settings(settings, inputs[k].audio)}};
+          for (const auto& [stage, seconds] : result.stage_times.entries()) {
+            record["stage_seconds"][stage] = seconds;
+          }
+          write_atomically(destinations[k].record, record.dump(2) + "\n");
+        } else {
+          texts[k] = text;
+        }
+        ++diarized;
+        audio_seconds += result.duration_seconds;
+      }
+      if (out_dir.empty() && flags.out == "-") {
+        for (; next_to_print < texts.size() && texts[next_to_print]; ++next_to_print) {
+          write_output(*texts[next_to_print], "-");
+          texts[next_to_print]->clear();
+        }
+      }
+      const double elapsed = seconds_since(run_start);
+      progress.update(diarized + failed - failed_before,
+                      fmt::format("{:.2f} h {:.0f}x", audio_seconds / 3600.0,
+                                  elapsed > 0.0 ? audio_seconds / elapsed : 0.0));
+    });
+    progress.end();
+    run_seconds = seconds_since(run_start);
+    if (out_dir.empty() && flags.out != "-") {
+      std::string combined;
+      for (const auto& text : texts) combined += text.value_or("");
+      write_output(combined, flags.out);
+    }
+  }
+
+  if (!flags.quiet) {
+    fmt::print(stderr,
+               "{} of {} recordings diarized ({} done earlier, {} failed): {:.2f} h of audio in "
+               "{:.1f} s ({:.1f}x real time; {:.1f} s with model loading), peak RSS {:.0f} MiB\n",
+               diarized, listed, skipped, failed, audio_seconds / 3600.0, run_seconds,
+               run_seconds > 0.0 ? audio_seconds / run_seconds : 0.0, seconds_since(start),
+               peak_rss_mib());
+  }
+  if (failed > 0) {
+    fail("{} of {} recordings failed (messages above); the others were {}", failed, listed,
+         out_dir.empty() ? "written" : "written to " + out_dir + " and a rerun skips them");
+  }
+}
+
+}  // namespace parley::cli

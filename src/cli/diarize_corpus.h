@@ -1,0 +1,40 @@
+#pragma once
+// `parley diarize` over many recordings: the corpus engine (corpus/corpus_engine.h) behind the
+// command line. Each recording's result is written as soon as it is done (atomically, under
+// --out-dir), a recording that fails fails alone, and a rerun of the same command skips what an
+// earlier run finished with the same settings.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/diarization_options.h"
+
+namespace parley::cli {
+
+struct CorpusFlags {
+  std::vector<std::string> manifests;  // --manifest: recordings listed in files
+  std::string shard;                   // --shard K/N: this job's part of the list
+  int jobs = 2;                        // recordings decoded, and clustered, at once
+  std::string devices;                 // --devices 0,1 | all: one engine set per GPU
+  int engines = 1;                     // engines per device (or on the CPU)
+};
+
+void add_corpus_flags(CLI::App& command, CorpusFlags& flags);
+
+// Whether these flags ask for the corpus engine even with one recording.
+bool wants_corpus(const CorpusFlags& flags);
+
+// The recordings named on the command line and in --manifest files, in that order.
+std::vector<std::filesystem::path> corpus_recordings(const std::vector<std::string>& audio,
+                                                     const CorpusFlags& flags);
+
+// Diarizes `audio` through the corpus engine: with `out_dir`, one <name>.<format> per recording
+// there and a record of its settings in <out_dir>/.parley/ (what a rerun checks); without, RTTM
+// of every recording in input order to flags.out. Fails after the run, saying how many, when any
+// recording failed.
+void run_corpus(const std::vector<std::filesystem::path>& audio, const CorpusFlags& corpus,
+                const DiarizationFlags& flags, const EngineFlags& engine,
+                const std::string& out_dir);
+
+}  // namespace parley::cli

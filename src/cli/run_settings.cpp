@@ -1,0 +1,50 @@
+#include "cli/run_settings.h"
+
+#include <regex>
+#include <system_error>
+
+#include "core/sha256.h"
+#include "pipeline/output.h"
+
+namespace parley::cli {
+
+nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
+                                    const pipeline::DiarizationModels& models,
+                                    const ModelProviders& providers, bool exclusive) {
+  const std::string pipeline_text = std::regex_replace(
+      config.to_string(), std::regex("threads=[0-9]+, |, streaming=(true|false)"), "");
+  const auto hash_or_absent = [](const std::filesystem::path& path) {
+    std::error_code error;
+    return std::filesystem::exists(path, error) ? sha256_file(path) : std::string("absent");
+  };
+  return {{"step", config.step_seconds},
+          {"clustering", config.clustering.describe()},
+          {"speakers", config.speakers.describe()},
+          {"embedding_mode", std::string(pipeline::embedding_mode_name(config.embedding_mode))},
+          {"providers", providers.describe()},
+          {"exclusive", exclusive},
+          {"pipeline", pipeline_text},
+          {"segmentation_model", hash_or_absent(models.segmentation)},
+          {"embedding_model", hash_or_absent(models.embedding)},
+          {"plda", hash_or_absent(models.plda / "plda.npz") + " " +
+                       hash_or_absent(models.plda / "xvec_transform.npz")}};
+}
+
+nlohmann::ordered_json file_settings(const nlohmann::ordered_json& settings,
+                                     const std::filesystem::path& audio) {
+  nlohmann::ordered_json with_audio = settings;
+  std::error_code error;
+  with_audio["audio"] = std::filesystem::absolute(audio).string();
+  with_audio["audio_bytes"] = std::filesystem::file_size(audio, error);
+  const auto modified = std::filesystem::last_write_time(audio, error);
+  with_audio["audio_modified"] = static_cast<long long>(modified.time_since_epoch().count());
+  return with_audio;
+}
+
+void write_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path partial = path.string() + ".partial";
+  pipeline::write_text_file(partial, text);
+  std::filesystem::rename(partial, path);
+}
+
+}  // namespace parley::cli

@@ -1,0 +1,29 @@
+#pragma once
+// What makes a recording's result what it is, for the commands that resume: `parley eval --out`
+// and `parley diarize --out-dir` skip a recording whose earlier result was made with the same
+// settings and audio (eval::settings_fingerprint of file_settings()).
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/diarization_options.h"
+#include "pipeline/diarizer.h"
+
+namespace parley::cli {
+
+// Everything that changes the turns of a recording; threads and streaming do not (output is
+// identical for any thread count, streamed or not) and are left out so that such a rerun resumes.
+nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
+                                    const pipeline::DiarizationModels& models,
+                                    const ModelProviders& providers, bool exclusive);
+
+// `settings` with the audio file's absolute path, size and modification time.
+nlohmann::ordered_json file_settings(const nlohmann::ordered_json& settings,
+                                     const std::filesystem::path& audio);
+
+// Writes `text` beside `path`, then renames it there: the file is either whole or absent, even
+// after a kill.
+void write_atomically(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace parley::cli
