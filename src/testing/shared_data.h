@@ -39,3 +39,13 @@ SharedLookup find_shared(const std::string& relative);
     FAIL() << var##_lookup.message;                                                              \
   }                                                                                              \
   const std::filesystem::path var = var##_lookup.path
+
+// For the few files ../shared does not hold by design (the real WeSpeaker model, which users
+// download): resolves `relative` into `var`, or skips the current test whenever it is absent.
+#define PARLEY_REQUIRE_OPTIONAL_SHARED(var, relative)                                            \
+  const ::parley::testing::SharedLookup var##_lookup = ::parley::testing::find_shared(relative); \
+  if (var##_lookup.outcome != ::parley::testing::SharedLookup::Outcome::kFound) {                \
+    GTEST_SKIP() << "optional shared file '" << (relative)                                       \
+                 << "' absent: " << var##_lookup.message;                                        \
+  }                                                                                              \
+  const std::filesystem::path var = var##_lookup.path
