@@ -8,11 +8,12 @@
 
 #include "audio/mono_resampled_stream.h"
 #include "audio/test_audio_files.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::audio {
 namespace {
 
-using testing::TempDir;
+using parley::testing::TemporaryDirectory;
 
 struct FormatCase {
   std::string name;
@@ -36,7 +37,7 @@ class AudioFormatTest : public ::testing::TestWithParam<FormatCase> {};
 
 TEST_P(AudioFormatTest, DecodesStereoToneToMono16k) {
   const FormatCase& format = GetParam();
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / format.file_name;
   constexpr double kSeconds = 1.0;
   constexpr double kToneHz = 440.0;

@@ -14,11 +14,12 @@
 #include "audio/mono_resampled_stream.h"
 #include "audio/test_audio_files.h"
 #include "core/error.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::audio {
 namespace {
 
-using testing::TempDir;
+using parley::testing::TemporaryDirectory;
 
 // The message of the parley::Error that decoding `path` throws, or "" when it decodes.
 std::string decode_error(const std::filesystem::path& path) {
@@ -37,8 +38,8 @@ std::string not_audio_message(const std::filesystem::path& path) {
          "or FLAC";
 }
 
-std::filesystem::path write_tone_wav(const TempDir& temp, const std::string& name, int format,
-                                     double seconds = 1.0) {
+std::filesystem::path write_tone_wav(const TemporaryDirectory& temp, const std::string& name,
+                                     int format, double seconds = 1.0) {
   const auto path = temp / name;
   const auto frames = static_cast<std::size_t>(seconds * 16000);
   testing::write_sndfile(path, format, 16000, 1, testing::sine(300, 16000, frames, 0.5f));
@@ -46,20 +47,20 @@ std::filesystem::path write_tone_wav(const TempDir& temp, const std::string& nam
 }
 
 TEST(BadAudioInput, MissingFile) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "absent.wav";
   EXPECT_EQ(decode_error(path), path.string() + ": no such file; check the path");
 }
 
 TEST(BadAudioInput, Directory) {
-  TempDir temp;
+  TemporaryDirectory temp;
   EXPECT_EQ(
       decode_error(temp.path()),
       temp.path().string() + ": is a directory, not an audio file; give the path of a recording");
 }
 
 TEST(BadAudioInput, FifoIsRefusedWithoutBlocking) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "pipe.wav";
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   EXPECT_EQ(decode_error(path),
@@ -68,14 +69,14 @@ TEST(BadAudioInput, FifoIsRefusedWithoutBlocking) {
 }
 
 TEST(BadAudioInput, EmptyFile) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "empty.wav";
   testing::write_bytes(path, {});
   EXPECT_EQ(decode_error(path), path.string() + ": the file is empty (0 bytes); it holds no audio");
 }
 
 TEST(BadAudioInput, TruncatedHeader) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "cut.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);
   auto bytes = testing::read_bytes(path);
   for (const std::size_t keep : {4, 11, 30}) {
@@ -88,7 +89,7 @@ TEST(BadAudioInput, TruncatedHeader) {
 }
 
 TEST(BadAudioInput, HeaderClaimsMoreDataThanPresent) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "short.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);
   auto bytes = testing::read_bytes(path);
   ASSERT_EQ(bytes.size(), 44u + 32000u);
@@ -101,7 +102,7 @@ TEST(BadAudioInput, HeaderClaimsMoreDataThanPresent) {
 }
 
 TEST(BadAudioInput, TruncatedAiffAndAu) {
-  TempDir temp;
+  TemporaryDirectory temp;
   for (const auto& [name, format, header_bytes] :
        {std::tuple{"cut.aiff", SF_FORMAT_AIFF | SF_FORMAT_PCM_16, "AIFF"},
         std::tuple{"cut.au", SF_FORMAT_AU | SF_FORMAT_PCM_16, "AU"}}) {
@@ -120,7 +121,7 @@ TEST(BadAudioInput, TruncatedAiffAndAu) {
 }
 
 TEST(BadAudioInput, TruncatedOgg) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "cut.ogg", SF_FORMAT_OGG | SF_FORMAT_VORBIS, 4.0);
   auto bytes = testing::read_bytes(path);
   testing::write_bytes(path, std::span(bytes).first(bytes.size() * 6 / 10));
@@ -131,7 +132,7 @@ TEST(BadAudioInput, TruncatedOgg) {
 }
 
 TEST(BadAudioInput, TruncatedFlac) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "cut.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 4.0);
   auto bytes = testing::read_bytes(path);
   testing::write_bytes(path, std::span(bytes).first(bytes.size() / 2));
@@ -144,7 +145,7 @@ TEST(BadAudioInput, TruncatedFlac) {
 
 // Cut exactly before a FLAC frame, the decoder ends cleanly but short of the header's count.
 TEST(BadAudioInput, FlacCutAtFrameBoundary) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "short.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 4.0);
   auto bytes = testing::read_bytes(path);
   // Frame headers start with the sync code 0xFFF8 (fixed block size).
@@ -160,7 +161,7 @@ TEST(BadAudioInput, FlacCutAtFrameBoundary) {
 }
 
 TEST(BadAudioInput, NonAudioText) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "notes.wav";
   std::string text;
   for (int line = 0; line < 200; ++line) text += "These are meeting notes, not a recording.\n";
@@ -170,7 +171,7 @@ TEST(BadAudioInput, NonAudioText) {
 }
 
 TEST(BadAudioInput, RandomBytes) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "noise.bin";
   std::mt19937 random(7);
   std::vector<std::uint8_t> bytes(100000);
@@ -180,7 +181,7 @@ TEST(BadAudioInput, RandomBytes) {
 }
 
 TEST(BadAudioInput, ZeroSampleRate) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "rate0.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);
   auto bytes = testing::read_bytes(path);
   std::fill(bytes.begin() + 24, bytes.begin() + 28, 0);  // fmt chunk: sample rate
@@ -190,7 +191,7 @@ TEST(BadAudioInput, ZeroSampleRate) {
 }
 
 TEST(BadAudioInput, ZeroChannels) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "mono0.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);
   auto bytes = testing::read_bytes(path);
   std::fill(bytes.begin() + 22, bytes.begin() + 24, 0);  // fmt chunk: channel count

@@ -10,18 +10,19 @@
 #include "audio/mono_resampled_stream.h"
 #include "audio/test_audio_files.h"
 #include "core/error.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::audio {
 namespace {
 
-using testing::TempDir;
+using parley::testing::TemporaryDirectory;
 
 struct Written {
   std::string name;
   std::filesystem::path path;
 };
 
-std::vector<Written> write_every_format(const TempDir& temp) {
+std::vector<Written> write_every_format(const TemporaryDirectory& temp) {
   const auto tone = testing::interleave(
       {testing::sine(440, 16000, 16000, 0.5f), testing::sine(660, 16000, 16000, 0.3f)});
   const std::vector<std::pair<std::string, int>> sndfile_formats = {
@@ -65,7 +66,7 @@ bool decodes_or_fails_cleanly(const std::filesystem::path& path, const std::stri
 }
 
 TEST(DamagedAudioInput, TruncatedFilesNeverCrash) {
-  TempDir temp;
+  TemporaryDirectory temp;
   for (const auto& file : write_every_format(temp)) {
     const auto bytes = testing::read_bytes(file.path);
     const auto damaged = temp / ("cut-" + file.name);
@@ -79,7 +80,7 @@ TEST(DamagedAudioInput, TruncatedFilesNeverCrash) {
 }
 
 TEST(DamagedAudioInput, OverwrittenBytesNeverCrash) {
-  TempDir temp;
+  TemporaryDirectory temp;
   std::mt19937 random(2024);
   for (const auto& file : write_every_format(temp)) {
     const auto bytes = testing::read_bytes(file.path);
@@ -98,7 +99,7 @@ TEST(DamagedAudioInput, OverwrittenBytesNeverCrash) {
 }
 
 TEST(DamagedAudioInput, ImplausibleSampleRateIsRefused) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "rate1.wav";
   testing::write_sndfile(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
                          testing::sine(100, 16000, 1600, 0.5f));

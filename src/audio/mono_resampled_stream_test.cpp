@@ -13,17 +13,18 @@
 #include "audio/resampler.h"
 #include "audio/test_audio_files.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::audio {
 namespace {
 
-using testing::TempDir;
+using parley::testing::TemporaryDirectory;
 
 // A 3-minute stereo 44.1 kHz recording whose channels differ, read in several block sizes, gives
 // exactly the samples of the whole-file path, and those equal an independent computation that
 // decodes everything at once with libsndfile, downmixes and resamples in one call.
 TEST(MonoResampledStream, BlockReadsEqualWholeFileDecode) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "long.wav";
   constexpr int kRate = 44100;
   constexpr std::size_t kFrames = 180 * kRate;
@@ -56,7 +57,7 @@ TEST(MonoResampledStream, BlockReadsEqualWholeFileDecode) {
 }
 
 TEST(MonoResampledStream, ReportsProgress) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "progress.wav";
   testing::write_sndfile(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 32000, 1,
                          testing::sine(500.0, 32000, 320000, 0.5f));
@@ -81,7 +82,7 @@ TEST(MonoResampledStream, ReportsProgress) {
 }
 
 TEST(MonoResampledStream, ProgressForLibavSourcesUsesBytes) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "progress.m4a";
   testing::write_with_libav(path, "ipod", "aac", 16000, 1,
                             testing::sine(500.0, 16000, 64000, 0.5f));
@@ -99,7 +100,7 @@ TEST(MonoResampledStream, ProgressForLibavSourcesUsesBytes) {
 
 // NaN and Inf samples become 0 (and only those), are counted, and are reported once.
 TEST(MonoResampledStream, ReplacesNonFiniteSamplesWithZeroAndWarnsOnce) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "nan.wav";
   auto samples = testing::sine(400.0, 16000, 16000, 0.5f);
   samples[100] = std::numeric_limits<float>::quiet_NaN();
@@ -135,7 +136,7 @@ TEST(MonoResampledStream, ReplacesNonFiniteSamplesWithZeroAndWarnsOnce) {
 
 // Silence is valid audio: it decodes to zeros of the right length, with no error or warning.
 TEST(MonoResampledStream, SilenceOnlyIsValid) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "silence.wav";
   testing::write_sndfile(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 48000, 2,
                          std::vector<float>(2 * 48000 * 2, 0.0f));
@@ -145,14 +146,14 @@ TEST(MonoResampledStream, SilenceOnlyIsValid) {
 }
 
 TEST(MonoResampledStream, ZeroFrameWavIsEmptyAudio) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "none.wav";
   testing::write_sndfile(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, {});
   EXPECT_TRUE(load_mono_16k(path).empty());
 }
 
 TEST(MonoResampledStream, SixteenBitSamplesStayInUnitRange) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "full.wav";
   SF_INFO info{.frames = 0,
                .samplerate = 16000,
@@ -171,7 +172,7 @@ TEST(MonoResampledStream, SixteenBitSamplesStayInUnitRange) {
 }
 
 TEST(MonoResampledStream, UnicodePath) {
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "réunion ñ 会议.flac";
   const auto tone = testing::sine(250.0, 16000, 8000, 0.5f);
   testing::write_sndfile(path, SF_FORMAT_FLAC | SF_FORMAT_PCM_24, 16000, 1, tone);

@@ -9,11 +9,12 @@
 #include "audio/mono_resampled_stream.h"
 #include "audio/test_audio_files.h"
 #include "core/error.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::audio {
 namespace {
 
-using testing::TempDir;
+using parley::testing::TemporaryDirectory;
 
 std::vector<float> resample_whole(std::span<const float> input, double from, double to) {
   Resampler resampler(from, to);
@@ -72,7 +73,7 @@ TEST(Resampler, RejectsNonPositiveRates) {
 // The same through files: a WAV at each rate comes out at 16 kHz with the right length.
 TEST_P(ResampleTo16k, WavFileComesOutAt16k) {
   const int input_rate = GetParam();
-  TempDir temp;
+  TemporaryDirectory temp;
   const auto path = temp / "tone.wav";
   const auto input_frames = static_cast<std::size_t>(3 * input_rate);
   testing::write_sndfile(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, input_rate, 1,

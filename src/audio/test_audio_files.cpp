@@ -6,13 +6,11 @@ extern "C" {
 #include <libavutil/channel_layout.h>
 }
 #include <sndfile.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
 #include <memory>
 #include <numbers>
-#include <random>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -20,18 +18,6 @@ extern "C" {
 #include "audio/mono_resampled_stream.h"
 
 namespace parley::audio::testing {
-
-TempDir::TempDir() {
-  std::random_device random;
-  path_ = std::filesystem::temp_directory_path() /
-          fmt::format("parley-audio-test-{}-{:08x}", ::getpid(), random());
-  std::filesystem::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
 
 std::vector<float> sine(double frequency, double sample_rate, std::size_t frames, float amplitude,
                         double phase) {

@@ -1,5 +1,5 @@
 #pragma once
-// Test helpers: synthetic signals, a temporary folder, and writers that produce audio files in
+// Test helpers: synthetic signals and writers that produce audio files in
 // every format the audio module reads (libsndfile for WAV/FLAC/Ogg/MP3, libav's encoders for
 // m4a/mp4/aac/webm), so tests need no binary fixtures.
 #include <cstdint>
@@ -9,20 +9,6 @@
 #include <vector>
 
 namespace parley::audio::testing {
-
-// A folder under the system temp folder, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // amplitude * sin(2 pi frequency t + phase), `frames` samples at `sample_rate`.
 std::vector<float> sine(double frequency, double sample_rate, std::size_t frames, float amplitude,

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # CTest: `parley diarize`, `parley recluster` and `parley score` as a user runs them.
 #   diarize_command_test.sh PARLEY SOURCE_DIR WORK_DIR   (PARLEY_SHARED_DIR: the shared data)
-# Skips (exit 77) when the shared models or recordings are absent.
+# Skips (exit 77) without the shared folder; fails when a file it needs is missing from it.
 set -euo pipefail
 parley=$1 source_dir=$2 work=$3
+source "$source_dir/src/testing/require_shared.sh"
 shared=${PARLEY_SHARED_DIR:?}
 rm -rf "$work"; mkdir -p "$work/models"
 check() { if ! eval "$1"; then echo "FAILED: $2" >&2; exit 1; fi; }
-for needed in models/segmentation-3.0-fp16.onnx models/plda eval/falcon-test/test.wav \
-              goldens/pyannote-community1/02_pyannote_sample/raw_embeddings.npz; do
-  [ -e "$shared/$needed" ] || { echo "skipping: $shared/$needed not found"; exit 77; }
-done
+require_shared models/segmentation-3.0-fp16.onnx models/plda eval/falcon-test/test.wav \
+               goldens/pyannote-community1/02_pyannote_sample/raw_embeddings.npz
 ln -s "$shared/models/segmentation-3.0-fp16.onnx" "$shared/models/plda" "$work/models/"
 /usr/bin/python3 "$source_dir/tools/make_speed_twin.py" --output "$work/models/resnet34-speed-twin.onnx" >/dev/null
 

@@ -2,18 +2,17 @@
 # CTest: `parley eval` and `parley bench` as a user runs them, on ami-debug recordings with the
 # real segmentation model and the tiny test embedding model (labels are noise; every stage runs).
 #   eval_command_test.sh PARLEY WRITE_TEST_EMBEDDING_MODEL WORK_DIR   (PARLEY_SHARED_DIR)
-# Skips (exit 77) when the shared models or recordings are absent.
+# Skips (exit 77) without the shared folder; fails when a file it needs is missing from it.
 set -euo pipefail
 parley=$1 write_model=$2 work=$3
+source "$(dirname "${BASH_SOURCE[0]}")/../testing/require_shared.sh"
 shared=${PARLEY_SHARED_DIR:?}
 ami=$shared/eval/ami-debug
 rm -rf "$work"; mkdir -p "$work/models"
 fail() { echo "FAILED: $1" >&2; exit 1; }
 check() { if ! eval "$1"; then fail "$2"; fi; }
 json() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
-for needed in models/segmentation-3.0-fp16.onnx models/plda eval/ami-debug/dev00.wav; do
-  [ -e "$shared/$needed" ] || { echo "skipping: $shared/$needed not found"; exit 77; }
-done
+require_shared models/segmentation-3.0-fp16.onnx models/plda eval/ami-debug/dev00.wav
 ln -s "$shared/models/segmentation-3.0-fp16.onnx" "$shared/models/plda" "$work/models/"
 "$write_model" "$work/models/tiny-embedding.onnx"
 models=(--models "$work/models" --embedding-model "$work/models/tiny-embedding.onnx"

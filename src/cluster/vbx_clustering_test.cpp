@@ -5,6 +5,7 @@
 #include "cluster/golden_fixtures_test_support.h"
 #include "cluster/inactive_speakers.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::cluster {
 namespace {
@@ -156,7 +157,8 @@ TEST(VbxClustering, WritesIntermediatesInTheGoldensLayout) {
   const Inputs inputs = load_inputs(fixture);
   const ClusteringResult result = cluster_embeddings_vbx(inputs.embeddings, inputs.segmentations,
                                                          plda, VbxClusteringConfig{}, {});
-  const auto out = std::filesystem::path(::testing::TempDir()) / "parley_cluster_intermediates";
+  const parley::testing::TemporaryDirectory temp("vbx-clustering-test");
+  const auto out = temp / "intermediates";
   write_clustering_intermediates(out, result);
   for (const char* name :
        {"plda_embeddings.npz", "vbx_state.npz", "clustering.npz", "ahc_state.npz"}) {

@@ -3,22 +3,19 @@
 #include <gtest/gtest.h>
 
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley {
 namespace {
 
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("parley_npz_test_" + name);
-}
-
 TEST(Npy, RoundTripsFloat32Matrix) {
   NdArray<float> matrix({2, 3}, {1.f, 2.f, 3.f, 4.f, 5.f, 6.5f});
-  const auto path = temp_path("matrix.npy");
+  const testing::TemporaryDirectory temp("npz-test");
+  const auto path = temp / "matrix.npy";
   write_npy(path, NpyArray::from(matrix));
   const auto back = read_npy(path).as<float>();
   EXPECT_EQ(back.shape(), matrix.shape());
   EXPECT_EQ(back.values(), matrix.values());
-  std::filesystem::remove(path);
 }
 
 TEST(Npy, ConvertsBetweenTypes) {
@@ -57,7 +54,8 @@ TEST(Npz, RoundTripsSeveralArrays) {
   NpzArchive archive;
   archive["scores"] = NpyArray::from(NdArray<double>({2, 2}, {0.5, -1.0, 2.0, 3.25}));
   archive["labels"] = NpyArray::from(NdArray<std::int32_t>({3}, {2, 0, 1}));
-  const auto path = temp_path("pair.npz");
+  const testing::TemporaryDirectory temp("npz-test");
+  const auto path = temp / "pair.npz";
   write_npz(path, archive);
   const auto back = read_npz(path);
   ASSERT_EQ(back.size(), 2u);
@@ -65,7 +63,6 @@ TEST(Npz, RoundTripsSeveralArrays) {
             (std::vector<double>{0.5, -1.0, 2.0, 3.25}));
   EXPECT_EQ(npz_get(back, "labels", path).as<int>().values(), (std::vector<int>{2, 0, 1}));
   EXPECT_THROW(npz_get(back, "missing", path), Error);
-  std::filesystem::remove(path);
 }
 
 TEST(Npz, ReadsPyannoteGolden) {

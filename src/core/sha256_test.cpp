@@ -1,4 +1,5 @@
 #include "core/sha256.h"
+#include "testing/temporary_directory.h"
 
 #include <gtest/gtest.h>
 
@@ -13,12 +14,12 @@ TEST(Sha256, KnownVectors) {
 }
 
 TEST(Sha256, FileMatchesBytes) {
-  const auto path = std::filesystem::temp_directory_path() / "parley_sha256_test.bin";
+  const parley::testing::TemporaryDirectory temp("sha256-test");
+  const auto path = temp / "bytes.bin";
   std::string content(200000, 'x');
   for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 31 % 251);
   std::ofstream(path, std::ios::binary) << content;
   EXPECT_EQ(sha256_file(path), sha256_text(content));
-  std::filesystem::remove(path);
 }
 
 TEST(Sha256, MissingFileIsAnError) {

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::eval {
 namespace {
@@ -111,7 +112,8 @@ TEST(EvalResults, SystemSummaryFromAWrittenFile) {
   EvalRun run;
   run.system = "peer";
   run.files = {scored("a", 1.0, 0.0, 1.0, 10.0, 30.0, 2.0)};
-  const auto path = std::filesystem::temp_directory_path() / "parley-eval-results-summary.json";
+  const parley::testing::TemporaryDirectory temp("eval-results-test");
+  const auto path = temp / "summary.json";
   std::ofstream(path) << eval_run_json(run).dump(2);
   const SystemSummary summary = read_system_summary(path);
   EXPECT_EQ(summary.system, "peer");

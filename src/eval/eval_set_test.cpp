@@ -6,27 +6,18 @@
 
 #include "core/error.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::eval {
 namespace {
 
-class TempDir {
- public:
-  explicit TempDir(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() / ("parley-eval-set-" + name)) {
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name, std::ios::binary) << text;
-    return path_ / name;
-  }
+using parley::testing::TemporaryDirectory;
 
- private:
-  std::filesystem::path path_;
-};
+std::filesystem::path write_file(const TemporaryDirectory& dir, const std::string& name,
+                                 const std::string& text) {
+  std::ofstream(dir / name, std::ios::binary) << text;
+  return dir / name;
+}
 
 std::string error_of(const std::function<void()>& action) {
   try {
@@ -72,15 +63,15 @@ TEST(EvalSet, UriMissingFromTheReferenceIsAProblemOfThatFileOnly) {
 }
 
 TEST(EvalSet, ListSkipsCommentsAndFindsOtherAudioExtensions) {
-  const TempDir dir("list");
-  dir.write("a.wav", "");
-  dir.write("b.flac", "");
-  const auto list = dir.write("set.lst", "\xEF\xBB\xBF# two recordings\na\r\n\n  b  \nc\n");
-  const auto rttm = dir.write("ref.rttm",
-                              "SPEAKER a 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n"
-                              "SPEAKER b 1 0.5 1.0 <NA> <NA> y <NA> <NA>\n"
-                              "SPEAKER c 1 0.5 1.0 <NA> <NA> y <NA> <NA>\n");
-  const auto uem = dir.write("ref.uem", "a 1 0 10\nc 1 0 10\n");
+  const TemporaryDirectory dir("eval-set-list");
+  write_file(dir, "a.wav", "");
+  write_file(dir, "b.flac", "");
+  const auto list = write_file(dir, "set.lst", "\xEF\xBB\xBF# two recordings\na\r\n\n  b  \nc\n");
+  const auto rttm = write_file(dir, "ref.rttm",
+                               "SPEAKER a 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n"
+                               "SPEAKER b 1 0.5 1.0 <NA> <NA> y <NA> <NA>\n"
+                               "SPEAKER c 1 0.5 1.0 <NA> <NA> y <NA> <NA>\n");
+  const auto uem = write_file(dir, "ref.uem", "a 1 0 10\nc 1 0 10\n");
   EXPECT_EQ(read_uri_list(list), (std::vector<std::string>{"a", "b", "c"}));
   const auto files = eval_files_from_list(list, dir.path(), rttm, uem);
   ASSERT_EQ(files.size(), 3u);
@@ -94,14 +85,14 @@ TEST(EvalSet, ListSkipsCommentsAndFindsOtherAudioExtensions) {
 }
 
 TEST(EvalSet, ListErrorsNameTheLine) {
-  const TempDir dir("list-errors");
-  const auto twice = dir.write("twice.lst", "a\nb\na\n");
+  const TemporaryDirectory dir("eval-set-list-errors");
+  const auto twice = write_file(dir, "twice.lst", "a\nb\na\n");
   EXPECT_NE(error_of([&] { read_uri_list(twice); }).find("twice.lst:3: URI 'a' is listed twice"),
             std::string::npos);
-  const auto spaced = dir.write("spaced.lst", "a b\n");
+  const auto spaced = write_file(dir, "spaced.lst", "a b\n");
   EXPECT_NE(error_of([&] { read_uri_list(spaced); }).find("spaced.lst:1:"), std::string::npos);
-  const auto empty = dir.write("empty.lst", "# nothing\n");
-  const auto rttm = dir.write("ref.rttm", "SPEAKER a 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n");
+  const auto empty = write_file(dir, "empty.lst", "# nothing\n");
+  const auto rttm = write_file(dir, "ref.rttm", "SPEAKER a 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n");
   EXPECT_NE(error_of([&] {
               eval_files_from_list(empty, dir.path(), rttm, std::nullopt);
             }).find("no URIs"),
@@ -109,24 +100,24 @@ TEST(EvalSet, ListErrorsNameTheLine) {
 }
 
 TEST(EvalSet, ManifestResolvesPathsFromItsFolder) {
-  const TempDir dir("manifest");
+  const TemporaryDirectory dir("eval-set-manifest");
   std::filesystem::create_directories(dir.path() / "audio");
   std::filesystem::create_directories(dir.path() / "ref");
-  dir.write("audio/meeting one.wav", "");
-  dir.write("audio/b.wav", "");
-  dir.write("audio/c.wav", "");
-  dir.write("ref/one.rttm", "SPEAKER m1 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n");
-  dir.write("ref/all.rttm",
-            "SPEAKER b 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n"
-            "SPEAKER c 1 0.0 2.0 <NA> <NA> y <NA> <NA>\n");
-  dir.write("ref/all.uem", "b 1 0 5\n");
-  const auto manifest = dir.write("set.tsv",
-                                  "# audio\trttm\tuem\n"
-                                  "audio/meeting one.wav\tref/one.rttm\n"
-                                  "audio/b.wav\tref/all.rttm\tref/all.uem\n"
-                                  "audio/c.wav\tref/all.rttm\tref/all.uem\n"
-                                  "audio/missing.wav\tref/all.rttm\n"
-                                  "audio/b.wav\tref/broken.rttm\n");
+  write_file(dir, "audio/meeting one.wav", "");
+  write_file(dir, "audio/b.wav", "");
+  write_file(dir, "audio/c.wav", "");
+  write_file(dir, "ref/one.rttm", "SPEAKER m1 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n");
+  write_file(dir, "ref/all.rttm",
+             "SPEAKER b 1 0.0 1.0 <NA> <NA> x <NA> <NA>\n"
+             "SPEAKER c 1 0.0 2.0 <NA> <NA> y <NA> <NA>\n");
+  write_file(dir, "ref/all.uem", "b 1 0 5\n");
+  const auto manifest = write_file(dir, "set.tsv",
+                                   "# audio\trttm\tuem\n"
+                                   "audio/meeting one.wav\tref/one.rttm\n"
+                                   "audio/b.wav\tref/all.rttm\tref/all.uem\n"
+                                   "audio/c.wav\tref/all.rttm\tref/all.uem\n"
+                                   "audio/missing.wav\tref/all.rttm\n"
+                                   "audio/b.wav\tref/broken.rttm\n");
   const auto files = eval_files_from_manifest(manifest);
   ASSERT_EQ(files.size(), 5u);
   // One file id in the RTTM: that is the recording's, whatever the audio is called.
@@ -143,7 +134,7 @@ TEST(EvalSet, ManifestResolvesPathsFromItsFolder) {
   EXPECT_NE(files[3].problem.find("set.tsv:5: audio"), std::string::npos) << files[3].problem;
   EXPECT_NE(files[4].problem.find("broken.rttm"), std::string::npos) << files[4].problem;
 
-  const auto bad = dir.write("bad.tsv", "audio/b.wav\n");
+  const auto bad = write_file(dir, "bad.tsv", "audio/b.wav\n");
   EXPECT_NE(error_of([&] {
               eval_files_from_manifest(bad);
             }).find("bad.tsv:1: expected 2 or 3 tab-separated fields"),

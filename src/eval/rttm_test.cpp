@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::eval {
 namespace {
@@ -92,10 +93,10 @@ TEST(Rttm, MissingFileIsAnError) {
 TEST(Rttm, WritesWhatItReads) {
   const std::vector<Turn> turns = {{"trñ00", 3.168, 0.8, "MÉO069"}, {"b", 0.0, 12.0005, "s2"}};
   EXPECT_EQ(format_rttm_line(turns[0]), "SPEAKER trñ00 1 3.168 0.800 <NA> <NA> MÉO069 <NA> <NA>\n");
-  const auto path = std::filesystem::temp_directory_path() / "parley_rttm_test.rttm";
+  const parley::testing::TemporaryDirectory temp("rttm-test");
+  const auto path = temp / "turns.rttm";
   write_rttm(path, turns);
   const auto back = read_rttm(path);
-  std::filesystem::remove(path);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0], turns[0]);
   EXPECT_EQ(back[1].file_id, "b");

@@ -2,9 +2,9 @@
 // The segmentation model as an accelerator provider gets it: constant `If`s inlined
 // (constant_if_inlining.h), zero LSTM states dropped (recurrent_state_rewrite.h) -- together
 // what keeps ONNX Runtime 1.29's CUDA provider from crashing at session creation
-// (docs/gpu-segmentation-crash.md) -- and optionally the batch made dynamic (dynamic_batch.h),
-// so that a GPU runs many chunks per call. Each step is exact on the CPU for float32 models and
-// the whole rewrite is idempotent.
+// (docs/providers.md, "Segmentation on CUDA") -- and optionally the batch made dynamic
+// (dynamic_batch.h), so that a GPU runs many chunks per call. Each step is exact on the CPU for
+// float32 models and the whole rewrite is idempotent.
 #include <filesystem>
 #include <string>
 

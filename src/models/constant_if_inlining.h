@@ -3,8 +3,8 @@
 // take. pyannote's segmentation export wraps its SincNet convolution in such an `If`: the
 // condition is `Shape(waveform)[1] == 1`, and the channel dimension is declared as 1. Together
 // with the zero LSTM states (recurrent_state_rewrite.h) it is what ONNX Runtime 1.29's CUDA
-// provider trips over (docs/gpu-segmentation-crash.md); on the CPU the inlined graph computes
-// exactly the same operations, so outputs are bit-identical.
+// provider trips over (docs/providers.md, "Segmentation on CUDA"); on the CPU the inlined graph
+// computes exactly the same operations, so outputs are bit-identical.
 //
 // A condition is proven from constants only: initializers, Constant nodes, and integer arithmetic
 // on them and on the static dimensions of shapes (Shape of a graph input or of a tensor whose

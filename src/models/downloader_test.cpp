@@ -11,14 +11,15 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "models/test_support.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::models {
 namespace {
 
+using parley::testing::TemporaryDirectory;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using testing::read_bytes;
-using testing::ScopedTempDir;
 using testing::write_text;
 
 std::string make_payload(std::size_t size) {
@@ -114,7 +115,7 @@ class Downloader : public ::testing::Test {
  protected:
   const std::string payload = make_payload(300'000);
   LocalServer server{payload};
-  ScopedTempDir dir{"download"};
+  TemporaryDirectory dir{"download"};
   std::filesystem::path destination = dir / "sub" / "model.bin";
   std::filesystem::path partial = destination.string() + ".partial";
 };
@@ -193,7 +194,7 @@ TEST_F(Downloader, HttpErrorsSayWhatToDo) {
 }
 
 TEST(DownloaderOffline, UnreachableHostFailsQuicklyWithAHelpfulMessage) {
-  ScopedTempDir dir("offline");
+  TemporaryDirectory dir("offline");
   const auto start = std::chrono::steady_clock::now();
   const std::string message = error_of([&] {
     download_file("http://127.0.0.1:9/voxceleb_resnet34_LM.onnx", dir / "model.onnx", std::nullopt,
@@ -230,7 +231,7 @@ TEST_F(Downloader, FetchModelQuotesEveryFailure) {
 }
 
 TEST(FetchModel, AllHostsUnreachableIsOneSentenceAndLeavesNoFiles) {
-  ScopedTempDir dir("unreachable");
+  TemporaryDirectory dir("unreachable");
   ModelEntry entry;
   entry.id = "test-model";
   entry.file = "test.bin";

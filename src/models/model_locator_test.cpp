@@ -7,12 +7,13 @@
 
 #include "core/error.h"
 #include "models/test_support.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::models {
 namespace {
 
+using parley::testing::TemporaryDirectory;
 using ::testing::HasSubstr;
-using testing::ScopedTempDir;
 using testing::write_text;
 
 // Sets or unsets an environment variable for one test and restores it afterwards.
@@ -66,9 +67,9 @@ TEST(ModelLocator, UserCacheFallsBackToHomeAndUnsetVariablesAreSkipped) {
 
 class LocatorFolders : public ::testing::Test {
  protected:
-  ScopedTempDir flag_dir{"flag"};
-  ScopedTempDir env_dir{"env"};
-  ScopedTempDir cache_dir{"cache"};
+  TemporaryDirectory flag_dir{"flag"};
+  TemporaryDirectory env_dir{"env"};
+  TemporaryDirectory cache_dir{"cache"};
   std::vector<SearchPlace> places() const {
     return {{flag_dir.path(), "--models"},
             {env_dir.path(), "$PARLEY_MODELS"},

@@ -8,15 +8,16 @@
 #include "core/sha256.h"
 #include "models/test_support.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::models {
 namespace {
 
+using parley::testing::TemporaryDirectory;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::ScopedTempDir;
 
 constexpr const char* kFp16Sha256 =
     "b0acba8e4cc30e8ec2bd33075ce95f282d66acab86fb155860d8deddbfacd30c";
@@ -44,7 +45,7 @@ TEST(ModelVerifier, SharedVadAndPldaFilesPass) {
 
 TEST(ModelVerifier, CorruptedCopyNamesExpectedAndActualSha256) {
   PARLEY_REQUIRE_SHARED(model, "models/segmentation-3.0-fp16.onnx");
-  ScopedTempDir dir("corrupt");
+  TemporaryDirectory dir("corrupt");
   const auto copy = dir / "segmentation-3.0-fp16.onnx";
   std::filesystem::copy_file(model, copy);
   {
@@ -70,7 +71,7 @@ TEST(ModelVerifier, CorruptedCopyNamesExpectedAndActualSha256) {
 
 TEST(ModelVerifier, TruncatedCopyReportsSizeAndLoadFailure) {
   PARLEY_REQUIRE_SHARED(model, "models/segmentation-3.0-fp16.onnx");
-  ScopedTempDir dir("truncated");
+  TemporaryDirectory dir("truncated");
   const auto copy = dir / "segmentation-3.0-fp16.onnx";
   std::filesystem::copy_file(model, copy);
   std::filesystem::resize_file(copy, 1000);
@@ -139,7 +140,7 @@ TEST(ModelVerifier, MissingFileSaysHowToGetIt) {
 }
 
 TEST(ModelVerifier, NonOnnxFileIsReportedNotThrown) {
-  ScopedTempDir dir("garbage");
+  TemporaryDirectory dir("garbage");
   testing::write_text(dir / "voxceleb_resnet34_LM.onnx", "this is not a model");
   const Verification result = verify_model_file(Registry::builtin().get("wespeaker-resnet34-lm"),
                                                 dir / "voxceleb_resnet34_LM.onnx");

@@ -3,7 +3,7 @@
 // initial_h / initial_c at run time: Shape -> Gather -> Concat -> ConstantOfShape(0) -> Slice.
 // ONNX defines a missing initial state as zeros, so dropping those inputs is exact. It matters
 // because ONNX Runtime 1.29's CUDA provider crashes setting up that Slice
-// (docs/gpu-segmentation-crash.md); without the state chain the model runs there.
+// (docs/providers.md, "Segmentation on CUDA"); without the state chain the model runs there.
 #include <string>
 
 namespace parley::models {

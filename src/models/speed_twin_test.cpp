@@ -16,12 +16,13 @@
 #include "models/registry.h"
 #include "models/test_support.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::models {
 namespace {
 
+using parley::testing::TemporaryDirectory;
 using ::testing::HasSubstr;
-using testing::ScopedTempDir;
 
 constexpr const char* kPython = "/usr/bin/python3";
 
@@ -39,7 +40,7 @@ class SpeedTwin : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(kPython)) return;
-    directory_ = std::make_unique<ScopedTempDir>("twin");
+    directory_ = std::make_unique<TemporaryDirectory>("twin");
     twin_path_ = *directory_ / "resnet34-speed-twin.onnx";
     generation_error_ = generate_twin(twin_path_);
   }
@@ -53,7 +54,7 @@ class SpeedTwin : public ::testing::Test {
     ASSERT_EQ(generation_error_, "") << "the generator needs python3-numpy and python3-onnx";
   }
 
-  static inline std::unique_ptr<ScopedTempDir> directory_;
+  static inline std::unique_ptr<TemporaryDirectory> directory_;
   static inline std::filesystem::path twin_path_;
   static inline std::string generation_error_;
 };
@@ -107,7 +108,7 @@ double norm(const float* a, std::size_t count) {
 }
 
 TEST_F(SpeedTwin, GeneratorIsDeterministicAndMatchesTheRegistry) {
-  ScopedTempDir second_dir("twin-again");
+  TemporaryDirectory second_dir("twin-again");
   const auto second = second_dir / "resnet34-speed-twin.onnx";
   ASSERT_EQ(generate_twin(second), "");
   const std::string first_sha = sha256_file(twin_path_);

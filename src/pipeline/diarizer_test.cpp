@@ -12,6 +12,7 @@
 #include "eval/rttm.h"
 #include "models/test_embedding_model.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::pipeline {
 namespace {
@@ -69,9 +70,9 @@ class DiarizerEndToEnd : public ::testing::Test {
   // WeSpeaker's exact pooling structure: speaker labels are meaningless (as with the speed
   // twin), but every stage runs, and speech regions come from the real segmentation model.
   void SetUp() override {
-    segmentation_ = testing::shared_path_or_empty("models/segmentation-3.0-fp16.onnx");
-    if (segmentation_.empty()) GTEST_SKIP() << "segmentation model not in ../shared";
-    embedding_ = std::filesystem::temp_directory_path() / "parley_diarizer_test_embedding.onnx";
+    PARLEY_REQUIRE_SHARED(segmentation, "models/segmentation-3.0-fp16.onnx");
+    segmentation_ = segmentation;
+    embedding_ = temp_ / "test_embedding.onnx";
     std::ofstream(embedding_, std::ios::binary) << models::testing::make_test_embedding_model();
   }
   Diarizer make_diarizer(int threads) {
@@ -80,6 +81,7 @@ class DiarizerEndToEnd : public ::testing::Test {
     config.clustering.method = cluster::ClusteringMethod::kAhc;
     return Diarizer({segmentation_, embedding_, {}}, config);
   }
+  testing::TemporaryDirectory temp_{"diarizer-test"};
   std::filesystem::path segmentation_;
   std::filesystem::path embedding_;
 };
@@ -138,8 +140,7 @@ TEST_F(DiarizerEndToEnd, SameOutputForAnyThreadCountAndThroughRecluster) {
   PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
   const auto samples = audio::load_mono_16k(audio_path);
   Progress quiet(Progress::Mode::kNever);
-  const auto save_dir = std::filesystem::temp_directory_path() / "parley_diarizer_test_saved";
-  std::filesystem::remove_all(save_dir);
+  const auto save_dir = temp_ / "saved";
   Diarizer one_thread = make_diarizer(1);
   const DiarizationResult first = one_thread.diarize(samples, "sample", quiet, save_dir);
   Diarizer two_threads = make_diarizer(2);
@@ -159,7 +160,6 @@ TEST_F(DiarizerEndToEnd, SameOutputForAnyThreadCountAndThroughRecluster) {
   const DiarizationResult again =
       diarize_from_embeddings(read_model_intermediates(save_dir), config, nullptr, "sample", times);
   EXPECT_EQ(rttm(first.turns, "sample"), rttm(again.turns, "sample"));
-  std::filesystem::remove_all(save_dir);
 }
 
 TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
@@ -176,9 +176,7 @@ TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
     config.embedding_batch_size = 5;
     config.clustering.method = cluster::ClusteringMethod::kAhc;
     Diarizer diarizer({segmentation_, embedding_, {}}, config);
-    save_dirs.push_back(std::filesystem::temp_directory_path() /
-                        (streaming ? "parley_streaming_on" : "parley_streaming_off"));
-    std::filesystem::remove_all(save_dirs.back());
+    save_dirs.push_back(temp_ / (streaming ? "streaming_on" : "streaming_off"));
     const DiarizationResult result = diarizer.diarize(samples, "example", quiet, save_dirs.back());
     ASSERT_FALSE(result.turns.empty());
     EXPECT_GT(result.stage_times.entries().size(), 2u);
@@ -190,7 +188,6 @@ TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
   EXPECT_GT(streamed.segmentations.dim(0), 25u);
   EXPECT_EQ(streamed.segmentations.values(), sequential.segmentations.values());
   EXPECT_EQ(streamed.embeddings.values(), sequential.embeddings.values());
-  for (const auto& dir : save_dirs) std::filesystem::remove_all(dir);
 }
 
 // Shared-trunk embeddings through the Diarizer: chunk ranges of any size give the same result

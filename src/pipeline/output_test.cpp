@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::pipeline {
 namespace {
@@ -60,13 +61,13 @@ TEST(Output, WritesPlainText) {
 }
 
 TEST(Output, WritesFilesAndNamesThePathOnFailure) {
-  const auto path = std::filesystem::temp_directory_path() / "parley_output_test.rttm";
+  const parley::testing::TemporaryDirectory temp("output-test");
+  const auto path = temp / "out.rttm";
   write_text_file(path, "hello\n");
   std::ifstream stream(path);
   std::stringstream content;
   content << stream.rdbuf();
   EXPECT_EQ(content.str(), "hello\n");
-  std::filesystem::remove(path);
   try {
     write_text_file("/nonexistent-folder/out.rttm", "x");
     FAIL() << "expected an error";

@@ -133,8 +133,8 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   bool batch_made_dynamic = false;
   if (config_.provider != runtime::ProviderId::kCpu) {
     // ORT 1.29's CUDA provider crashes on the export's SincNet `If` and the LSTMs' zero-state
-    // chain; removing both is exact (docs/gpu-segmentation-crash.md). The batch is made dynamic
-    // so that an accelerator runs `batch_size` chunks per call.
+    // chain; removing both is exact (docs/providers.md, "Segmentation on CUDA"). The batch is made
+    // dynamic so that an accelerator runs `batch_size` chunks per call.
     const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(model_path_),
                                                          model_path_.string());
     if (rewrite.changed()) rewritten_model_ = rewrite.model;

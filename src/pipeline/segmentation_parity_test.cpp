@@ -53,7 +53,8 @@ TEST(SegmentationParity, Fp16ModelMatchesPyannoteGoldens) {
   PARLEY_REQUIRE_DERIVED_MODEL(folded_model, "fold_sincnet_filters.py", model_path,
                                "segmentation-3.0-fp16-folded.onnx");
   const auto fixtures = fixtures_with_clip(goldens);
-  if (fixtures.empty()) GTEST_SKIP() << "no fixture with clip_16k.wav and segmentations.npz";
+  ASSERT_FALSE(fixtures.empty()) << "no fixture with clip_16k.wav and segmentations.npz under "
+                                 << goldens;
 
   SegmentationConfig config;
   config.threads = 2;  // identical results for any count; 2 matches the CI machines' cores
@@ -78,7 +79,8 @@ TEST(SegmentationParity, Fp32UpcastFoldedModelMatchesPyannoteGoldens) {
   PARLEY_REQUIRE_DERIVED_MODEL(folded_model, "fold_sincnet_filters.py", upcast_model,
                                "segmentation-3.0-fp32-folded.onnx");
   const auto fixtures = fixtures_with_clip(goldens);
-  if (fixtures.empty()) GTEST_SKIP() << "no fixture with clip_16k.wav and segmentations.npz";
+  ASSERT_FALSE(fixtures.empty()) << "no fixture with clip_16k.wav and segmentations.npz under "
+                                 << goldens;
   SegmentationConfig config;
   config.threads = 2;
   SegmentationModel model(folded_model, config);

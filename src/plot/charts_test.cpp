@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "plot/gnuplot.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::plot {
 namespace {
@@ -47,8 +48,7 @@ TEST(Charts, UnsupportedImageFormatIsRefused) {
 
 TEST(Charts, GnuplotDrawsPngAndSvg) {
   if (!find_gnuplot()) GTEST_SKIP() << "gnuplot not installed (Debian package gnuplot-nox)";
-  const auto directory = std::filesystem::temp_directory_path() / "parley-charts-test";
-  std::filesystem::create_directories(directory);
+  const parley::testing::TemporaryDirectory directory("charts-test");
   const std::vector<SpeedAccuracyPoint> points = {{"parley step 2", 6.0, 0.25},
                                                   {"peer", 12.0, 0.4}};
   plot_accuracy_speed(points, two_systems(), "accuracy against speed", directory / "eval.png");
@@ -59,7 +59,6 @@ TEST(Charts, GnuplotDrawsPngAndSvg) {
   const std::string svg = read_file(directory / "bench.svg");
   EXPECT_NE(svg.find("<svg"), std::string::npos);
   EXPECT_NE(svg.find("embedding"), std::string::npos);
-  std::filesystem::remove_all(directory);
 }
 
 TEST(Charts, MissingGnuplotNamesThePackage) {

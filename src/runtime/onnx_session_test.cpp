@@ -11,6 +11,7 @@
 #include "runtime/provider_attach.h"
 #include "runtime/provider_discovery.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::runtime {
 namespace {
@@ -25,10 +26,10 @@ TEST(OnnxSession, MissingModelNamesTheFile) {
 }
 
 TEST(OnnxSession, RejectsGarbageModel) {
-  const auto path = std::filesystem::temp_directory_path() / "parley_garbage.onnx";
+  const parley::testing::TemporaryDirectory temp("onnx-session-test");
+  const auto path = temp / "garbage.onnx";
   { std::ofstream(path) << "this is not an onnx model"; }
   EXPECT_THROW(OnnxSession(path, SessionConfig{}), Error);
-  std::filesystem::remove(path);
 }
 
 TEST(OnnxSession, GarbageBytesInMemoryNameTheModel) {

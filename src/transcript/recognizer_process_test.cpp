@@ -6,17 +6,10 @@
 #include <functional>
 
 #include "core/error.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::transcript {
 namespace {
-
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "parley_recognizer_test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::filesystem::remove(path);
-  return path;
-}
 
 std::string error_of(const std::function<void()>& action) {
   try {
@@ -35,7 +28,8 @@ TEST(RecognizerProcess, ExpandsAndQuotesPaths) {
 }
 
 TEST(RecognizerProcess, FindsTheTranscriptItWrote) {
-  const auto out = scratch("ok");
+  const parley::testing::TemporaryDirectory temp("recognizer-test");
+  const auto out = temp / "ok";
   RecognizerProcess process("echo '1\n00:00:00,000 --> 00:00:01,000\nhi\n' > {out}.srt # {audio}",
                             "x.wav", out);
   auto written = out;
@@ -44,7 +38,8 @@ TEST(RecognizerProcess, FindsTheTranscriptItWrote) {
 }
 
 TEST(RecognizerProcess, ReportsExitStatusMissingCommandAndNoOutput) {
-  const auto out = scratch("fail");
+  const parley::testing::TemporaryDirectory temp("recognizer-test");
+  const auto out = temp / "fail";
   EXPECT_NE(error_of([&] {
               RecognizerProcess("exit 3 # {audio}", "x.wav", out).wait({});
             }).find("exit status 3"),
@@ -60,7 +55,8 @@ TEST(RecognizerProcess, ReportsExitStatusMissingCommandAndNoOutput) {
 }
 
 TEST(RecognizerProcess, StopsARecognizerThatTakesTooLong) {
-  const auto out = scratch("slow");
+  const parley::testing::TemporaryDirectory temp("recognizer-test");
+  const auto out = temp / "slow";
   const auto start = std::chrono::steady_clock::now();
   const std::string message = error_of([&] {
     RecognizerProcess("sleep 30 # {audio}", "x.wav", out).wait(std::chrono::milliseconds(300));
