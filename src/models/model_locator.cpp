@@ -55,10 +55,14 @@ std::vector<SearchPlace> default_search_places(
   if (auto from_environment = environment("PARLEY_MODELS")) {
     places.push_back({*from_environment, "$PARLEY_MODELS"});
   }
+  // A folder named by the flag or the variable must not be completed silently by the models a
+  // build left beside the executable (the speed twin, say): those serve only when none is named.
+  const bool folder_named = !places.empty();
   if (auto cache = user_cache_models_dir(); !cache.empty()) {
     places.push_back({cache, "per-user cache"});
   }
-  if (!executable_models.empty() && std::filesystem::is_directory(executable_models, error)) {
+  if (!folder_named && !executable_models.empty() &&
+      std::filesystem::is_directory(executable_models, error)) {
     places.push_back({executable_models, "beside the executable", false});
   }
   return places;

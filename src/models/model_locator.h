@@ -1,11 +1,11 @@
 #pragma once
 // Finds model files on disk. Folders are searched in a fixed order: `--models DIR`, then
-// $PARLEY_MODELS, then the per-user cache `${XDG_CACHE_HOME:-~/.cache}/parley/models`, then a
-// `models` folder beside the executable (build/models for build/parley, where
-// scripts/prepare-models puts them: a fresh checkout works without flags, and models a user
-// fetched or pointed at win over those). Within a folder a role's entries are tried in the
-// registry's preference order (default first, speed twin last). `parley models fetch` writes into
-// the first of the folders before the executable's.
+// $PARLEY_MODELS, then the per-user cache `${XDG_CACHE_HOME:-~/.cache}/parley/models`, then, when
+// neither the flag nor the variable named a folder, a `models` folder beside the executable
+// (build/models for build/parley, where scripts/prepare-models puts them: a fresh checkout works
+// without flags, and models a user fetched or pointed at win over those). Within a folder a role's
+// entries are tried in the registry's preference order (default first, speed twin last). `parley
+// models fetch` writes into the first of the folders before the executable's.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -37,7 +37,8 @@ std::filesystem::path executable_models_dir();
 
 // The search order for this process: `models_flag` when given (an error when that folder does
 // not exist: a typo must not silently fall through to other models), $PARLEY_MODELS when set and
-// non-empty, the per-user cache, then `executable_models` when that folder exists.
+// non-empty, the per-user cache, then `executable_models` when that folder exists and neither
+// the flag nor the variable named a folder.
 std::vector<SearchPlace> default_search_places(
     const std::optional<std::filesystem::path>& models_flag,
     const std::filesystem::path& executable_models = executable_models_dir());

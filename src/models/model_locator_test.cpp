@@ -41,21 +41,21 @@ class ScopedEnvironment {
   std::optional<std::string> saved_;
 };
 
-TEST(ModelLocator, SearchOrderIsFlagThenEnvironmentThenUserCacheThenBesideTheExecutable) {
+TEST(ModelLocator, SearchOrderIsFlagThenEnvironmentThenUserCache) {
   ScopedTempDir flag_dir("flag");
   ScopedTempDir executable_models("beside");
   ScopedEnvironment models("PARLEY_MODELS", "/from/env");
   ScopedEnvironment cache("XDG_CACHE_HOME", "/xdg/cache");
+  // A named folder (flag or variable) leaves out the models beside the executable.
   const auto places = default_search_places(flag_dir.path(), executable_models.path());
-  ASSERT_EQ(places.size(), 4u);
+  ASSERT_EQ(places.size(), 3u);
   EXPECT_EQ(places[0].dir, flag_dir.path());
   EXPECT_EQ(places[0].origin, "--models");
   EXPECT_EQ(places[1].dir, "/from/env");
   EXPECT_EQ(places[1].origin, "$PARLEY_MODELS");
   EXPECT_EQ(places[2].dir, "/xdg/cache/parley/models");
   EXPECT_EQ(places[2].origin, "per-user cache");
-  EXPECT_EQ(places[3].dir, executable_models.path());
-  EXPECT_EQ(places[3].origin, "beside the executable");
+  EXPECT_EQ(default_search_places(std::nullopt, executable_models.path()).size(), 2u);
 }
 
 TEST(ModelLocator, AMissingModelsFlagFolderIsAnError) {
