@@ -30,7 +30,7 @@ import sys
 import unicodedata
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCHEMA = "parley-eval/1"
+SCHEMA = "parley-eval/2"
 
 
 def fail(message):
@@ -253,7 +253,8 @@ def eval_document(row, wav):
         "false_alarm_seconds": scores.get("false_alarm", 0.0) * total_speech,
         "confusion_seconds": scores.get("confusion", 0.0) * total_speech,
         "audio_seconds": row["audio_seconds"], "wall_seconds": row["wall_seconds"],
-        "rtf": row["audio_seconds"] / row["wall_seconds"],
+        "real_time_factor": row["wall_seconds"] / row["audio_seconds"],
+        "speed": row["audio_seconds"] / row["wall_seconds"],
         "stage_seconds": row["stage_seconds"], "speakers": row["speakers"],
         "fingerprint": hashlib.sha256(row["command"].encode()).hexdigest(), "resumed": False,
         "process_wall_seconds": row["process_wall_seconds"], "cpu_seconds": row["cpu_seconds"],
@@ -266,7 +267,7 @@ def eval_document(row, wav):
         "files": [file_entry],
         "total": {key: file_entry[key] for key in (
             "der", "missed", "false_alarm", "confusion", "total", "audio_seconds",
-            "wall_seconds", "rtf", "stage_seconds")} | {"files": 1, "scored": int(bool(scores)),
+            "wall_seconds", "real_time_factor", "speed", "stage_seconds")} | {"files": 1, "scored": int(bool(scores)),
                                                         "failed": 0},
     }
 
@@ -278,8 +279,8 @@ def per_hour(seconds, audio_seconds):
 
 
 def table(rows):
-    header = ("| comparison | system | options | wall (s) | s per audio hour | RTF (wall ÷ audio) "
-              "| own time (s) | own s per audio hour | decode / segmentation / embedding / "
+    header = ("| comparison | system | options | wall (s) | s per audio hour "
+              "| real-time factor (wall ÷ audio) | own time (s) | own s per audio hour | decode / segmentation / embedding / "
               "clustering (s) | CPU (s) | peak RSS (MiB) | speakers | DER "
               "| sherpa-onnx ÷ parley: wall / own / CPU | load average before → after |")
     lines = [header, "|" + "---|" * (header.count("|") - 1)]

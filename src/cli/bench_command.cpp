@@ -24,6 +24,7 @@
 #include "core/sample_stats.h"
 #include "core/stage_timer.h"
 #include "core/version.h"
+#include "eval/eval_results.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
 #include "plot/charts.h"
@@ -32,6 +33,10 @@
 
 namespace parley::cli {
 namespace {
+
+// Version 2 replaced "rtf" (which held audio per wall second) with "real_time_factor" (wall per
+// audio second) and "speed" (audio per wall second).
+constexpr const char* kBenchSchema = "parley-bench/2";
 
 struct BenchArguments {
   std::vector<std::string> audio;
@@ -138,10 +143,20 @@ SampleStats wall_stats(const FileBench& file) {
   return summarize(values);
 }
 
-SampleStats rtf_stats(const FileBench& file) {
+// Wall seconds per audio second of each run (lower is faster).
+SampleStats real_time_factor_stats(const FileBench& file) {
   std::vector<double> values;
   for (const TimedRun& run : file.runs) {
-    values.push_back(run.wall_seconds > 0.0 ? file.audio_seconds / run.wall_seconds : 0.0);
+    values.push_back(eval::real_time_factor(file.audio_seconds, run.wall_seconds));
+  }
+  return summarize(values);
+}
+
+// Audio seconds per wall second of each run: x real time (higher is faster).
+SampleStats speed_stats(const FileBench& file) {
+  std::vector<double> values;
+  for (const TimedRun& run : file.runs) {
+    values.push_back(eval::speed(file.audio_seconds, run.wall_seconds));
   }
   return summarize(values);
 }
@@ -160,8 +175,8 @@ std::string format_table(const std::vector<FileBench>& files, const BenchArgumen
       arguments.repeat, arguments.warmup);
   std::size_t width = 4;
   for (const FileBench& file : files) width = std::max(width, file.uri.size());
-  text += fmt::format("{:<{}}  {:>9}  {:>8}  {:>8}  {:>8}  {:>7}", "file", width, "audio (s)",
-                      "wall min", "wall med", "wall avg", "RTF med");
+  text += fmt::format("{:<{}}  {:>9}  {:>8}  {:>8}  {:>8}  {:>9}", "file", width, "audio (s)",
+                      "wall min", "wall med", "wall avg", "speed med");
   for (const std::string& stage : stages) {
     text += fmt::format("  {:>{}}", stage, std::max<std::size_t>(stage.size(), 7));
   }
@@ -169,8 +184,8 @@ std::string format_table(const std::vector<FileBench>& files, const BenchArgumen
   for (const FileBench& file : files) {
     const SampleStats wall = wall_stats(file);
     text +=
-        fmt::format("{:<{}}  {:>9.1f}  {:>8.2f}  {:>8.2f}  {:>8.2f}  {:>6.1f}x", file.uri, width,
-                    file.audio_seconds, wall.min, wall.median, wall.mean, rtf_stats(file).median);
+        fmt::format("{:<{}}  {:>9.1f}  {:>8.2f}  {:>8.2f}  {:>8.2f}  {:>8.1f}x", file.uri, width,
+                    file.audio_seconds, wall.min, wall.median, wall.mean, speed_stats(file).median);
     for (const std::string& stage : stages) {
       text += fmt::format("  {:>{}.2f}", stage_stats(file, stage).median,
                           std::max<std::size_t>(stage.size(), 7));
@@ -197,7 +212,7 @@ nlohmann::ordered_json bench_json(const std::vector<FileBench>& files,
                                   double rss_bytes,
                                   const std::optional<DeviceMemorySamples>& device) {
   nlohmann::ordered_json json;
-  json["schema"] = "parley-bench/1";
+  json["schema"] = kBenchSchema;
   json["parley_version"] = std::string(kVersion);
   json["label"] = arguments.label;
   json["settings"] = {
@@ -222,7 +237,8 @@ nlohmann::ordered_json bench_json(const std::vector<FileBench>& files,
     entry["uri"] = file.uri;
     entry["audio_seconds"] = file.audio_seconds;
     entry["wall_seconds"] = stats_json(wall_stats(file));
-    entry["rtf"] = stats_json(rtf_stats(file));
+    entry["real_time_factor"] = stats_json(real_time_factor_stats(file));
+    entry["speed"] = stats_json(speed_stats(file));
     nlohmann::ordered_json stage_json = nlohmann::ordered_json::object();
     for (const std::string& stage : stages)
       stage_json[stage] = stats_json(stage_stats(file, stage));
@@ -346,7 +362,7 @@ void run_bench(const BenchArguments& arguments) {
         bar.seconds.add(stage, stage_stats(file, stage).median);
       }
       bar.audio_seconds = file.audio_seconds;
-      bar.rtf = rtf_stats(file).median;
+      bar.speed = speed_stats(file).median;
       bars.push_back(std::move(bar));
     }
     plot::plot_stage_times(
@@ -364,10 +380,10 @@ void run_bench(const BenchArguments& arguments) {
 
 void add_bench_command(CLI::App& app) {
   auto arguments = std::make_shared<BenchArguments>();
-  auto* command = app.add_subcommand(
-      "bench",
-      "Time the pipeline on recordings: wall time, real-time factor, time per stage, peak "
-      "memory (models load once; warm-up runs are not timed)");
+  auto* command = app.add_subcommand("bench",
+                                     "Time the pipeline on recordings: wall time, speed and "
+                                     "real-time factor, time per stage, peak "
+                                     "memory (models load once; warm-up runs are not timed)");
   command->add_option("audio", arguments->audio, "recordings (wav, flac, ogg, mp3, m4a, ...)")
       ->required();
   add_clustering_flags(*command, arguments->flags);
@@ -376,9 +392,10 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--repeat", arguments->repeat, "timed runs per recording")
       ->capture_default_str();
-  command->add_flag("--json", arguments->json,
-                    "print a JSON record (schema parley-bench/1, docs/eval.md) instead of the "
-                    "table");
+  command->add_flag(
+      "--json", arguments->json,
+      fmt::format("print a JSON record (schema {}, docs/eval.md) instead of the table",
+                  kBenchSchema));
   command->add_option("--plot", arguments->plot,
                       "draw time per stage and speed per recording into this .png or .svg "
                       "(needs gnuplot)");

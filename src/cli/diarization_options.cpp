@@ -26,7 +26,8 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--max-speakers", flags.max_speakers, "at most this many speakers")
       ->check(CLI::PositiveNumber);
   command.add_option("--models", flags.models_dir,
-                     "folder with the models (default: $PARLEY_MODELS, then the per-user cache)");
+                     "folder with the models, searched before the per-user cache (default: "
+                     "$PARLEY_MODELS, else models/ beside parley after the cache)");
   command.add_flag("-q,--quiet", flags.quiet, "no progress or summary on standard error");
 }
 

@@ -80,7 +80,13 @@ set +e
 set -e
 check '[ $status -eq 1 ] && [ "$(wc -l <"$work/err")" -eq 1 ] && grep -q "absent.wav" "$work/err" && [ ! -s "$work/out" ]' "missing audio error"
 set +e
-"$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/empty-models" >/dev/null 2>"$work/err"; status=$?
+"$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/no-such-folder" >/dev/null 2>"$work/err"; status=$?
+set -e
+check '[ $status -eq 1 ] && grep -q "no-such-folder.*does not exist" "$work/err"' "missing --models folder error"
+mkdir -p "$work/empty-models" "$work/empty-home"
+set +e
+HOME="$work/empty-home" XDG_CACHE_HOME= PARLEY_MODELS= "$parley" diarize "$shared/eval/falcon-test/test.wav" \
+  --models "$work/empty-models" >/dev/null 2>"$work/err"; status=$?
 set -e
 check '[ $status -eq 1 ] && grep -q "models fetch" "$work/err"' "missing models error"
 

@@ -160,7 +160,7 @@ class EvalRunner {
         write_atomically(record_path(file.uri), record.dump(2) + "\n");
       }
       say("{}: DER {:.2f} %, {:.1f} s of audio in {:.2f} s ({:.1f}x real time){}", file.uri,
-          100.0 * result.scores.der(), result.audio_seconds, result.wall_seconds, result.rtf(),
+          100.0 * result.scores.der(), result.audio_seconds, result.wall_seconds, result.speed(),
           result.resumed ? ", from the earlier run" : "");
     } catch (const Error& error) {
       // Models that do not load fail every recording alike: stop instead of repeating it.
@@ -331,8 +331,8 @@ void run_eval(const EvalArguments& arguments) {
     std::vector<plot::SpeedAccuracyPoint> points;
     std::vector<plot::StageBar> bars;
     for (const eval::SystemSummary& system : systems) {
-      points.push_back({system.system, system.rtf, system.der});
-      bars.push_back({system.system, system.stage_seconds, system.audio_seconds, system.rtf});
+      points.push_back({system.system, system.speed, system.der});
+      bars.push_back({system.system, system.stage_seconds, system.audio_seconds, system.speed});
     }
     plot::plot_accuracy_speed(
         points, bars,
@@ -389,7 +389,7 @@ void add_eval_command(CLI::App& app) {
   command->add_flag("--redo", arguments->redo,
                     "diarize every recording again even when --out has its result");
   command->add_option("--json", arguments->json,
-                      "write the results JSON (schema parley-eval/1) here; - for standard output");
+                      "write the results JSON (schema parley-eval/2) here; - for standard output");
   command->add_option("--label", arguments->label,
                       "name of this system in the JSON and the chart (default: parley <clustering> "
                       "step <s> <embedding mode> <provider>)");

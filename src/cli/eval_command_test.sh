@@ -26,9 +26,9 @@ engine=("${models[@]}" --threads 2)
 check 'grep -q "^dev00 " "$work/table" && grep -q "^dev01 " "$work/table" && grep -q "^TOTAL " "$work/table"' "table rows"
 check '[ -s "$work/run/files/dev00.rttm" ] && [ -s "$work/run/files/dev01.json" ] && [ -s "$work/run/eval.json" ]' "results per file"
 check 'cmp -s "$work/first.json" "$work/run/eval.json"' "--json and --out/eval.json agree"
-check 'json "$work/first.json" "d[\"schema\"] == \"parley-eval/1\" and d[\"scoring\"][\"uem\"] and len(d[\"files\"]) == 2 and d[\"total\"][\"failed\"] == 0"' "eval JSON"
+check 'json "$work/first.json" "d[\"schema\"] == \"parley-eval/2\" and d[\"scoring\"][\"uem\"] and len(d[\"files\"]) == 2 and d[\"total\"][\"failed\"] == 0"' "eval JSON"
 # The overall row is totals over files (sum of error seconds / sum of reference seconds).
-check 'json "$work/first.json" "abs(d[\"total\"][\"der\"] - sum(f[\"missed_seconds\"] + f[\"false_alarm_seconds\"] + f[\"confusion_seconds\"] for f in d[\"files\"]) / sum(f[\"total\"] for f in d[\"files\"])) < 1e-9 and abs(d[\"total\"][\"rtf\"] - sum(f[\"audio_seconds\"] for f in d[\"files\"]) / sum(f[\"wall_seconds\"] for f in d[\"files\"])) < 1e-9"' "totals over files"
+check 'json "$work/first.json" "abs(d[\"total\"][\"der\"] - sum(f[\"missed_seconds\"] + f[\"false_alarm_seconds\"] + f[\"confusion_seconds\"] for f in d[\"files\"]) / sum(f[\"total\"] for f in d[\"files\"])) < 1e-9 and abs(d[\"total\"][\"speed\"] - sum(f[\"audio_seconds\"] for f in d[\"files\"]) / sum(f[\"wall_seconds\"] for f in d[\"files\"])) < 1e-9 and abs(d[\"total\"][\"real_time_factor\"] * d[\"total\"][\"speed\"] - 1) < 1e-9"' "totals over files"
 check 'json "$work/first.json" "all(sum(f[\"stage_seconds\"].values()) <= f[\"wall_seconds\"] + 1e-6 and \"decode\" in f[\"stage_seconds\"] for f in d[\"files\"])"' "stage times within wall time"
 # The scores are those of `parley score` on the written hypothesis.
 cat "$work/run/files/"*.rttm >"$work/hyp.rttm"
@@ -74,8 +74,8 @@ check 'json "$work/manifest.json" "d[\"files\"][0][\"uri\"] == \"tst00\" and d[\
 
 # bench: JSON fields, stage times within each run's wall time, memory.
 "$parley" bench "$ami/dev00.wav" "${engine[@]}" --warmup 1 --repeat 2 --json -q >"$work/bench.json"
-check 'json "$work/bench.json" "d[\"schema\"] == \"parley-bench/1\" and d[\"warmup\"] == 1 and d[\"repeat\"] == 2 and d[\"peak_rss_bytes\"] > 0 and d[\"device_memory\"] is None"' "bench JSON header"
-check 'json "$work/bench.json" "all(set(f[\"wall_seconds\"]) == {\"min\", \"median\", \"mean\"} and f[\"audio_seconds\"] > 29 and f[\"rtf\"][\"median\"] > 0 for f in d[\"files\"])"' "bench stats"
+check 'json "$work/bench.json" "d[\"schema\"] == \"parley-bench/2\" and d[\"warmup\"] == 1 and d[\"repeat\"] == 2 and d[\"peak_rss_bytes\"] > 0 and d[\"device_memory\"] is None"' "bench JSON header"
+check 'json "$work/bench.json" "all(set(f[\"wall_seconds\"]) == {\"min\", \"median\", \"mean\"} and f[\"audio_seconds\"] > 29 and f[\"speed\"][\"median\"] > 0 and abs(f[\"real_time_factor\"][\"min\"] - f[\"wall_seconds\"][\"min\"] / f[\"audio_seconds\"]) < 1e-9 for f in d[\"files\"])"' "bench stats"
 check 'json "$work/bench.json" "all(list(f[\"stage_seconds\"]) == [\"decode\", \"segmentation\", \"embedding\", \"clustering\", \"reconstruction\", \"output\"] for f in d[\"files\"])"' "bench stages"
 check 'json "$work/bench.json" "all(len(f[\"runs\"]) == 2 and all(sum(r[\"stage_seconds\"].values()) <= r[\"wall_seconds\"] + 1e-6 for r in f[\"runs\"]) for f in d[\"files\"])"' "stage times sum within wall"
 "$parley" bench "$ami/dev00.wav" "${engine[@]}" --warmup 0 --repeat 1 >"$work/bench.txt" 2>/dev/null
@@ -83,7 +83,7 @@ check 'grep -q "^dev00 " "$work/bench.txt" && grep -q "peak RSS" "$work/bench.tx
 
 # Charts (gnuplot): eval with a compared system, bench per file.
 if command -v gnuplot >/dev/null; then
-  echo '{"system": "peer system", "total": {"der": 0.4, "rtf": 40, "audio_seconds": 60, "stage_seconds": {"total": 1.5}}}' >"$work/peer.json"
+  echo '{"system": "peer system", "total": {"der": 0.4, "speed": 40, "audio_seconds": 60, "stage_seconds": {"total": 1.5}}}' >"$work/peer.json"
   "$parley" eval --list "$ami/debug.development.lst" --audio-dir "$ami" \
     --rttm "$ami/debug.development.rttm" "${models[@]}" --threads 1 --ahc-threshold 0.5 \
     --out "$work/run" --compare "$work/peer.json" --plot "$work/eval.png" -q >/dev/null

@@ -187,7 +187,8 @@ void add_models_command(CLI::App& app) {
   models->require_subcommand(1);
   models->add_option("--models", arguments->models_dir,
                      "Folder searched first for model files (then $PARLEY_MODELS, then "
-                     "${XDG_CACHE_HOME:-~/.cache}/parley/models)");
+                     "${XDG_CACHE_HOME:-~/.cache}/parley/models; models/ beside parley only "
+                     "when neither names a folder)");
 
   auto* list = models->add_subcommand("list", "Show the model registry and where each file is");
   list->fallthrough();
@@ -203,7 +204,8 @@ void add_models_command(CLI::App& app) {
       "fetch", "Download the models the pipeline needs (resumable, checksum-verified)");
   fetch->fallthrough();
   fetch->add_option("--dir", arguments->dir,
-                    "Folder to download into (default: the first search folder)");
+                    "Folder to download into (default: --models, else $PARLEY_MODELS, else the "
+                    "per-user cache)");
   fetch->add_option("--role", arguments->role,
                     "Only this role's default model: segmentation, embedding, plda, "
                     "xvec_transform, vad");

@@ -21,14 +21,19 @@ function(expect_match text pattern what)
   endif()
 endfunction()
 
+# --models naming a folder that does not exist is an error, not a silent fall-through to the
+# other folders' models.
+run_parley(1 models --models "${WORK_DIR}/empty" list)
+expect_match("${err}" "the models folder '${WORK_DIR}/empty' (--models) does not exist" "missing --models")
+
 # list: the registry, and the folder given with --models searched first.
+file(MAKE_DIRECTORY "${WORK_DIR}/empty")
 run_parley(0 models --models "${WORK_DIR}/empty" list)
 expect_match("${out}" "resnet34-speed-twin" "models list")
 expect_match("${out}" "1. ${WORK_DIR}/empty (--models)" "models list")
 expect_match("${out}" "SPEED TWIN, random weights" "models list")
 
 # verify: nothing there is an error that says to fetch.
-file(MAKE_DIRECTORY "${WORK_DIR}/empty")
 run_parley(1 models verify --dir "${WORK_DIR}/empty")
 expect_match("${err}" "parley: error: no model files found in 1. ${WORK_DIR}/empty (--dir); run `parley models fetch`" "verify empty")
 

@@ -67,7 +67,9 @@ void add_score_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "score",
       "Diarization error rate of a hypothesis RTTM against a reference RTTM, per file and in "
-      "total, as NIST md-eval.pl computes it (docs/scoring.md)");
+      "total, with NIST md-eval.pl's arithmetic. Without --uem the scored region is by default "
+      "that of pyannote.metrics and dscore (first to last turn of reference or hypothesis); "
+      "--implicit-uem reference scores what md-eval.pl without -u scores (docs/scoring.md)");
   command->add_option("--ref", arguments->reference, "Reference RTTM (the human annotation)")
       ->required();
   command->add_option("--hyp", arguments->hypothesis, "Hypothesis RTTM (the system output)")

@@ -52,7 +52,7 @@ std::vector<fs::path> onnx_files(const fs::path& folder) {
 }
 
 // The models of the first folder in parley's model search order (--models, $PARLEY_MODELS, the
-// per-user cache) that has any.
+// per-user cache, beside the executable) that has any.
 std::vector<fs::path> onnx_models(const std::string& flag) {
   std::optional<fs::path> models_flag;
   if (!flag.empty()) models_flag = fs::path(flag);

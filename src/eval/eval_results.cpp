@@ -135,7 +135,8 @@ nlohmann::ordered_json file_result_json(const EvalFileResult& result) {
   json["confusion_seconds"] = result.scores.confusion;
   json["audio_seconds"] = result.audio_seconds;
   json["wall_seconds"] = result.wall_seconds;
-  json["rtf"] = result.rtf();
+  json["real_time_factor"] = result.real_time_factor();
+  json["speed"] = result.speed();
   json["stage_seconds"] = stages_json(result.stage_seconds);
   json["speakers"] = result.speakers;
   json["fingerprint"] = result.fingerprint;
@@ -187,7 +188,8 @@ nlohmann::ordered_json eval_run_json(const EvalRun& run) {
                    {"total", totals.scores.total},
                    {"audio_seconds", totals.audio_seconds},
                    {"wall_seconds", totals.wall_seconds},
-                   {"rtf", totals.rtf()},
+                   {"real_time_factor", totals.real_time_factor()},
+                   {"speed", totals.speed()},
                    {"stage_seconds", stages_json(totals.stage_seconds)}};
   return json;
 }
@@ -197,7 +199,7 @@ SystemSummary system_summary(const EvalRun& run) {
   SystemSummary summary;
   summary.system = run.system;
   summary.der = totals.scores.der();
-  summary.rtf = totals.rtf();
+  summary.speed = totals.speed();
   summary.audio_seconds = totals.audio_seconds;
   summary.stage_seconds = totals.stage_seconds;
   return summary;
@@ -225,11 +227,20 @@ SystemSummary read_system_summary(const std::filesystem::path& path) {
   const std::string total_source = source + " total";
   summary.der = field<double>(total, "der", total_source);
   summary.audio_seconds = total.value("audio_seconds", 0.0);
-  summary.rtf = total.contains("rtf")
-                    ? field<double>(total, "rtf", total_source)
-                    : (total.value("wall_seconds", 0.0) > 0.0
-                           ? summary.audio_seconds / total.at("wall_seconds").get<double>()
-                           : 0.0);
+  if (total.contains("speed")) {
+    summary.speed = field<double>(total, "speed", total_source);
+  } else if (total.contains("real_time_factor")) {
+    const double factor = field<double>(total, "real_time_factor", total_source);
+    summary.speed = factor > 0.0 ? 1.0 / factor : 0.0;
+  } else if (total.contains("wall_seconds")) {
+    summary.speed =
+        speed(summary.audio_seconds, field<double>(total, "wall_seconds", total_source));
+  } else if (total.contains("rtf")) {
+    fail(
+        "{}: 'rtf' is ambiguous (parley-eval/1 wrote audio per wall second there); write 'speed' "
+        "(audio seconds per wall second) or 'real_time_factor' (wall per audio second) instead",
+        total_source);
+  }
   summary.stage_seconds =
       stages_from_json(total.value("stage_seconds", nlohmann::ordered_json::object()));
   return summary;
@@ -241,16 +252,15 @@ std::string format_eval_table(const EvalRun& run) {
   std::string text = settings_text(run.scoring, run.uem) + "\n";
   text += fmt::format("{:<{}}  {:>6}  {:>7}  {:>12}  {:>10}  {:>10}  {:>9}  {:>8}  {:>6}\n", "file",
                       width, "DER%", "missed%", "false alarm%", "confusion%", "speech (s)",
-                      "audio (s)", "wall (s)", "RTF");
+                      "audio (s)", "wall (s)", "speed");
   const auto row = [&](const std::string& name, const ErrorTimes& scores, double audio, double wall,
                        const char* note) {
-    const double rtf = wall > 0.0 ? audio / wall : 0.0;
     return fmt::format(
         "{:<{}}  {:>6.2f}  {:>7.2f}  {:>12.2f}  {:>10.2f}  {:>10.2f}  {:>9.1f}  {:>8.2f}  "
-        "{:>6.1f}{}\n",
+        "{:>5.1f}x{}\n",
         name, width, 100.0 * scores.der(), 100.0 * scores.rate(scores.missed),
         100.0 * scores.rate(scores.false_alarm), 100.0 * scores.rate(scores.confusion),
-        scores.total, audio, wall, rtf, note);
+        scores.total, audio, wall, speed(audio, wall), note);
   };
   std::string failures;
   for (const EvalFileResult& file : run.files) {

@@ -1,7 +1,7 @@
 #pragma once
 // Results of `parley eval`: one record per recording (accuracy and speed), totals over the set,
 // the table people read and the JSON that scripts, `--compare` and `--plot` read. The JSON schema
-// ("parley-eval/1") is documented in docs/eval.md; other systems (the peer harness) write the
+// ("parley-eval/2") is documented in docs/eval.md; other systems (the peer harness) write the
 // same schema so their points land on the same chart.
 #include <cstddef>
 #include <filesystem>
@@ -15,7 +15,21 @@
 
 namespace parley::eval {
 
-inline constexpr const char* kEvalSchema = "parley-eval/1";
+// Version 2 replaced "rtf" (which held audio seconds per wall second) with "real_time_factor" (wall
+// seconds per audio second, lower is faster, as peers and papers use it) and "speed" (its inverse).
+inline constexpr const char* kEvalSchema = "parley-eval/2";
+
+// Processing seconds per audio second (0.2 = five times faster than real time; lower is faster),
+// the real-time factor as sherpa-onnx, pyannote and the NIST evaluations report it; 0 without
+// audio.
+inline double real_time_factor(double audio_seconds, double wall_seconds) {
+  return audio_seconds > 0.0 ? wall_seconds / audio_seconds : 0.0;
+}
+// Audio seconds per wall-clock second, "x real time" (5 = five times faster; higher is faster);
+// 0 without time.
+inline double speed(double audio_seconds, double wall_seconds) {
+  return wall_seconds > 0.0 ? audio_seconds / wall_seconds : 0.0;
+}
 
 struct EvalFileResult {
   std::string uri;
@@ -30,8 +44,10 @@ struct EvalFileResult {
   std::string fingerprint;  // of the settings and audio that produced the hypothesis
   bool resumed = false;     // taken from an earlier run instead of diarized again
 
-  // Audio seconds per wall-clock second (5 = five times faster than real time).
-  double rtf() const { return wall_seconds > 0.0 ? audio_seconds / wall_seconds : 0.0; }
+  double real_time_factor() const {
+    return parley::eval::real_time_factor(audio_seconds, wall_seconds);
+  }
+  double speed() const { return parley::eval::speed(audio_seconds, wall_seconds); }
 };
 
 // Sums over the recordings that were scored: error seconds over reference seconds (as md-eval
@@ -44,7 +60,10 @@ struct EvalTotals {
   double wall_seconds = 0.0;
   StageTimes stage_seconds;
 
-  double rtf() const { return wall_seconds > 0.0 ? audio_seconds / wall_seconds : 0.0; }
+  double real_time_factor() const {
+    return parley::eval::real_time_factor(audio_seconds, wall_seconds);
+  }
+  double speed() const { return parley::eval::speed(audio_seconds, wall_seconds); }
 };
 
 struct EvalRun {
@@ -71,8 +90,8 @@ nlohmann::ordered_json eval_run_json(const EvalRun& run);
 // One system's point for charts, from an eval JSON document (this tool's or a peer's).
 struct SystemSummary {
   std::string system;
-  double der = 0.0;  // fraction
-  double rtf = 0.0;
+  double der = 0.0;    // fraction
+  double speed = 0.0;  // x real time
   double audio_seconds = 0.0;
   StageTimes stage_seconds;  // totals over the set
 };
@@ -81,7 +100,7 @@ SystemSummary system_summary(const EvalRun& run);
 SystemSummary read_system_summary(const std::filesystem::path& path);
 
 // Settings line, one row per recording (DER, missed, false alarm, confusion in percent, speech,
-// audio and wall seconds, RTF), a TOTAL row, then one line per failed recording.
+// audio and wall seconds, speed), a TOTAL row, then one line per failed recording.
 std::string format_eval_table(const EvalRun& run);
 
 }  // namespace parley::eval

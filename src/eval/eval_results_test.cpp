@@ -39,7 +39,8 @@ TEST(EvalResults, TotalsAreSumsOverScoredFiles) {
   EXPECT_EQ(totals.files, 3u);
   EXPECT_EQ(totals.failed, 1u);
   EXPECT_DOUBLE_EQ(totals.scores.der(), 51.0 / 110.0);  // mean of rates would be 0.30
-  EXPECT_DOUBLE_EQ(totals.rtf(), 90.0 / 15.0);
+  EXPECT_DOUBLE_EQ(totals.speed(), 90.0 / 15.0);
+  EXPECT_DOUBLE_EQ(totals.real_time_factor(), 15.0 / 90.0);
   ASSERT_EQ(totals.stage_seconds.entries().size(), 3u);
   EXPECT_NEAR(totals.stage_seconds.entries()[1].second, 0.8 * 15.0, 1e-12);
 
@@ -69,7 +70,8 @@ TEST(EvalResults, FileRecordRoundTrips) {
   EXPECT_DOUBLE_EQ(back.scores.false_alarm, 0.25);
   EXPECT_DOUBLE_EQ(back.scores.confusion, 2.0);
   EXPECT_DOUBLE_EQ(back.scores.total, 10.0);
-  EXPECT_DOUBLE_EQ(back.rtf(), 10.0);
+  EXPECT_DOUBLE_EQ(back.speed(), 10.0);
+  EXPECT_DOUBLE_EQ(back.real_time_factor(), 0.1);
   EXPECT_EQ(back.stage_seconds.entries(), original.stage_seconds.entries());
   EXPECT_EQ(back.speakers, 2u);
   EXPECT_EQ(back.fingerprint, "f");
@@ -118,12 +120,23 @@ TEST(EvalResults, SystemSummaryFromAWrittenFile) {
   const SystemSummary summary = read_system_summary(path);
   EXPECT_EQ(summary.system, "peer");
   EXPECT_DOUBLE_EQ(summary.der, 0.2);
-  EXPECT_DOUBLE_EQ(summary.rtf, 15.0);
+  EXPECT_DOUBLE_EQ(summary.speed, 15.0);
   ASSERT_EQ(summary.stage_seconds.entries().size(), 3u);
   EXPECT_EQ(summary.stage_seconds.entries()[2].first, "clustering");
-  // The minimum a peer needs to write: system and total der/rtf.
-  std::ofstream(path) << R"({"system": "sherpa", "total": {"der": 0.3, "rtf": 40}})";
-  EXPECT_DOUBLE_EQ(read_system_summary(path).rtf, 40.0);
+  const nlohmann::ordered_json written = eval_run_json(run);
+  EXPECT_EQ(written["schema"], "parley-eval/2");
+  EXPECT_DOUBLE_EQ(written["total"]["real_time_factor"].get<double>(), 2.0 / 30.0);
+  EXPECT_DOUBLE_EQ(written["files"][0]["speed"].get<double>(), 15.0);
+  // The minimum a peer needs to write: system and total der, and speed or real-time factor.
+  std::ofstream(path, std::ios::trunc)
+      << R"({"system": "sherpa", "total": {"der": 0.3, "speed": 40}})";
+  EXPECT_DOUBLE_EQ(read_system_summary(path).speed, 40.0);
+  std::ofstream(path, std::ios::trunc)
+      << R"({"system": "sherpa", "total": {"der": 0.3, "real_time_factor": 0.025}})";
+  EXPECT_DOUBLE_EQ(read_system_summary(path).speed, 40.0);
+  // parley-eval/1's "rtf" meant speed, the opposite of everyone else's real-time factor: refused.
+  std::ofstream(path, std::ios::trunc) << R"({"system": "old", "total": {"der": 0.3, "rtf": 40}})";
+  EXPECT_THROW(read_system_summary(path), Error);
   std::ofstream(path) << R"({"system": "x"})";
   EXPECT_THROW(read_system_summary(path), Error);
   std::filesystem::remove(path);

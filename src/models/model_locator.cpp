@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/executable_path.h"
 
 namespace parley::models {
 
@@ -34,15 +35,35 @@ std::filesystem::path user_cache_models_dir() {
   return {};
 }
 
+std::filesystem::path executable_models_dir() {
+  const std::filesystem::path folder = executable_folder();
+  return folder.empty() ? folder : folder / "models";
+}
+
 std::vector<SearchPlace> default_search_places(
-    const std::optional<std::filesystem::path>& models_flag) {
+    const std::optional<std::filesystem::path>& models_flag,
+    const std::filesystem::path& executable_models) {
   std::vector<SearchPlace> places;
-  if (models_flag && !models_flag->empty()) places.push_back({*models_flag, "--models"});
+  std::error_code error;
+  if (models_flag && !models_flag->empty()) {
+    if (!std::filesystem::is_directory(*models_flag, error)) {
+      fail("the models folder '{}' (--models) does not exist; check the path, or create it",
+           models_flag->string());
+    }
+    places.push_back({*models_flag, "--models"});
+  }
   if (auto from_environment = environment("PARLEY_MODELS")) {
     places.push_back({*from_environment, "$PARLEY_MODELS"});
   }
+  // A folder named by the flag or the variable must not be completed silently by the models a
+  // build left beside the executable (the speed twin, say): those serve only when none is named.
+  const bool folder_named = !places.empty();
   if (auto cache = user_cache_models_dir(); !cache.empty()) {
     places.push_back({cache, "per-user cache"});
+  }
+  if (!folder_named && !executable_models.empty() &&
+      std::filesystem::is_directory(executable_models, error)) {
+    places.push_back({executable_models, "beside the executable", false});
   }
   return places;
 }
@@ -94,10 +115,10 @@ LocatedModel ModelLocator::locate(Role role) const {
 }
 
 std::filesystem::path ModelLocator::fetch_dir() const {
-  if (places_.empty()) {
-    fail("no folder to put models in: pass --models DIR or set PARLEY_MODELS (HOME is unset)");
+  for (const auto& place : places_) {
+    if (place.takes_fetches) return place.dir;
   }
-  return places_.front().dir;
+  fail("no folder to put models in: pass --models DIR or set PARLEY_MODELS (HOME is unset)");
 }
 
 }  // namespace parley::models

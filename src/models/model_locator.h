@@ -1,8 +1,11 @@
 #pragma once
 // Finds model files on disk. Folders are searched in a fixed order: `--models DIR`, then
-// $PARLEY_MODELS, then the per-user cache `${XDG_CACHE_HOME:-~/.cache}/parley/models`; within a
-// folder a role's entries are tried in the registry's preference order (default first, speed
-// twin last). `parley models fetch` writes into the first of these folders.
+// $PARLEY_MODELS, then the per-user cache `${XDG_CACHE_HOME:-~/.cache}/parley/models`, then, when
+// neither the flag nor the variable named a folder, a `models` folder beside the executable
+// (build/models for build/parley, where scripts/prepare-models puts them: a fresh checkout works
+// without flags, and models a user fetched or pointed at win over those). Within a folder a role's
+// entries are tried in the registry's preference order (default first, speed twin last). `parley
+// models fetch` writes into the first of the folders before the executable's.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -14,7 +17,10 @@ namespace parley::models {
 
 struct SearchPlace {
   std::filesystem::path dir;
-  std::string origin;  // "--models", "$PARLEY_MODELS", "per-user cache"
+  std::string origin;  // "--models", "$PARLEY_MODELS", "per-user cache", "beside the executable"
+  // Whether `parley models fetch` may write here; not beside the executable, which an install
+  // may not let users write and a rebuild may wipe.
+  bool takes_fetches = true;
 };
 
 struct LocatedModel {
@@ -26,10 +32,16 @@ struct LocatedModel {
 // ${XDG_CACHE_HOME}/parley/models, else $HOME/.cache/parley/models; empty when neither is set.
 std::filesystem::path user_cache_models_dir();
 
-// The search order for this process: `models_flag` when given, $PARLEY_MODELS when set and
-// non-empty, then the per-user cache.
+// `models` beside the running executable (build/models for build/parley); empty when unknown.
+std::filesystem::path executable_models_dir();
+
+// The search order for this process: `models_flag` when given (an error when that folder does
+// not exist: a typo must not silently fall through to other models), $PARLEY_MODELS when set and
+// non-empty, the per-user cache, then `executable_models` when that folder exists and neither
+// the flag nor the variable named a folder.
 std::vector<SearchPlace> default_search_places(
-    const std::optional<std::filesystem::path>& models_flag);
+    const std::optional<std::filesystem::path>& models_flag,
+    const std::filesystem::path& executable_models = executable_models_dir());
 
 class ModelLocator {
  public:
@@ -47,7 +59,7 @@ class ModelLocator {
   // Like find(role), or an error listing every place searched and the fetch command to run.
   LocatedModel locate(Role role) const;
 
-  // Where `parley models fetch` puts files: the first search place.
+  // Where `parley models fetch` puts files: the first search place that takes fetches.
   std::filesystem::path fetch_dir() const;
 
  private:

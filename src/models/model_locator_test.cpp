@@ -43,23 +43,59 @@ class ScopedEnvironment {
 };
 
 TEST(ModelLocator, SearchOrderIsFlagThenEnvironmentThenUserCache) {
+  ScopedTempDir flag_dir("flag");
+  ScopedTempDir executable_models("beside");
   ScopedEnvironment models("PARLEY_MODELS", "/from/env");
   ScopedEnvironment cache("XDG_CACHE_HOME", "/xdg/cache");
-  const auto places = default_search_places(std::filesystem::path("/from/flag"));
+  // A named folder (flag or variable) leaves out the models beside the executable.
+  const auto places = default_search_places(flag_dir.path(), executable_models.path());
   ASSERT_EQ(places.size(), 3u);
-  EXPECT_EQ(places[0].dir, "/from/flag");
+  EXPECT_EQ(places[0].dir, flag_dir.path());
   EXPECT_EQ(places[0].origin, "--models");
   EXPECT_EQ(places[1].dir, "/from/env");
   EXPECT_EQ(places[1].origin, "$PARLEY_MODELS");
   EXPECT_EQ(places[2].dir, "/xdg/cache/parley/models");
   EXPECT_EQ(places[2].origin, "per-user cache");
+  EXPECT_EQ(default_search_places(std::nullopt, executable_models.path()).size(), 2u);
+}
+
+TEST(ModelLocator, AMissingModelsFlagFolderIsAnError) {
+  ScopedTempDir parent("parent");
+  try {
+    default_search_places(parent / "typo");
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(),
+                HasSubstr("'" + (parent / "typo").string() + "' (--models) does not exist"));
+  }
+}
+
+TEST(ModelLocator, BesideTheExecutableIsLastAndNeverReceivesFetches) {
+  ScopedTempDir executable_models("beside");
+  ScopedEnvironment models("PARLEY_MODELS", nullptr);
+  ScopedEnvironment cache("XDG_CACHE_HOME", "/xdg/cache");
+  const ModelLocator locator(Registry::builtin(),
+                             default_search_places(std::nullopt, executable_models.path()));
+  ASSERT_EQ(locator.places().size(), 2u);
+  EXPECT_EQ(locator.fetch_dir(), "/xdg/cache/parley/models");
+  write_text(executable_models / "segmentation-3.0-fp16.onnx", "s");
+  const auto found = locator.find(Role::kSegmentation);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->place->origin, "beside the executable");
+  // Absent, it is not searched (nor listed in error messages).
+  EXPECT_EQ(default_search_places(std::nullopt, executable_models / "absent").size(), 1u);
+}
+
+TEST(ModelLocator, BesideTheExecutableIsTheRunningProgramsFolder) {
+  EXPECT_EQ(executable_models_dir().filename(), "models");
+  EXPECT_TRUE(std::filesystem::exists(executable_models_dir().parent_path() / "models_test"));
 }
 
 TEST(ModelLocator, UserCacheFallsBackToHomeAndUnsetVariablesAreSkipped) {
   ScopedEnvironment models("PARLEY_MODELS", "");
   ScopedEnvironment cache("XDG_CACHE_HOME", nullptr);
   ScopedEnvironment home("HOME", "/home/someone");
-  const auto places = default_search_places(std::nullopt);
+  const auto places = default_search_places(std::nullopt, {});
   ASSERT_EQ(places.size(), 1u);
   EXPECT_EQ(places[0].dir, "/home/someone/.cache/parley/models");
   EXPECT_EQ(user_cache_models_dir(), "/home/someone/.cache/parley/models");

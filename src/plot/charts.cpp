@@ -86,23 +86,23 @@ std::string accuracy_speed_script(const std::vector<SpeedAccuracyPoint>& points,
                                   const std::vector<StageBar>& stages, const std::string& title) {
   if (points.empty()) fail("nothing to plot: no system has a DER and a speed");
   double highest_der = 0.0;
-  double lowest_rtf = points.front().rtf;
-  double highest_rtf = points.front().rtf;
+  double lowest_speed = points.front().speed;
+  double highest_speed = points.front().speed;
   std::string text = "$points << EOD\n";
   for (const SpeedAccuracyPoint& point : points) {
-    text += fmt::format("{} {:.6g} {:.6g}\n", gnuplot_string(point.label), point.rtf,
+    text += fmt::format("{} {:.6g} {:.6g}\n", gnuplot_string(point.label), point.speed,
                         100.0 * point.der);
     highest_der = std::max(highest_der, 100.0 * point.der);
-    lowest_rtf = std::min(lowest_rtf, point.rtf);
-    highest_rtf = std::max(highest_rtf, point.rtf);
+    lowest_speed = std::min(lowest_speed, point.speed);
+    highest_speed = std::max(highest_speed, point.speed);
   }
   text += "EOD\n";
   const bool with_stages = !stage_names(stages).empty();
   if (with_stages) text += "set multiplot layout 1,2\n";
   text += fmt::format("set title {}\n", gnuplot_string(title));
   // Speeds of different systems span decades: a log axis with some room on both sides.
-  const double low = std::max(lowest_rtf / 2.0, 1e-3);
-  const double high = std::max(highest_rtf * 2.0, low * 10.0);
+  const double low = std::max(lowest_speed / 2.0, 1e-3);
+  const double high = std::max(highest_speed * 2.0, low * 10.0);
   text += fmt::format(
       "set logscale x 10\n"
       "set xrange [{:.6g}:{:.6g}]\n"
@@ -138,8 +138,8 @@ std::string stage_time_script(const std::vector<StageBar>& bars, const std::stri
   double fastest = 0.0;
   text += "$speed << EOD\n";
   for (const StageBar& bar : bars) {
-    text += fmt::format("{} {:.6g}\n", gnuplot_string(bar.label), bar.rtf);
-    fastest = std::max(fastest, bar.rtf);
+    text += fmt::format("{} {:.6g}\n", gnuplot_string(bar.label), bar.speed);
+    fastest = std::max(fastest, bar.speed);
   }
   text += "EOD\n";
   // Headroom above the tallest bar for its value label.

@@ -2,7 +2,7 @@
 // The two charts `parley eval --plot` and `parley bench --plot` draw (through gnuplot):
 //   eval:  accuracy against speed, one point per system or mode (DER % over x real time, log
 //          scale), beside the time each system spends per stage (seconds per minute of audio);
-//   bench: time per stage for each recording or mode, beside its real-time factor.
+//   bench: time per stage for each recording or mode, beside its speed (x real time).
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -13,15 +13,15 @@ namespace parley::plot {
 
 struct SpeedAccuracyPoint {
   std::string label;
-  double rtf = 0.0;  // audio seconds per wall second
-  double der = 0.0;  // fraction
+  double speed = 0.0;  // audio seconds per wall second (x real time)
+  double der = 0.0;    // fraction
 };
 
 struct StageBar {
   std::string label;
   StageTimes seconds;  // per stage
   double audio_seconds = 0.0;
-  double rtf = 0.0;
+  double speed = 0.0;  // audio seconds per wall second (x real time)
 };
 
 // The gnuplot commands of each chart (exposed for tests; render() draws them).

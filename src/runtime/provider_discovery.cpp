@@ -14,6 +14,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include "core/error.h"
+#include "core/executable_path.h"
 #include "runtime/provider_attach.h"
 
 namespace parley::runtime {
@@ -260,11 +261,9 @@ std::vector<SearchDir> search_dirs(const fs::path& ort_dir) {
   };
   add_list("PARLEY_PROVIDER_PATH", "$PARLEY_PROVIDER_PATH");
   if (!ort_dir.empty()) dirs.push_back({ort_dir, "next to libonnxruntime"});
-  std::error_code ec;
-  const fs::path executable = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    dirs.push_back({executable.parent_path(), "next to the parley executable"});
-    dirs.push_back({executable.parent_path().parent_path() / "lib", "parley's lib folder"});
+  if (const fs::path executable = executable_folder(); !executable.empty()) {
+    dirs.push_back({executable, "next to the parley executable"});
+    dirs.push_back({executable.parent_path() / "lib", "parley's lib folder"});
   }
   add_list("LD_LIBRARY_PATH", "$LD_LIBRARY_PATH");
   // The same folder reached twice is searched (and reported) once; folders that do not exist are
