@@ -183,7 +183,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
       const auto duration = audio::open_audio_source(audio[i])->info().duration_seconds();
       longest = std::max(longest, duration.value_or(0.0));
       durations.push_back(duration.value_or(0.0));
-      inputs.push_back({audio[i], names[i]});
+      inputs.push_back({audio[i], names[i], {}, {}});
     } catch (const Error& error) {
       progress.note(fmt::format("parley: {}", error.what()));
       ++failed;

@@ -83,7 +83,8 @@ CorpusEngine::~CorpusEngine() = default;
 struct CorpusEngine::Run {
   struct Decoded {
     std::size_t index = 0;
-    std::vector<float> samples;
+    CorpusRecording recording;
+    std::shared_ptr<const std::vector<float>> samples;
     double decode_seconds = 0.0;
     Clock::time_point start;
   };
@@ -95,11 +96,12 @@ struct CorpusEngine::Run {
     std::size_t group_size = 1;
   };
 
-  Run(CorpusEngine& owner, std::span<const CorpusRecording> recordings,
-      const ResultCallback& callback, const std::atomic<bool>* stop_flag)
+  Run(CorpusEngine& owner, const RecordingSource& source, const ResultCallback& callback,
+      const StageCallback& stage_callback, const std::atomic<bool>* stop_flag)
       : engine(owner),
-        inputs(recordings),
+        next(source),
         on_result(callback),
+        on_stage(stage_callback),
         stop(stop_flag),
         decoded(owner.config_.decoded_queue_capacity),
         // Clustering keeps up with the networks; a short queue bounds what waits for it.
@@ -137,19 +139,51 @@ struct CorpusEngine::Run {
     report(std::move(outcome));
   }
 
+  void stage(std::size_t index, std::string_view name) {
+    if (on_stage) on_stage(index, name);
+  }
+
+  // The source's next recording and its index; nullopt when it has no more (or failed, which
+  // stops the run: the source is the caller's, like the result callback).
+  std::optional<std::pair<std::size_t, CorpusRecording>> take_next() {
+    std::lock_guard lock(source_mutex);
+    if (source_done) return std::nullopt;
+    try {
+      std::optional<CorpusRecording> recording = next();
+      if (!recording) {
+        source_done = true;
+        return std::nullopt;
+      }
+      return std::make_pair(taken++, std::move(*recording));
+    } catch (...) {
+      source_done = true;
+      std::lock_guard report_lock(report_mutex);
+      if (!failure) failure = std::current_exception();
+      abort();
+      return std::nullopt;
+    }
+  }
+
   void decode_loop() {
     for (;;) {
       if (stopping()) break;
-      const std::size_t index = next_input++;
-      if (index >= inputs.size()) break;
+      auto taken_recording = take_next();
+      if (!taken_recording) break;
       Decoded item;
-      item.index = index;
+      item.index = taken_recording->first;
+      item.recording = std::move(taken_recording->second);
       item.start = Clock::now();
-      try {
-        item.samples = audio::load_mono_16k(inputs[index].audio);
-      } catch (const std::exception& error) {
-        report_failure(index, error.what(), seconds_since(item.start), item.start);
-        continue;
+      if (item.recording.samples) {
+        item.samples = item.recording.samples;
+      } else {
+        stage(item.index, "decoding");
+        try {
+          item.samples = std::make_shared<const std::vector<float>>(
+              audio::load_mono_16k(item.recording.audio));
+        } catch (const std::exception& error) {
+          report_failure(item.index, error.what(), seconds_since(item.start), item.start);
+          continue;
+        }
       }
       item.decode_seconds = seconds_since(item.start);
       if (!decoded.push(std::move(item))) break;
@@ -160,7 +194,7 @@ struct CorpusEngine::Run {
   // About how many chunks a recording makes: what grouping weighs (it does not change results).
   std::size_t chunks_of(const Decoded& item) const {
     const double step = engine.diarizers_.front()->config().step_seconds;
-    const double seconds = static_cast<double>(item.samples.size()) / audio::kPipelineSampleRate;
+    const double seconds = static_cast<double>(item.samples->size()) / audio::kPipelineSampleRate;
     return static_cast<std::size_t>(seconds / step) + 1;
   }
 
@@ -190,7 +224,10 @@ struct CorpusEngine::Run {
   void embed_group(std::size_t engine_index, std::vector<Decoded> group) {
     pipeline::Diarizer& diarizer = *engine.diarizers_[engine_index];
     std::vector<std::span<const float>> recordings;
-    for (const auto& item : group) recordings.emplace_back(item.samples);
+    for (const auto& item : group) {
+      recordings.emplace_back(*item.samples);
+      stage(item.index, "networks");
+    }
     std::vector<StageTimes> times;
     std::vector<pipeline::DiarizationIntermediates> intermediates;
     try {
@@ -216,7 +253,7 @@ struct CorpusEngine::Run {
       item.intermediates = std::move(intermediates[k]);
       item.times.add("decode", group[k].decode_seconds);
       for (const auto& [stage, seconds] : times[k].entries()) item.times.add(stage, seconds);
-      group[k].samples = {};
+      group[k].samples.reset();
       item.decoded = std::move(group[k]);
       item.engine = engine_index;
       item.group_size = group_size;
@@ -233,9 +270,11 @@ struct CorpusEngine::Run {
       outcome.decode_seconds = item->decoded.decode_seconds;
       outcome.engine = item->engine;
       outcome.group_size = item->group_size;
+      stage(outcome.index, "clustering");
       try {
-        outcome.result = engine.diarizers_.front()->cluster(item->intermediates,
-                                                            inputs[outcome.index].uri, item->times);
+        outcome.result = engine.diarizers_.front()->cluster(
+            item->intermediates, item->decoded.recording.uri, item->times,
+            item->decoded.recording.speakers);
       } catch (const std::exception& error) {
         outcome.error = error.what();
       }
@@ -245,12 +284,15 @@ struct CorpusEngine::Run {
   }
 
   CorpusEngine& engine;
-  std::span<const CorpusRecording> inputs;
+  const RecordingSource& next;
   const ResultCallback& on_result;
+  const StageCallback& on_stage;
   const std::atomic<bool>* stop;
   BoundedQueue<Decoded> decoded;
   BoundedQueue<Embedded> embedded;
-  std::atomic<std::size_t> next_input{0};
+  std::mutex source_mutex;
+  bool source_done = false;
+  std::size_t taken = 0;
   std::atomic<int> decoders_running{0};
   std::atomic<int> engines_running{0};
   std::atomic<bool> aborted{false};
@@ -260,10 +302,18 @@ struct CorpusEngine::Run {
 
 void CorpusEngine::run(std::span<const CorpusRecording> inputs, const ResultCallback& on_result,
                        const std::atomic<bool>* stop) {
-  Run state(*this, inputs, on_result, stop);
-  const int decoders = std::max(
-      1,
-      std::min(config_.decode_threads, static_cast<int>(std::max<std::size_t>(inputs.size(), 1))));
+  std::size_t position = 0;
+  run([&]() -> std::optional<CorpusRecording> {
+        if (position == inputs.size()) return std::nullopt;
+        return inputs[position++];
+      },
+      on_result, {}, stop);
+}
+
+void CorpusEngine::run(const RecordingSource& next, const ResultCallback& on_result,
+                       const StageCallback& on_stage, const std::atomic<bool>* stop) {
+  Run state(*this, next, on_result, on_stage, stop);
+  const int decoders = config_.decode_threads;
   state.decoders_running = decoders;
   state.engines_running = static_cast<int>(diarizers_.size());
   {

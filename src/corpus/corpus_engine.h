@@ -17,8 +17,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "cluster/speaker_count.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::corpus {
@@ -26,6 +28,10 @@ namespace parley::corpus {
 struct CorpusRecording {
   std::filesystem::path audio;  // any format the audio module decodes
   std::string uri;              // names the recording in its result
+  // 16 kHz mono samples already in memory; when set, `audio` is not read.
+  std::shared_ptr<const std::vector<float>> samples;
+  // Replaces the engines' speaker-count constraints for this recording.
+  std::optional<cluster::SpeakerCountConstraints> speakers;
 };
 
 struct CorpusConfig {
@@ -48,7 +54,7 @@ struct CorpusConfig {
 
 // What happened to one recording.
 struct RecordingOutcome {
-  std::size_t index = 0;                              // into the inputs of run()
+  std::size_t index = 0;  // into the inputs of run(), or the source's order
   std::optional<pipeline::DiarizationResult> result;  // unset when it failed
   std::string error;                                  // why it failed; empty when it did not
   double decode_seconds = 0.0;
@@ -81,10 +87,19 @@ class CorpusEngine {
   // Called once per recording as it completes, one call at a time, from the engine's threads.
   // An exception thrown from it stops the run and run() rethrows it.
   using ResultCallback = std::function<void(RecordingOutcome)>;
+  // The next recording to diarize, waiting for one if need be; nullopt once there are no more.
+  // Called from the decoding threads, one call at a time.
+  using RecordingSource = std::function<std::optional<CorpusRecording>()>;
+  // Where a recording is: "decoding", "networks", "clustering" (then its result comes). Called
+  // from the engine's threads, possibly at once for different recordings; must not throw.
+  using StageCallback = std::function<void(std::size_t index, std::string_view stage)>;
 
-  // Diarizes every input and returns once all are reported. When `stop` becomes true no new
-  // recording starts; those already in the networks finish and are reported, the rest are not.
-  // One run at a time per engine.
+  // Diarizes every recording `next` gives and returns once all are reported. When `stop`
+  // becomes true no new recording starts; those already in the networks finish and are
+  // reported, those decoded but not started are not. One run at a time per engine.
+  void run(const RecordingSource& next, const ResultCallback& on_result,
+           const StageCallback& on_stage = {}, const std::atomic<bool>* stop = nullptr);
+  // The same over a list.
   void run(std::span<const CorpusRecording> inputs, const ResultCallback& on_result,
            const std::atomic<bool>* stop = nullptr);
 

@@ -1,7 +1,6 @@
 #include "corpus/corpus_engine.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include "models/test_embedding_model.h"
 #include "pipeline/output.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::corpus {
 namespace {
@@ -27,31 +27,23 @@ std::string rttm_of(const pipeline::DiarizationResult& result) {
 class CorpusEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto segmentation = testing::shared_path_or_empty("models/segmentation-3.0-fp16.onnx");
-    const auto ami = testing::shared_path_or_empty("eval/ami-debug");
-    if (segmentation.empty() || ami.empty()) GTEST_SKIP() << "../shared models or eval missing";
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "parley-corpus-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    directory_ = pattern;
-    const auto embedding = directory_ / "embedding.onnx";
+    PARLEY_REQUIRE_SHARED(segmentation, "models/segmentation-3.0-fp16.onnx");
+    PARLEY_REQUIRE_SHARED(ami, "eval/ami-debug");
+    directory_ = std::make_unique<testing::TemporaryDirectory>("corpus");
+    const auto embedding = *directory_ / "embedding.onnx";
     std::ofstream(embedding, std::ios::binary) << models::testing::make_test_embedding_model();
-    models_ = {segmentation, embedding, {}};
+    models_ = {segmentation, embedding, std::filesystem::path()};
     for (const auto& entry : std::filesystem::directory_iterator(ami)) {
-      if (entry.path().extension() == ".wav") inputs_.push_back({entry.path(), ""});
+      if (entry.path().extension() == ".wav") inputs_.push_back({entry.path(), "", {}, {}});
     }
     std::sort(inputs_.begin(), inputs_.end(),
               [](const auto& a, const auto& b) { return a.audio < b.audio; });
     inputs_.resize(std::min<std::size_t>(inputs_.size(), 5));
-    for (const auto* extra : {"eval/pyannote-sample/sample.wav", "eval/falcon-test/test.wav"}) {
-      const auto path = testing::shared_path_or_empty(extra);
-      ASSERT_FALSE(path.empty()) << extra;
-      inputs_.push_back({path, ""});
-    }
+    PARLEY_REQUIRE_SHARED(sample, "eval/pyannote-sample/sample.wav");
+    PARLEY_REQUIRE_SHARED(falcon, "eval/falcon-test/test.wav");
+    inputs_.push_back({sample, "", {}, {}});
+    inputs_.push_back({falcon, "", {}, {}});
     for (std::size_t i = 0; i < inputs_.size(); ++i) inputs_[i].uri = "rec" + std::to_string(i);
-  }
-  void TearDown() override {
-    if (!directory_.empty()) std::filesystem::remove_all(directory_);
   }
 
   pipeline::DiarizationConfig config(int threads) const {
@@ -86,7 +78,7 @@ class CorpusEngineTest : public ::testing::Test {
     return outcomes;
   }
 
-  std::filesystem::path directory_;
+  std::unique_ptr<testing::TemporaryDirectory> directory_;
   pipeline::DiarizationModels models_;
   std::vector<CorpusRecording> inputs_;
 };
@@ -154,12 +146,12 @@ TEST_F(CorpusEngineTest, SameRttmForAnyThreadsGroupingAndEngines) {
 }
 
 TEST_F(CorpusEngineTest, BadRecordingsFailAloneWithTheirMessage) {
-  const auto garbage = directory_ / "not-audio.wav";
+  const auto garbage = *directory_ / "not-audio.wav";
   std::ofstream(garbage) << "this is not a recording\n";
   std::vector<CorpusRecording> inputs = {inputs_[0],
-                                         {garbage, "garbage"},
+                                         {garbage, "garbage", {}, {}},
                                          inputs_[1],
-                                         {directory_ / "missing.flac", "missing"},
+                                         {*directory_ / "missing.flac", "missing", {}, {}},
                                          inputs_[2]};
   CorpusConfig corpus;
   corpus.group_chunks = 100000;
@@ -222,6 +214,56 @@ TEST(CorpusConfig, RefusesWhatCannotRun) {
   config.group_chunks = 0;
   EXPECT_THROW(config.validate(), Error);
   EXPECT_NE(CorpusConfig{}.to_string().find("decode_threads=2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace parley::corpus
+
+namespace parley::corpus {
+namespace {
+
+TEST_F(CorpusEngineTest, SourceWithSamplesInMemoryAndPerRecordingSpeakers) {
+  const std::vector<std::string> expected = alone();
+  CorpusEngine engine(models_, {config(1)}, CorpusConfig{});
+  std::size_t given = 0;
+  std::mutex mutex;
+  std::map<std::size_t, std::vector<std::string>> stages;
+  std::map<std::size_t, RecordingOutcome> outcomes;
+  engine.run(
+      [&]() -> std::optional<CorpusRecording> {
+        if (given == 3) return std::nullopt;
+        CorpusRecording recording = inputs_[given];
+        recording.samples =
+            std::make_shared<const std::vector<float>>(audio::load_mono_16k(recording.audio));
+        recording.audio = "/nonexistent/not-read.wav";
+        if (given == 2) recording.speakers = cluster::SpeakerCountConstraints{1, {}, {}};
+        ++given;
+        return recording;
+      },
+      [&](RecordingOutcome outcome) {
+        std::lock_guard lock(mutex);
+        outcomes.emplace(outcome.index, std::move(outcome));
+      },
+      [&](std::size_t index, std::string_view stage) {
+        std::lock_guard lock(mutex);
+        stages[index].emplace_back(stage);
+      });
+  ASSERT_EQ(outcomes.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(outcomes.at(i).ok()) << outcomes.at(i).error;
+    // In memory: no decoding stage.
+    EXPECT_EQ(stages[i], (std::vector<std::string>{"networks", "clustering"}));
+  }
+  EXPECT_EQ(rttm_of(*outcomes.at(0).result), expected[0]);
+  EXPECT_EQ(rttm_of(*outcomes.at(1).result), expected[1]);
+  EXPECT_LE(outcomes.at(2).result->speaker_count, 1u);
+}
+
+TEST_F(CorpusEngineTest, ASourceThatThrowsStopsTheRun) {
+  CorpusEngine engine(models_, {config(1)}, CorpusConfig{});
+  EXPECT_THROW(engine.run([]() -> std::optional<CorpusRecording> { fail("manifest unreadable"); },
+                          [](RecordingOutcome) {}),
+               Error);
 }
 
 }  // namespace

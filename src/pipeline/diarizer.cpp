@@ -139,10 +139,16 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
   return result;
 }
 
-DiarizationResult Diarizer::cluster(const DiarizationIntermediates& intermediates,
-                                    const std::string& uri, StageTimes& times) const {
+DiarizationResult Diarizer::cluster(
+    const DiarizationIntermediates& intermediates, const std::string& uri, StageTimes& times,
+    const std::optional<cluster::SpeakerCountConstraints>& speakers) const {
+  DiarizationConfig config = config_;
+  if (speakers) {
+    speakers->validate();
+    config.speakers = *speakers;
+  }
   DiarizationResult result = diarize_from_embeddings(
-      intermediates, config_, models_->plda ? &*models_->plda : nullptr, uri, times);
+      intermediates, config, models_->plda ? &*models_->plda : nullptr, uri, times);
   result.stage_times = times;
   return result;
 }

@@ -122,8 +122,11 @@ class Diarizer {
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while
   // segment_and_embed runs on another.
+  // `speakers`, when set, replaces the configured speaker-count constraints for this recording.
   DiarizationResult cluster(const DiarizationIntermediates& intermediates, const std::string& uri,
-                            StageTimes& times) const;
+                            StageTimes& times,
+                            const std::optional<cluster::SpeakerCountConstraints>& speakers = {})
+      const;
 
  private:
   struct Models;
