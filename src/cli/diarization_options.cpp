@@ -1,7 +1,9 @@
 #include "cli/diarization_options.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -211,9 +213,13 @@ std::string recording_uri(const std::filesystem::path& audio) {
 }
 
 void write_output(const std::string& text, const std::string& out) {
-  if (out == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+  if (out == "-" || out.empty()) {
+    // A full disk or a closed pipe behind standard output must not pass for success.
+    const std::size_t written = std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::fflush(stdout) != 0 || written != text.size() || std::ferror(stdout) != 0) {
+      fail("cannot write to standard output: {} (is the disk behind it full?)",
+           std::strerror(errno));
+    }
     return;
   }
   pipeline::write_text_file(out, text);

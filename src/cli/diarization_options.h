@@ -108,7 +108,8 @@ std::string format_result(const pipeline::DiarizationResult& result, const Diari
 // (RTTM fields are space-separated); "audio" when that leaves nothing.
 std::string recording_uri(const std::filesystem::path& audio);
 
-// Writes `text` to flags.out ("-" is standard output).
+// Writes `text` to `out` ("-" or empty: standard output) whole or not at all: a file is
+// replaced atomically (core/atomic_file.h), and a failed write to standard output fails.
 void write_output(const std::string& text, const std::string& out);
 
 }  // namespace parley::cli

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/sha256.h"
 
@@ -140,17 +141,6 @@ void touch(const fs::path& file) {
   { std::ofstream(file, std::ios::app); }
   std::error_code ec;
   fs::last_write_time(file, fs::file_time_type::clock::now(), ec);
-}
-
-void write_text_atomically(const fs::path& file, const std::string& text) {
-  const fs::path temporary = file.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out)
-      fail("{}: cannot write (is the disk full or the folder read-only?)", temporary.string());
-  }
-  fs::rename(temporary, file);
 }
 
 }  // namespace
@@ -364,7 +354,7 @@ void CompileCache::ensure_root() const {
         "folder)",
         root_.string(), ec.message());
   }
-  write_text_atomically(root_ / kMarkerName,
+  write_file_atomically(root_ / kMarkerName,
                         "This folder is parley's compiled-graph cache; parley only removes "
                         "entries it wrote here.\n");
 }
@@ -483,7 +473,7 @@ EntryInfo CompileCache::Build::commit(double build_seconds) {
                                    {"created_unix", std::time(nullptr)},
                                    {"build_seconds", build_seconds},
                                    {"files", files}};
-  write_text_atomically(staging_ / kManifestName, manifest.dump(2) + "\n");
+  write_file_atomically(staging_ / kManifestName, manifest.dump(2) + "\n");
   touch(staging_ / kLastUsedName);
   // A corrupt leftover, or a concurrent build that finished first; anything else at the target
   // stays, and the rename below then fails harmlessly.
