@@ -193,10 +193,12 @@ void add_diarize_command(CLI::App& app) {
   command
       ->add_option("--asr-timeout", arguments->asr_timeout,
                    "seconds to wait for --asr-cmd after diarization ends (0: no limit)")
+      ->check(number_at_least(0))
       ->capture_default_str();
   command
       ->add_option("--gap-tolerance", arguments->gap_tolerance,
                    "words outside every turn go to the nearest turn this close (seconds)")
+      ->check(number_at_least(0))
       ->capture_default_str();
   command->callback([arguments] { run_diarize(*arguments); });
 }

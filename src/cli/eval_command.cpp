@@ -415,7 +415,7 @@ void add_eval_command(CLI::App& app) {
                      ->add_option("--collar", arguments->collar,
                                   "seconds unscored on each side of every reference boundary "
                                   "(md-eval -c; pyannote.metrics' collar is twice this)")
-                     ->check(CLI::NonNegativeNumber)
+                     ->check(number_at_least(0))
                      ->capture_default_str();
   auto* skip_overlap = command->add_flag("--skip-overlap", arguments->skip_overlap,
                                          "do not score overlapped reference speech (md-eval -1)");

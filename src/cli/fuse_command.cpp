@@ -110,7 +110,7 @@ void add_fuse_command(CLI::App& app) {
                    "Seconds: words between turns go to the nearest turn this close, else to the "
                    "unknown speaker")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_at_least(0));
   command
       ->add_option("--unknown-speaker", arguments->unknown_speaker,
                    "Name for words no turn is close to")
