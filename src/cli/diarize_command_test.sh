@@ -86,6 +86,7 @@ set +e
 set -e
 check '[ $status -eq 1 ] && [ "$(wc -l <"$work/err")" -eq 1 ] && grep -q "absent.wav" "$work/err" && [ ! -s "$work/out" ]' "missing audio error"
 set +e
+mkdir -p "$work/empty-models"  # (a --models folder that does not exist is a usage error, cli_usage_errors)
 "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/empty-models" >/dev/null 2>"$work/err"; status=$?
 set -e
 check '[ $status -eq 1 ] && grep -q "models fetch" "$work/err"' "missing models error"
