@@ -106,8 +106,17 @@ std::uintmax_t parse_size(const std::string& text) {
   return static_cast<std::uintmax_t>(value * scale);
 }
 
+// Invalid folders that prune did not remove because parley cannot prove it wrote them.
+void print_left_alone(const runtime::PruneReport& report) {
+  for (const auto& entry : report.left_alone) {
+    fmt::print("left alone {} (not written by parley: remove it by hand if it is not yours)\n",
+               entry.dir.string());
+  }
+}
+
 void run_list(const CacheArguments& arguments) {
   const auto cache = open_cache(arguments);
+  cache.require_marked();
   const auto current = current_environments();
   const auto entries = cache.list(runtime::Verification::kSizes, &current);
   if (arguments.json) {
@@ -121,6 +130,7 @@ void run_list(const CacheArguments& arguments) {
 
 void run_verify(const CacheArguments& arguments) {
   auto cache = open_cache(arguments);
+  cache.require_marked();
   const auto current = current_environments();
   const auto entries = cache.list(runtime::Verification::kHashes, &current);
   std::size_t bad = 0;
@@ -143,6 +153,7 @@ void run_verify(const CacheArguments& arguments) {
   }
   runtime::PruneOptions options;  // removes invalid entries only
   const auto report = cache.prune(options, std::time(nullptr), &current);
+  print_left_alone(report);
   fmt::print("removed {} entries ({})\n", report.removed.size(),
              runtime::format_bytes(report.bytes_freed));
 }
@@ -164,6 +175,7 @@ void run_prune(const CacheArguments& arguments) {
                entry.provider.empty() ? "?" : entry.provider, entry.model_name, entry.inputs,
                report.reasons[i]);
   }
+  print_left_alone(report);
   fmt::print("{} {} in {} entries; {} kept\n", arguments.dry_run ? "would free" : "freed",
              runtime::format_bytes(report.bytes_freed), report.removed.size(),
              runtime::format_bytes(report.bytes_kept));

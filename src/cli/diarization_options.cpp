@@ -1,7 +1,12 @@
 #include "cli/diarization_options.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,6 +18,57 @@
 
 namespace parley::cli {
 
+namespace {
+
+// `text` as the user wrote it, cut short when long.
+std::string shown(const std::string& text) {
+  return text.size() <= 24 ? text : text.substr(0, 21) + "...";
+}
+
+CLI::Validator number_check(double minimum, bool minimum_allowed, double maximum) {
+  const auto bound = [](double value) { return fmt::format("{}", value); };
+  const std::string lower = (minimum_allowed ? ">= " : "> ") + bound(minimum);
+  std::string description = std::isinf(maximum) ? lower : lower + ", <= " + bound(maximum);
+  return CLI::Validator(
+      [minimum, minimum_allowed, maximum, bound](std::string& text) -> std::string {
+        double value = 0.0;
+        const char* end = text.data() + text.size();
+        const auto [rest, error] = std::from_chars(text.data(), end, value);
+        if (error != std::errc() || rest != end || !std::isfinite(value)) {
+          return fmt::format("expects a number (got '{}')", shown(text));
+        }
+        if (minimum_allowed && value < minimum) {
+          return fmt::format("must be at least {} (got {})", bound(minimum), shown(text));
+        }
+        if (!minimum_allowed && value <= minimum) {
+          return fmt::format("must be more than {} (got {})", bound(minimum), shown(text));
+        }
+        if (value > maximum) {
+          return fmt::format("must be at most {} (got {})", bound(maximum), shown(text));
+        }
+        return "";
+      },
+      description);
+}
+
+}  // namespace
+
+CLI::Validator number_between(double minimum, double maximum) {
+  return number_check(minimum, true, maximum);
+}
+
+CLI::Validator number_at_least(double minimum) {
+  return number_check(minimum, true, std::numeric_limits<double>::infinity());
+}
+
+CLI::Validator number_above(double bound) {
+  return number_check(bound, false, std::numeric_limits<double>::infinity());
+}
+
+int max_threads() {
+  return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--clustering", flags.clustering, "vbx (PLDA + VBx, pyannote's) or ahc")
       ->check(CLI::IsMember({"vbx", "ahc"}))
@@ -20,14 +76,26 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--ahc-threshold", flags.ahc_threshold,
                      "AHC cosine-distance threshold (default 0.60; 0.65 for long recordings)");
   command.add_option("--num-speakers", flags.num_speakers, "exact number of speakers, when known")
-      ->check(CLI::PositiveNumber);
+      ->check(number_at_least(1));
   command.add_option("--min-speakers", flags.min_speakers, "at least this many speakers")
-      ->check(CLI::PositiveNumber);
+      ->check(number_at_least(1));
   command.add_option("--max-speakers", flags.max_speakers, "at most this many speakers")
-      ->check(CLI::PositiveNumber);
-  command.add_option("--models", flags.models_dir,
-                     "folder with the models, searched before the per-user cache (default: "
-                     "$PARLEY_MODELS, else models/ beside parley after the cache)");
+      ->check(number_at_least(1));
+  // A mistyped --models must not fall back to $PARLEY_MODELS unnoticed.
+  command
+      .add_option("--models", flags.models_dir,
+                  "folder with the models, searched before the per-user cache (default: "
+                  "$PARLEY_MODELS, else models/ beside parley after the cache)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::error_code ec;
+            if (std::filesystem::is_directory(text, ec)) return "";
+            return fmt::format(
+                "no such folder '{}' (pass the folder that holds the models, or leave --models "
+                "out to use $PARLEY_MODELS and the per-user cache)",
+                text);
+          },
+          "DIR"));
   command.add_flag("-q,--quiet", flags.quiet, "no progress or summary on standard error");
 }
 
@@ -58,13 +126,17 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
                   "chunk, pyannote's definition (docs/embedding.md)")
       ->check(CLI::IsMember({"exact", "shared"}))
       ->capture_default_str();
-  command.add_option("--threads", engine.threads,
-                     "CPU threads (default: all cores); output is the same for any value");
+  command
+      .add_option("--threads", engine.threads,
+                  fmt::format("CPU threads (default: all cores, at most {}); output is the same "
+                              "for any value",
+                              max_threads()))
+      ->check(number_between(1, max_threads()));
   command
       .add_option("--embedding-batch", engine.embedding_batch,
                   "chunks per embedding call in exact mode (on a GPU 128 ran an hour in 16 s "
                   "instead of 30 s, docs/benchmarks.md; larger batches hold more memory)")
-      ->check(CLI::PositiveNumber)
+      ->check(number_at_least(1))
       ->capture_default_str();
   command.add_flag("--no-streaming", engine.no_streaming,
                    "segment the whole recording before embedding (same output; for timing the "
@@ -139,13 +211,13 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
   command
       .add_option("--segmentation-batch", flags.accelerator_segmentation_batch,
                   "chunks per segmentation call on a GPU (the CPU runs one chunk per worker)")
-      ->check(CLI::PositiveNumber)
+      ->check(number_at_least(1))
       ->capture_default_str();
   command
       .add_option("--segmentation-sessions", flags.accelerator_segmentation_sessions,
                   "segmentation sessions feeding a GPU at once (each its own stream); output "
                   "does not depend on it")
-      ->check(CLI::PositiveNumber)
+      ->check(number_at_least(1))
       ->capture_default_str();
 }
 
@@ -212,9 +284,13 @@ std::string recording_uri(const std::filesystem::path& audio) {
 }
 
 void write_output(const std::string& text, const std::string& out) {
-  if (out == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+  if (out == "-" || out.empty()) {
+    // A full disk or a closed pipe behind standard output must not pass for success.
+    const std::size_t written = std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::fflush(stdout) != 0 || written != text.size() || std::ferror(stdout) != 0) {
+      fail("cannot write to standard output: {} (is the disk behind it full?)",
+           std::strerror(errno));
+    }
     return;
   }
   pipeline::write_text_file(out, text);

@@ -117,14 +117,9 @@ void run_diarize(const DiarizeArguments& arguments) {
 
   // The recognizer starts first so that it runs while parley loads its models and diarizes.
   std::unique_ptr<transcript::RecognizerProcess> recognizer;
-  std::filesystem::path recognizer_dir;
   if (!arguments.asr_command.empty()) {
-    recognizer_dir = std::filesystem::temp_directory_path() /
-                     fmt::format("parley-asr-{}", static_cast<long>(::getpid()));
-    std::filesystem::create_directories(recognizer_dir);
-    const std::filesystem::path audio_path(arguments.audio.front());
     recognizer = std::make_unique<transcript::RecognizerProcess>(
-        arguments.asr_command, audio_path, recognizer_dir / audio_path.stem());
+        arguments.asr_command, std::filesystem::path(arguments.audio.front()));
   }
 
   const pipeline::DiarizationModels paths = resolve_models(arguments.engine, flags);
@@ -186,7 +181,6 @@ void run_diarize(const DiarizeArguments& arguments) {
     if (!flags.quiet) fmt::print(stderr, "{}\n", summary(result, wall));
   }
   if (arguments.out_dir.empty()) write_output(combined, flags.out);
-  if (!recognizer_dir.empty()) std::filesystem::remove_all(recognizer_dir);
 }
 
 }  // namespace
@@ -217,10 +211,12 @@ void add_diarize_command(CLI::App& app) {
   command
       ->add_option("--asr-timeout", arguments->asr_timeout,
                    "seconds to wait for --asr-cmd after diarization ends (0: no limit)")
+      ->check(number_at_least(0))
       ->capture_default_str();
   command
       ->add_option("--gap-tolerance", arguments->gap_tolerance,
                    "words outside every turn go to the nearest turn this close (seconds)")
+      ->check(number_at_least(0))
       ->capture_default_str();
   command->callback([arguments] { run_diarize(*arguments); });
 }

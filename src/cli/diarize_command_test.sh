@@ -66,13 +66,18 @@ awk '{n++; s=$4; e=$4+$5; printf "%d\n%02d:%02d:%06.3f --> %02d:%02d:%06.3f\ntur
   --transcript "$work/people.srt" >"$work/fused.txt" 2>/dev/null
 check 'grep -q "^\[00:00:0[0-9]\] SPEAKER_0[0-9]: turn 1" "$work/fused.txt"' "fused text"
 "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
-  --asr-cmd "cp '$work/people.srt' {out}.srt # {audio}" --format json -o "$work/fused.json" 2>/dev/null
+  --asr-cmd "sh -c 'cp \"\$1\" \"\$0.srt\"' {out} '$work/people.srt' {audio}" --format json -o "$work/fused.json" 2>/dev/null
 check '/usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1]))[\"segments\"]; sys.exit(0 if len(s) >= 3 and all(x[\"speaker\"].startswith(\"SPEAKER_\") for x in s) else 1)" "$work/fused.json"' "asr-cmd json"
 set +e
 "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
-  --asr-cmd "/nonexistent/whisper-cli -f {audio} -of {out}" -o "$work/failed.txt" >/dev/null 2>"$work/err"; status=$?
+  --asr-cmd "sh -c 'exit 3' {audio} {out}" -o "$work/failed.txt" >/dev/null 2>"$work/err"; status=$?
 set -e
-check '[ $status -eq 1 ] && grep -q "not found" "$work/err" && [ -s "$work/failed.rttm" ]' "failed recognizer keeps the diarization"
+check '[ $status -eq 1 ] && grep -q "exit status 3" "$work/err" && [ -s "$work/failed.rttm" ]' "failed recognizer keeps the diarization"
+set +e
+"$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
+  --asr-cmd "/nonexistent/whisper-cli -f {audio} -of {out}" -o "$work/missing.txt" >/dev/null 2>"$work/err"; status=$?
+set -e
+check '[ $status -eq 1 ] && grep -q "not found" "$work/err" && [ ! -e "$work/missing.rttm" ]' "a missing recognizer fails before diarizing"
 
 # Bad input: one line naming the file, exit status 1, nothing on stdout.
 set +e
@@ -80,11 +85,7 @@ set +e
 set -e
 check '[ $status -eq 1 ] && [ "$(wc -l <"$work/err")" -eq 1 ] && grep -q "absent.wav" "$work/err" && [ ! -s "$work/out" ]' "missing audio error"
 set +e
-"$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/no-such-folder" >/dev/null 2>"$work/err"; status=$?
-set -e
-check '[ $status -eq 1 ] && grep -q "no-such-folder.*does not exist" "$work/err"' "missing --models folder error"
-mkdir -p "$work/empty-models" "$work/empty-home"
-set +e
+mkdir -p "$work/empty-models" "$work/empty-home"  # (a --models folder that does not exist is a usage error, cli_usage_errors)
 HOME="$work/empty-home" XDG_CACHE_HOME= PARLEY_MODELS= "$parley" diarize "$shared/eval/falcon-test/test.wav" \
   --models "$work/empty-models" >/dev/null 2>"$work/err"; status=$?
 set -e

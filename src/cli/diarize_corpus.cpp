@@ -13,6 +13,7 @@
 #include "audio/audio_source.h"
 #include "cli/recording_list.h"
 #include "cli/run_settings.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/sha256.h"
@@ -260,7 +261,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
         const pipeline::DiarizationResult& result = *outcome.result;
         const std::string text = format_result(result, flags);
         if (!out_dir.empty()) {
-          write_atomically(destinations[k].output, text);
+          write_file_atomically(destinations[k].output, text);
           nlohmann::ordered_json record = {{"audio", fs::absolute(inputs[k].audio).string()},
                                            {"output", destinations[k].output.filename().string()},
                                            {"output_sha256", sha256_text(text)},
@@ -274,7 +275,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
           for (const auto& [stage, seconds] : result.stage_times.entries()) {
             record["stage_seconds"][stage] = seconds;
           }
-          write_atomically(destinations[k].record, record.dump(2) + "\n");
+          write_file_atomically(destinations[k].record, record.dump(2) + "\n");
         } else {
           texts[k] = text;
         }

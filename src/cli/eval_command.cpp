@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
 #include "cli/run_settings.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/stage_timer.h"
@@ -146,7 +147,7 @@ class EvalRunner {
       if (!reuse_earlier(file, settings, result, hypothesis)) {
         hypothesis = diarize(file, result);
         if (!arguments_.out_dir.empty()) {
-          write_atomically(hypothesis_path(file.uri), hypothesis);
+          write_file_atomically(hypothesis_path(file.uri), hypothesis);
         }
       }
       const std::vector<eval::Turn> turns = eval::parse_rttm(hypothesis, file.uri);
@@ -157,7 +158,7 @@ class EvalRunner {
       if (!arguments_.out_dir.empty()) {
         nlohmann::ordered_json record = eval::file_result_json(result);
         record["settings"] = settings;
-        write_atomically(record_path(file.uri), record.dump(2) + "\n");
+        write_file_atomically(record_path(file.uri), record.dump(2) + "\n");
       }
       say("{}: DER {:.2f} %, {:.1f} s of audio in {:.2f} s ({:.1f}x real time){}", file.uri,
           100.0 * result.scores.der(), result.audio_seconds, result.wall_seconds, result.speed(),
@@ -320,7 +321,8 @@ void run_eval(const EvalArguments& arguments) {
 
   const nlohmann::ordered_json json = eval::eval_run_json(run);
   if (!arguments.out_dir.empty()) {
-    write_atomically(std::filesystem::path(arguments.out_dir) / "eval.json", json.dump(2) + "\n");
+    write_file_atomically(std::filesystem::path(arguments.out_dir) / "eval.json",
+                          json.dump(2) + "\n");
   }
   if (!arguments.json.empty()) write_output(json.dump(2) + "\n", arguments.json);
   if (arguments.json != "-") fmt::print("{}", eval::format_eval_table(run));
@@ -371,7 +373,7 @@ void add_eval_command(CLI::App& app) {
                      ->add_option("--collar", arguments->collar,
                                   "seconds unscored on each side of every reference boundary "
                                   "(md-eval -c; pyannote.metrics' collar is twice this)")
-                     ->check(CLI::NonNegativeNumber)
+                     ->check(number_at_least(0))
                      ->capture_default_str();
   auto* skip_overlap = command->add_flag("--skip-overlap", arguments->skip_overlap,
                                          "do not score overlapped reference speech (md-eval -1)");

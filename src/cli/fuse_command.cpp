@@ -1,5 +1,4 @@
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -10,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "cli/diarization_options.h"
 #include "core/error.h"
 #include "eval/rttm.h"
 #include "transcript/fusion.h"
@@ -76,15 +76,7 @@ void run_fuse(const FuseArguments& arguments) {
       transcript::FusionOptions{.gap_tolerance = arguments.gap_tolerance,
                                 .unknown_speaker = arguments.unknown_speaker});
   const std::string text = transcript::format_transcript(labelled, output_format);
-  if (arguments.out.empty() || arguments.out == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return;
-  }
-  std::ofstream out(arguments.out, std::ios::binary);
-  if (!out) fail("cannot create '{}'; check that its folder exists and is writable", arguments.out);
-  out << text;
-  out.close();
-  if (!out) fail("cannot write '{}' (disk full?)", arguments.out);
+  write_output(text, arguments.out);
 }
 
 }  // namespace
@@ -118,7 +110,7 @@ void add_fuse_command(CLI::App& app) {
                    "Seconds: words between turns go to the nearest turn this close, else to the "
                    "unknown speaker")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_at_least(0));
   command
       ->add_option("--unknown-speaker", arguments->unknown_speaker,
                    "Name for words no turn is close to")

@@ -83,3 +83,30 @@ expect_error("${WORK_DIR}/two.rttm: holds turns of 2 recordings (other, talk); p
 expect_error("unknown transcript format 'docx'; use srt, vtt, ctm, whisper-cpp-json or openai-json"
              --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/talk.rttm"
              --transcript-format docx)
+
+# Outputs are whole or absent: a full standard output fails, and a write that fails half way
+# (a file-size limit, as a full disk) keeps the old file and leaves no partial file.
+execute_process(COMMAND "${PARLEY}" fuse --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/talk.rttm"
+                OUTPUT_FILE /dev/full RESULT_VARIABLE status ERROR_VARIABLE err)
+if(NOT status EQUAL 1 OR NOT err MATCHES "standard output")
+  message(FATAL_ERROR "fuse > /dev/full: exit status ${status}, expected 1\nstderr: ${err}")
+endif()
+file(MAKE_DIRECTORY "${WORK_DIR}/atomic")
+file(WRITE "${WORK_DIR}/atomic/t.srt" "1\n00:00:00,000 --> 00:00:01,000\nold cue\n")
+execute_process(COMMAND sh -c "trap '' XFSZ; ulimit -f 0; exec \"$0\" \"$@\"" "${PARLEY}" fuse
+                        --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/talk.rttm"
+                        --format srt --out "${WORK_DIR}/atomic/t.srt"
+                RESULT_VARIABLE status ERROR_VARIABLE err)
+file(READ "${WORK_DIR}/atomic/t.srt" kept)
+file(GLOB left RELATIVE "${WORK_DIR}/atomic" "${WORK_DIR}/atomic/*" "${WORK_DIR}/atomic/.*")
+if(NOT status EQUAL 1 OR NOT err MATCHES "t.srt" OR NOT kept STREQUAL "1\n00:00:00,000 --> 00:00:01,000\nold cue\n"
+   OR NOT left STREQUAL "t.srt")
+  message(FATAL_ERROR "fuse --out on a full disk: status ${status}, files '${left}', t.srt '${kept}'\nstderr: ${err}")
+endif()
+file(WRITE "${WORK_DIR}/not-a-folder" "")
+execute_process(COMMAND "${PARLEY}" fuse --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/talk.rttm"
+                        --out "${WORK_DIR}/not-a-folder/t.txt"
+                RESULT_VARIABLE status ERROR_VARIABLE err)
+if(NOT status EQUAL 1 OR NOT err MATCHES "not-a-folder/t.txt")
+  message(FATAL_ERROR "fuse --out under a file: status ${status}\nstderr: ${err}")
+endif()

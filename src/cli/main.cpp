@@ -34,7 +34,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    // --help and --version end here too (exit status 0).
+    if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);
+    // Usage errors (an unknown flag, a value out of range) exit 2, failures 1.
+    fmt::print(stderr, "parley: error: {} (see --help)\n", error.what());
+    return 2;
   } catch (const parley::Error& error) {
     fmt::print(stderr, "parley: error: {}\n", error.what());
     return 1;

@@ -4,7 +4,6 @@
 #include <system_error>
 
 #include "core/sha256.h"
-#include "pipeline/output.h"
 
 namespace parley::cli {
 
@@ -39,12 +38,6 @@ nlohmann::ordered_json file_settings(const nlohmann::ordered_json& settings,
   const auto modified = std::filesystem::last_write_time(audio, error);
   with_audio["audio_modified"] = static_cast<long long>(modified.time_since_epoch().count());
   return with_audio;
-}
-
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path partial = path.string() + ".partial";
-  pipeline::write_text_file(partial, text);
-  std::filesystem::rename(partial, path);
 }
 
 }  // namespace parley::cli

@@ -22,8 +22,4 @@ nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
 nlohmann::ordered_json file_settings(const nlohmann::ordered_json& settings,
                                      const std::filesystem::path& audio);
 
-// Writes `text` beside `path`, then renames it there: the file is either whole or absent, even
-// after a kill.
-void write_atomically(const std::filesystem::path& path, const std::string& text);
-
 }  // namespace parley::cli

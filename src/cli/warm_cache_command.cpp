@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "cli/diarization_options.h"
 #include "cli/provider_options.h"
 #include "core/error.h"
 #include "core/sha256.h"
@@ -336,7 +337,7 @@ void add_warm_cache_command(CLI::App& app) {
       ->add_option("--step", arguments->steps,
                    "Chunk steps in seconds whose shared-mode embedding pass is compiled, "
                    "repeatable (default 1; `--step 1 --step 2` for both)")
-      ->check(CLI::PositiveNumber);
+      ->check(number_above(0));
   command->add_option("--batch-buckets", arguments->batch_buckets,
                       "Batch sizes to compile (default 1,2,4,8,16,32)");
   command->add_option("--dim", arguments->dims,

@@ -12,27 +12,59 @@
 namespace parley::cluster {
 namespace {
 
+// The array `key` of a PLDA file as doubles, refused unless it is floating-point, of `rank`
+// dimensions, not empty and finite: a damaged file must stop the run, not skew the clustering.
+NdArray<double> checked_values(const NpzArchive& archive, const std::string& key, std::size_t rank,
+                               const std::filesystem::path& source) {
+  const NpyArray& stored = npz_get(archive, key, source);
+  if (stored.type != NpyType::kFloat32 && stored.type != NpyType::kFloat64) {
+    fail(
+        "{}: '{}' holds integers or booleans, not floating-point numbers; the PLDA file is "
+        "damaged, download it again",
+        source.string(), key);
+  }
+  NdArray<double> values = stored.as<double>();
+  if (values.rank() != rank) {
+    fail("{}: '{}' has rank {} ({} expected); the PLDA file is damaged, download it again",
+         source.string(), key, values.rank(), rank == 1 ? "a vector was" : "a matrix was");
+  }
+  if (values.size() == 0) {
+    fail("{}: '{}' is empty; the PLDA file is damaged, download it again", source.string(), key);
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values.data()[i])) {
+      fail(
+          "{}: '{}' holds a NaN or infinite value (element {}); the PLDA file is damaged, "
+          "download it again",
+          source.string(), key, i);
+    }
+  }
+  return values;
+}
+
 Eigen::VectorXd vector_from(const NpzArchive& archive, const std::string& key,
                             const std::filesystem::path& source) {
-  const NdArray<double> values = npz_get(archive, key, source).as<double>();
-  if (values.rank() != 1) {
-    fail(
-        "{}: '{}' has rank {} (a vector was expected); the PLDA file is damaged, download it again",
-        source.string(), key, values.rank());
-  }
+  const NdArray<double> values = checked_values(archive, key, 1, source);
   return Eigen::Map<const Eigen::VectorXd>(values.data(), static_cast<Eigen::Index>(values.size()));
 }
 
-Eigen::MatrixXd matrix_from(const NdArray<double>& values, const std::string& key,
+Eigen::MatrixXd matrix_from(const NpzArchive& archive, const std::string& key,
                             const std::filesystem::path& source) {
-  if (values.rank() != 2) {
-    fail(
-        "{}: '{}' has rank {} (a matrix was expected); the PLDA file is damaged, download it again",
-        source.string(), key, values.rank());
-  }
+  const NdArray<double> values = checked_values(archive, key, 2, source);
   using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   return Eigen::Map<const RowMajor>(values.data(), static_cast<Eigen::Index>(values.dim(0)),
                                     static_cast<Eigen::Index>(values.dim(1)));
+}
+
+// Fails naming the file and the field when `field` does not have the size `expected`.
+void require_size(Eigen::Index size, Eigen::Index expected, const std::string& field,
+                  const std::string& what, const std::filesystem::path& source) {
+  if (size != expected) {
+    fail(
+        "{}: '{}' has {} {}, {} expected to match the other PLDA arrays; use the "
+        "xvec_transform.npz and plda.npz shipped together with community-1",
+        source.string(), field, size, what, expected);
+  }
 }
 
 extern "C" void dsygvd_(const int* itype, const char* jobz, const char* uplo, const int* n,
@@ -99,12 +131,34 @@ Plda Plda::load(const std::filesystem::path& models_dir) {
   }
   const NpzArchive transform = read_npz(transform_path);
   const NpzArchive plda = read_npz(plda_path);
-  return Plda(
-      vector_from(transform, "mean1", transform_path),
-      matrix_from(npz_get(transform, "lda", transform_path).as<double>(), "lda", transform_path),
-      vector_from(transform, "mean2", transform_path), vector_from(plda, "mu", plda_path),
-      matrix_from(npz_get(plda, "tr", plda_path).as<double>(), "tr", plda_path),
-      vector_from(plda, "psi", plda_path));
+  Eigen::VectorXd mean1 = vector_from(transform, "mean1", transform_path);
+  Eigen::MatrixXd lda = matrix_from(transform, "lda", transform_path);
+  Eigen::VectorXd mean2 = vector_from(transform, "mean2", transform_path);
+  Eigen::VectorXd mu = vector_from(plda, "mu", plda_path);
+  const Eigen::MatrixXd tr = matrix_from(plda, "tr", plda_path);
+  const Eigen::VectorXd psi = vector_from(plda, "psi", plda_path);
+  const Eigen::Index lda_dim = lda.cols();
+  require_size(mean1.size(), lda.rows(), "mean1", "values (lda's rows)", transform_path);
+  require_size(mean2.size(), lda_dim, "mean2", "values (lda's columns)", transform_path);
+  require_size(mu.size(), lda_dim, "mu", "values (lda's columns)", plda_path);
+  require_size(tr.rows(), lda_dim, "tr", "rows (lda's columns)", plda_path);
+  require_size(tr.cols(), lda_dim, "tr", "columns (lda's columns)", plda_path);
+  require_size(psi.size(), lda_dim, "psi", "values (lda's columns)", plda_path);
+  // psi holds across-class variances: pyannote divides by them.
+  for (Eigen::Index i = 0; i < psi.size(); ++i) {
+    if (!(psi[i] > 0.0)) {
+      fail(
+          "{}: 'psi' must hold positive variances, element {} is {}; the PLDA file is damaged, "
+          "download it again",
+          plda_path.string(), i, psi[i]);
+    }
+  }
+  if (tr.fullPivLu().rank() < lda_dim) {
+    fail(
+        "{}: 'tr' is singular (it cannot be inverted); the PLDA file is damaged, download it again",
+        plda_path.string());
+  }
+  return Plda(std::move(mean1), std::move(lda), std::move(mean2), std::move(mu), tr, psi);
 }
 
 Plda::Plda(Eigen::VectorXd mean1, Eigen::MatrixXd lda, Eigen::VectorXd mean2,
@@ -133,6 +187,11 @@ Plda::Plda(Eigen::VectorXd mean1, Eigen::MatrixXd lda, Eigen::VectorXd mean2,
   // LAPACK returns ascending eigenvalues; pyannote reverses them (largest first).
   phi_ = eigenvalues.reverse();
   rotation_ = eigenvectors.rowwise().reverse().transpose();
+  if (!phi_.allFinite() || !rotation_.allFinite()) {
+    fail(
+        "PLDA model: diagonalising plda.npz gave NaN or infinite values; the PLDA file is "
+        "damaged, download it again");
+  }
 }
 
 Eigen::MatrixXd Plda::xvec_transform(const Eigen::MatrixXd& embeddings) const {

@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+
 #include "cluster/assignment.h"
 #include "cluster/golden_fixtures_test_support.h"
+#include "core/npz.h"
+#include "core/temporary_directory.h"
 #include "testing/shared_data.h"
 
 namespace parley::cluster {
@@ -80,6 +85,113 @@ TEST(Plda, MatchesSpeakrsPipelineFeatures) {
   for (std::size_t i = 0; i < phi.size(); ++i) {
     EXPECT_NEAR(plda.phi()(static_cast<Eigen::Index>(i)), phi(i), 1e-9 * phi(i));
   }
+}
+
+}  // namespace
+}  // namespace parley::cluster
+
+namespace parley::cluster {
+namespace {
+
+// A small, valid PLDA (input 3, LDA 2) written as the two npz files, with one field replaced.
+class DamagedPlda : public ::testing::Test {
+ protected:
+  void SetUp() override { restore(); }
+
+  // Back to the intact model, before the next damage.
+  void restore() {
+    transform_ = {{"mean1", doubles({3}, {0.1, 0.2, 0.3})},
+                  {"lda", doubles({3, 2}, {1, 0, 0, 1, 0.5, 0.5})},
+                  {"mean2", doubles({2}, {0.0, 0.1})}};
+    plda_ = {{"mu", doubles({2}, {0.0, 0.0})},
+             {"tr", doubles({2, 2}, {1, 0.1, 0.2, 1})},
+             {"psi", doubles({2}, {2.0, 0.5})}};
+  }
+
+  static NpyArray doubles(std::vector<std::size_t> shape, std::vector<double> values) {
+    return NpyArray::from<double>(std::move(shape), std::span<const double>(values));
+  }
+  NpzArchive transform_;
+  NpzArchive plda_;
+
+  // The error that loading gives, or "" when it loads.
+  std::string load_error() {
+    write_npz(dir_.path() / "xvec_transform.npz", transform_);
+    write_npz(dir_.path() / "plda.npz", plda_);
+    try {
+      Plda::load(dir_.path());
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "";
+  }
+
+  const TemporaryDirectory dir_{"parley-plda-test-"};
+};
+
+// The message names the file and the field.
+#define EXPECT_REFUSED(file, field)                                       \
+  do {                                                                    \
+    const std::string message = load_error();                             \
+    EXPECT_NE(message.find(file), std::string::npos) << message;          \
+    EXPECT_NE(message.find("'" field "'"), std::string::npos) << message; \
+  } while (false)
+
+TEST_F(DamagedPlda, TheIntactModelLoads) { EXPECT_EQ(load_error(), ""); }
+
+TEST_F(DamagedPlda, NanOrInfinityAnywhereIsRefused) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  plda_["psi"] = doubles({2}, {nan, 0.5});
+  EXPECT_REFUSED("plda.npz", "psi");
+  restore();
+  plda_["mu"] = doubles({2}, {inf, 0.0});
+  EXPECT_REFUSED("plda.npz", "mu");
+  restore();
+  plda_["tr"] = doubles({2, 2}, {1, 0.1, -inf, 1});
+  EXPECT_REFUSED("plda.npz", "tr");
+  restore();
+  transform_["lda"] = doubles({3, 2}, {1, 0, nan, 1, 0.5, 0.5});
+  EXPECT_REFUSED("xvec_transform.npz", "lda");
+  restore();
+  transform_["mean1"] = doubles({3}, {0.1, inf, 0.3});
+  EXPECT_REFUSED("xvec_transform.npz", "mean1");
+  restore();
+  transform_["mean2"] = doubles({2}, {nan, 0.1});
+  EXPECT_REFUSED("xvec_transform.npz", "mean2");
+}
+
+TEST_F(DamagedPlda, NegativeOrZeroPsiIsRefused) {
+  plda_["psi"] = doubles({2}, {2.0, -0.5});
+  EXPECT_REFUSED("plda.npz", "psi");
+  plda_["psi"] = doubles({2}, {0.0, 0.5});
+  EXPECT_REFUSED("plda.npz", "psi");
+}
+
+TEST_F(DamagedPlda, IntegersWhereFloatsBelongAreRefused) {
+  const std::vector<std::int64_t> psi = {2, 1};
+  plda_["psi"] = NpyArray::from<std::int64_t>({2}, std::span<const std::int64_t>(psi));
+  EXPECT_REFUSED("plda.npz", "psi");
+}
+
+TEST_F(DamagedPlda, WrongShapesAreRefused) {
+  plda_["psi"] = doubles({3}, {2.0, 0.5, 1.0});
+  EXPECT_REFUSED("plda.npz", "psi");
+  restore();
+  plda_["tr"] = doubles({1, 4}, {1, 0, 0, 1});
+  EXPECT_REFUSED("plda.npz", "tr");
+  restore();
+  transform_["mean1"] = doubles({2}, {0.1, 0.2});
+  EXPECT_REFUSED("xvec_transform.npz", "mean1");
+  restore();
+  transform_["lda"] = doubles({6}, {1, 0, 0, 1, 0.5, 0.5});
+  EXPECT_REFUSED("xvec_transform.npz", "lda");
+  restore();
+  plda_["mu"] = doubles({0}, {});
+  EXPECT_REFUSED("plda.npz", "mu");
+  restore();
+  plda_["tr"] = doubles({2, 2}, {1, 2, 2, 4});  // singular: no inverse
+  EXPECT_REFUSED("plda.npz", "tr");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <memory>
 #include <regex>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 static_assert(std::endian::native == std::endian::little, "parley assumes a little-endian host");
@@ -103,21 +104,6 @@ std::vector<std::byte> read_file_bytes(const std::filesystem::path& path) {
   std::vector<std::byte> bytes(chars.size());
   std::memcpy(bytes.data(), chars.data(), chars.size());
   return bytes;
-}
-
-void write_file_atomically(const std::filesystem::path& path, std::span<const std::byte> bytes) {
-  auto temporary = path;
-  temporary += ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      fail("{}: cannot open for writing (does the folder exist and is it writable?)",
-           temporary.string());
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    if (!out) fail("{}: write failed (disk full?)", temporary.string());
-  }
-  std::filesystem::rename(temporary, path);
 }
 
 }  // namespace
@@ -303,12 +289,17 @@ NpyArray read_npy(const std::filesystem::path& path) {
 }
 
 void write_npy(const std::filesystem::path& path, const NpyArray& array) {
-  write_file_atomically(path, serialize_npy(array));
+  const std::vector<std::byte> bytes = serialize_npy(array);
+  write_file_atomically(
+      path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 namespace {
 struct ZipCloser {
   void operator()(zip_t* archive) const { zip_discard(archive); }
+};
+struct ZipSourceFreer {
+  void operator()(zip_source_t* source) const { zip_source_free(source); }
 };
 struct ZipFileCloser {
   void operator()(zip_file_t* file) const { zip_fclose(file); }
@@ -348,14 +339,17 @@ NpzArchive read_npz(const std::filesystem::path& path) {
 }
 
 void write_npz(const std::filesystem::path& path, const NpzArchive& archive_contents) {
-  auto temporary = path;
-  temporary += ".partial";
-  std::filesystem::remove(temporary);
-  int error_code = 0;
-  zip_t* raw = zip_open(temporary.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error_code);
-  if (raw == nullptr) {
-    fail("{}: cannot create (does the folder exist and is it writable?)", path.string());
-  }
+  // The archive is built in memory, then written atomically like every other output.
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* memory = zip_source_buffer_create(nullptr, 0, 0, &error);
+  if (memory == nullptr)
+    fail("{}: cannot build the archive: {}", path.string(), zip_error_strerror(&error));
+  std::unique_ptr<zip_source_t, ZipSourceFreer> memory_owner(memory);
+  zip_source_keep(memory);  // zip_close must leave the buffer for reading back
+  zip_t* raw = zip_open_from_source(memory, ZIP_TRUNCATE, &error);
+  if (raw == nullptr)
+    fail("{}: cannot build the archive: {}", path.string(), zip_error_strerror(&error));
   std::unique_ptr<zip_t, ZipCloser> archive(raw);
   // zip_source_buffer borrows the bytes until zip_close, so they must outlive the loop.
   std::vector<std::vector<std::byte>> buffers;
@@ -374,10 +368,21 @@ void write_npz(const std::filesystem::path& path, const NpzArchive& archive_cont
     zip_set_file_compression(archive.get(), static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0);
   }
   if (zip_close(archive.get()) != 0) {
-    fail("{}: cannot write: {}", path.string(), zip_strerror(archive.get()));
+    fail("{}: cannot build the archive: {}", path.string(), zip_strerror(archive.get()));
   }
   static_cast<void>(archive.release());  // zip_close freed it
-  std::filesystem::rename(temporary, path);
+  std::string bytes;
+  if (zip_source_open(memory) != 0 || zip_source_seek(memory, 0, SEEK_END) != 0) {
+    fail("{}: cannot read back the archive", path.string());
+  }
+  bytes.resize(static_cast<std::size_t>(zip_source_tell(memory)));
+  zip_source_seek(memory, 0, SEEK_SET);
+  const zip_int64_t read = zip_source_read(memory, bytes.data(), bytes.size());
+  zip_source_close(memory);
+  if (read < 0 || static_cast<std::size_t>(read) != bytes.size()) {
+    fail("{}: cannot read back the archive", path.string());
+  }
+  write_file_atomically(path, bytes);
 }
 
 const NpyArray& npz_get(const NpzArchive& archive, const std::string& key,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "eval/text_records.h"
 
@@ -113,11 +114,7 @@ std::string format_rttm(std::span<const Turn> turns) {
 }
 
 void write_rttm(const std::filesystem::path& path, std::span<const Turn> turns) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) fail("cannot create RTTM file '{}'; check that its folder exists", path.string());
-  out << format_rttm(turns);
-  out.flush();
-  if (!out) fail("cannot write RTTM file '{}' (disk full?)", path.string());
+  write_file_atomically(path, format_rttm(turns));
 }
 
 std::map<std::string, Annotation> group_by_file(std::span<const Turn> turns) {

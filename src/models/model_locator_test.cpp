@@ -43,8 +43,8 @@ class ScopedEnvironment {
 };
 
 TEST(ModelLocator, SearchOrderIsFlagThenEnvironmentThenUserCache) {
-  ScopedTempDir flag_dir("flag");
-  ScopedTempDir executable_models("beside");
+  parley::testing::TemporaryDirectory flag_dir("flag");
+  parley::testing::TemporaryDirectory executable_models("beside");
   ScopedEnvironment models("PARLEY_MODELS", "/from/env");
   ScopedEnvironment cache("XDG_CACHE_HOME", "/xdg/cache");
   // A named folder (flag or variable) leaves out the models beside the executable.
@@ -60,7 +60,7 @@ TEST(ModelLocator, SearchOrderIsFlagThenEnvironmentThenUserCache) {
 }
 
 TEST(ModelLocator, AMissingModelsFlagFolderIsAnError) {
-  ScopedTempDir parent("parent");
+  parley::testing::TemporaryDirectory parent("parent");
   try {
     default_search_places(parent / "typo");
     FAIL() << "expected an error";
@@ -71,7 +71,7 @@ TEST(ModelLocator, AMissingModelsFlagFolderIsAnError) {
 }
 
 TEST(ModelLocator, BesideTheExecutableIsLastAndNeverReceivesFetches) {
-  ScopedTempDir executable_models("beside");
+  parley::testing::TemporaryDirectory executable_models("beside");
   ScopedEnvironment models("PARLEY_MODELS", nullptr);
   ScopedEnvironment cache("XDG_CACHE_HOME", "/xdg/cache");
   const ModelLocator locator(Registry::builtin(),

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/npz.h"
 
@@ -62,7 +63,7 @@ void write_model_intermediates(const std::filesystem::path& directory,
       {"chunk_duration", intermediates.chunks.duration()},
       {"chunk_step", intermediates.chunks.step()},
   };
-  std::ofstream(directory / "recording.json") << recording.dump(2) << "\n";
+  write_file_atomically(directory / "recording.json", recording.dump(2) + "\n");
 }
 
 DiarizationIntermediates read_model_intermediates(const std::filesystem::path& directory) {

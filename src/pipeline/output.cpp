@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace parley::pipeline {
@@ -58,16 +59,7 @@ std::vector<eval::Turn> to_eval_turns(std::span<const Turn> turns, std::string_v
 }
 
 void write_text_file(const std::filesystem::path& path, std::string_view content) {
-  std::ofstream stream(path, std::ios::binary | std::ios::trunc);
-  if (!stream) {
-    fail("cannot write '{}': {}; check that the folder exists and is writable", path.string(),
-         std::strerror(errno));
-  }
-  stream.write(content.data(), static_cast<std::streamsize>(content.size()));
-  stream.close();
-  if (!stream) {
-    fail("writing '{}' failed: {}; check free disk space", path.string(), std::strerror(errno));
-  }
+  write_file_atomically(path, content);
 }
 
 }  // namespace parley::pipeline

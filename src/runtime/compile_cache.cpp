@@ -4,13 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <tuple>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/sha256.h"
 
@@ -23,6 +25,7 @@ constexpr const char* kManifestName = "manifest.json";
 constexpr const char* kArtifactsName = "artifacts";
 constexpr const char* kLastUsedName = "last_used";
 constexpr const char* kBuildPrefix = ".build-";
+constexpr const char* kMarkerName = ".parley-compile-cache";
 // A build folder this old is abandoned (its process died); younger ones may be in progress.
 constexpr std::chrono::hours kAbandonedBuildAge{1};
 
@@ -32,12 +35,86 @@ std::time_t to_time_t(fs::file_time_type time) {
           std::chrono::file_clock::to_sys(time)));
 }
 
+bool is_real_directory(const fs::path& path) {
+  std::error_code ec;
+  return fs::symlink_status(path, ec).type() == fs::file_type::directory;
+}
+
+bool is_real_file(const fs::path& path) {
+  std::error_code ec;
+  return fs::symlink_status(path, ec).type() == fs::file_type::regular;
+}
+
+bool is_hex(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool is_digits(std::string_view text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// ".build-<32 hex>-<pid>-<n>", as begin_build() names it.
+bool is_build_name(std::string_view name) {
+  const std::string_view prefix = kBuildPrefix;
+  if (name.substr(0, prefix.size()) != prefix) return false;
+  name.remove_prefix(prefix.size());
+  if (name.size() < 36 || !is_hex(name.substr(0, 32)) || name[32] != '-') return false;
+  name.remove_prefix(33);
+  const auto dash = name.find('-');
+  return dash != std::string_view::npos && is_digits(name.substr(0, dash)) &&
+         is_digits(name.substr(dash + 1));
+}
+
+bool is_provider_folder(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  const auto provider = find_provider(name);
+  return provider && provider_name(*provider) == name && is_real_directory(dir);
+}
+
+// Written by parley: a real folder (not a link) in a real provider folder, named as the cache
+// names its entries, holding the cache's manifest (or one of its build folders).
+bool owned_entry(const fs::path& dir) {
+  if (!is_real_directory(dir) || !is_provider_folder(dir.parent_path())) return false;
+  const std::string name = dir.filename().string();
+  if (is_build_name(name)) return true;
+  return name.size() == 32 && is_hex(name) && is_real_file(dir / kManifestName);
+}
+
+// Removes an owned entry (remove_all does not follow the links inside it); returns whether it
+// did. Anything else is left where it is.
+bool remove_owned_entry(const fs::path& dir) {
+  if (!owned_entry(dir)) return false;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec) {
+    fail("{}: cannot remove the compiled-graph cache entry: {} (check the folder's permissions)",
+         dir.string(), ec.message());
+  }
+  return true;
+}
+
+// A cache written before the marker existed: every item is a provider folder holding only
+// entries parley wrote. Such a folder is provably parley's and gets its marker.
+bool parley_shaped(const fs::path& root) {
+  std::error_code ec;
+  for (const auto& item : fs::directory_iterator(root, ec)) {
+    if (!is_provider_folder(item.path())) return false;
+    for (const auto& entry : fs::directory_iterator(item.path(), ec)) {
+      if (!owned_entry(entry.path())) return false;
+    }
+    if (ec) return false;
+  }
+  return !ec;
+}
+
 std::uintmax_t folder_bytes(const fs::path& dir) {
   std::uintmax_t total = 0;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code size_ec;
-    if (it->is_regular_file(size_ec)) {
+    if (it->symlink_status(size_ec).type() == fs::file_type::regular) {
       const auto size = it->file_size(size_ec);
       if (!size_ec) total += size;
     }
@@ -64,17 +141,6 @@ void touch(const fs::path& file) {
   { std::ofstream(file, std::ios::app); }
   std::error_code ec;
   fs::last_write_time(file, fs::file_time_type::clock::now(), ec);
-}
-
-void write_text_atomically(const fs::path& file, const std::string& text) {
-  const fs::path temporary = file.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out)
-      fail("{}: cannot write (is the disk full or the folder read-only?)", temporary.string());
-  }
-  fs::rename(temporary, file);
 }
 
 }  // namespace
@@ -170,6 +236,7 @@ EntryInfo inspect_entry(const fs::path& entry_dir, Verification verification,
                         const CompileKey* expected, const CompileEnvironment* current) {
   EntryInfo info;
   info.dir = entry_dir;
+  info.owned = owned_entry(entry_dir);
   info.bytes_on_disk = folder_bytes(entry_dir);
   std::error_code ec;
   if (auto time = fs::last_write_time(entry_dir / kLastUsedName, ec); !ec) {
@@ -219,7 +286,7 @@ EntryInfo inspect_entry(const fs::path& entry_dir, Verification verification,
   if (info.files.empty()) return corrupt("manifest lists no compiled files");
   for (const auto& file : info.files) {
     const fs::path path = entry_dir / file.path;
-    if (file.path.find("..") != std::string::npos)
+    if (file.path.find("..") != std::string::npos || fs::path(file.path).is_absolute())
       return corrupt("manifest names a file outside the entry");
     const auto size = fs::file_size(path, ec);
     if (ec) return corrupt(fmt::format("{} is missing", file.path));
@@ -263,6 +330,48 @@ CompileCache::CompileCache(fs::path root) : root_(std::move(root)) {
   }
 }
 
+bool CompileCache::marked() const { return is_real_file(root_ / kMarkerName); }
+
+void CompileCache::ensure_root() const {
+  if (marked()) return;
+  std::error_code ec;
+  if (fs::exists(root_, ec)) {
+    if (!fs::is_directory(root_, ec)) {
+      fail("{}: the compiled-graph cache must be a folder (set PARLEY_COMPILE_CACHE to one)",
+           root_.string());
+    }
+    if (!fs::is_empty(root_, ec) && !parley_shaped(root_)) {
+      fail(
+          "{}: holds files that are not a parley compiled-graph cache (no {} marker); parley "
+          "will not put its cache among them: set PARLEY_COMPILE_CACHE to a new or empty folder",
+          root_.string(), kMarkerName);
+    }
+  }
+  fs::create_directories(root_, ec);
+  if (ec) {
+    fail(
+        "{}: cannot create the compiled-graph cache: {} (set PARLEY_COMPILE_CACHE to a writable "
+        "folder)",
+        root_.string(), ec.message());
+  }
+  write_file_atomically(root_ / kMarkerName,
+                        "This folder is parley's compiled-graph cache; parley only removes "
+                        "entries it wrote here.\n");
+}
+
+void CompileCache::require_marked() const {
+  std::error_code ec;
+  if (marked() || !fs::exists(root_, ec)) return;
+  if (fs::is_directory(root_, ec) && parley_shaped(root_)) {
+    ensure_root();  // an older cache: adopt it
+    return;
+  }
+  fail(
+      "{}: not a parley compiled-graph cache (it has no {} marker), so parley leaves it alone; "
+      "point PARLEY_COMPILE_CACHE (or the cache folder option) at the cache itself",
+      root_.string(), kMarkerName);
+}
+
 fs::path CompileCache::default_root() {
   if (const char* explicit_root = std::getenv("PARLEY_COMPILE_CACHE");
       explicit_root != nullptr && *explicit_root != '\0') {
@@ -285,27 +394,27 @@ CompileCache::Lookup CompileCache::lookup(const CompileKey& key, Verification ve
   Lookup result;
   const fs::path dir = entry_dir(key);
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return result;
+  if (!marked() || !fs::exists(dir, ec)) return result;
   const EntryInfo info = inspect_entry(dir, verification, &key, &key.environment);
-  if (info.state == EntryState::kValid) {
+  if (info.state == EntryState::kValid && info.owned) {
     touch(dir / kLastUsedName);
     result.hit = true;
     result.artifacts_dir = dir / kArtifactsName;
     return result;
   }
+  if (!remove_owned_entry(dir)) {
+    fail(
+        "{}: this compiled-graph cache entry is {} ({}) and not provably parley's (a link, or no "
+        "manifest), so parley leaves it alone: remove it by hand",
+        dir.string(), entry_state_name(info.state), info.reason);
+  }
   result.note = fmt::format("compiled-graph cache entry {} was {} ({}); rebuilding it",
                             dir.string(), entry_state_name(info.state), info.reason);
-  fs::remove_all(dir, ec);
-  if (ec) {
-    fail("{}: cannot remove the {} cache entry: {} (remove it by hand or run `parley cache prune`)",
-         dir.string(), entry_state_name(info.state), ec.message());
-  }
   return result;
 }
 
 bool CompileCache::invalidate(const CompileKey& key) {
-  std::error_code ec;
-  return fs::remove_all(entry_dir(key), ec) > 0;
+  return marked() && remove_owned_entry(entry_dir(key));
 }
 
 CompileCache::Build::Build(CompileKey key, fs::path staging, fs::path target)
@@ -364,9 +473,11 @@ EntryInfo CompileCache::Build::commit(double build_seconds) {
                                    {"created_unix", std::time(nullptr)},
                                    {"build_seconds", build_seconds},
                                    {"files", files}};
-  write_text_atomically(staging_ / kManifestName, manifest.dump(2) + "\n");
+  write_file_atomically(staging_ / kManifestName, manifest.dump(2) + "\n");
   touch(staging_ / kLastUsedName);
-  fs::remove_all(target_, ec);  // a corrupt leftover, or a concurrent build that finished first
+  // A corrupt leftover, or a concurrent build that finished first; anything else at the target
+  // stays, and the rename below then fails harmlessly.
+  remove_owned_entry(target_);
   fs::rename(staging_, target_, ec);
   if (ec) {
     // Another process published the same entry between the removal and the rename.
@@ -378,6 +489,7 @@ EntryInfo CompileCache::Build::commit(double build_seconds) {
 
 CompileCache::Build CompileCache::begin_build(const CompileKey& key) {
   static std::atomic<int> counter{0};
+  ensure_root();
   const fs::path target = entry_dir(key);
   const fs::path staging =
       target.parent_path() / fmt::format("{}{}-{}-{}", kBuildPrefix, key.digest().substr(0, 32),
@@ -397,11 +509,11 @@ std::vector<EntryInfo> CompileCache::list(Verification verification,
                                           const CurrentEnvironments* current) const {
   std::vector<EntryInfo> entries;
   std::error_code ec;
-  if (!fs::is_directory(root_, ec)) return entries;
+  if (!fs::is_directory(root_, ec) || !marked()) return entries;
   for (const auto& provider_dir : fs::directory_iterator(root_, ec)) {
-    if (!provider_dir.is_directory()) continue;
+    if (!is_real_directory(provider_dir.path())) continue;  // links are not followed
     for (const auto& entry : fs::directory_iterator(provider_dir.path(), ec)) {
-      if (!entry.is_directory()) continue;
+      if (!is_real_directory(entry.path())) continue;
       const CompileEnvironment* environment = nullptr;
       if (current != nullptr) {
         auto it = current->find(provider_dir.path().filename().string());
@@ -420,8 +532,13 @@ std::vector<EntryInfo> CompileCache::list(Verification verification,
 PruneReport CompileCache::prune(const PruneOptions& options, std::time_t now,
                                 const CurrentEnvironments* current) {
   PruneReport report;
+  require_marked();
   std::vector<EntryInfo> kept;
   for (auto& entry : list(Verification::kSizes, current)) {
+    if (!entry.owned) {
+      report.left_alone.push_back(std::move(entry));
+      continue;
+    }
     std::string reason;
     const bool unfinished = entry.dir.filename().string().rfind(kBuildPrefix, 0) == 0;
     std::error_code ec;
@@ -468,13 +585,7 @@ PruneReport CompileCache::prune(const PruneOptions& options, std::time_t now,
   }
   report.bytes_kept = kept_bytes;
   if (!options.dry_run) {
-    for (const auto& entry : report.removed) {
-      std::error_code ec;
-      fs::remove_all(entry.dir, ec);
-      if (ec) {
-        fail("{}: cannot remove cache entry: {}", entry.dir.string(), ec.message());
-      }
-    }
+    for (const auto& entry : report.removed) remove_owned_entry(entry.dir);
   }
   return report;
 }

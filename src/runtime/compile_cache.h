@@ -8,6 +8,11 @@
 //   <provider>/<key digest>/artifacts/...           whatever the provider wrote
 //   <provider>/<key digest>/last_used               empty; its mtime is the last use
 //   <provider>/.build-<digest>-<pid>-<n>/           an entry being built (renamed when done)
+//   .parley-compile-cache                           marker: this folder is a parley cache
+// The cache only ever removes what it provably wrote: nothing in a folder without the marker
+// (written when parley creates the cache in a new or empty folder), only folders named as it
+// names entries that hold its manifest (or are its build folders), and never through a symbolic
+// link (linked folders are neither listed nor removed).
 // An entry is validated before use; one that is corrupted (missing or truncated file, bad
 // manifest, sha256 mismatch) or stale (different key) is removed and rebuilt.
 #include <chrono>
@@ -84,6 +89,9 @@ struct EntryInfo {
   CompileEnvironment environment;
   std::vector<CachedFile> files;
   std::uintmax_t bytes_on_disk = 0;  // what the folder occupies, manifest or not
+  // Written by parley (a build folder, or an entry folder with its manifest.json): the only kind
+  // of folder the cache removes.
+  bool owned = false;
   double build_seconds = 0.0;
   std::time_t created = 0;
   std::time_t last_used = 0;
@@ -109,7 +117,8 @@ struct PruneOptions {
 
 struct PruneReport {
   std::vector<EntryInfo> removed;
-  std::vector<std::string> reasons;  // one per removed entry
+  std::vector<std::string> reasons;   // one per removed entry
+  std::vector<EntryInfo> left_alone;  // invalid but not provably parley's: the user decides
   std::uintmax_t bytes_freed = 0;
   std::uintmax_t bytes_kept = 0;
 };
@@ -121,6 +130,11 @@ class CompileCache {
   static std::filesystem::path default_root();
 
   const std::filesystem::path& root() const { return root_; }
+  // Whether root() holds the marker that parley writes when it creates a cache there.
+  bool marked() const;
+  // Fails, saying what to do, when root() exists but is not a parley cache (no marker): the
+  // commands that change or report on a cache call this first.
+  void require_marked() const;
   std::filesystem::path entry_dir(const CompileKey& key) const;
 
   struct Lookup {
@@ -158,13 +172,19 @@ class CompileCache {
   };
   Build begin_build(const CompileKey& key);
 
-  // Every entry (and leftover build folder, reported as corrupt), sorted by provider then model.
+  // Every entry (and leftover build folder, reported as corrupt), sorted by provider then model;
+  // nothing when root() is missing or not marked as a cache.
   std::vector<EntryInfo> list(Verification verification,
                               const CurrentEnvironments* current = nullptr) const;
+  // Removes owned entries only; fails (see require_marked()) on a folder that is not a cache.
   PruneReport prune(const PruneOptions& options, std::time_t now,
                     const CurrentEnvironments* current = nullptr);
 
  private:
+  // Creates root() with its marker when it is missing or empty; fails when it holds anything
+  // else (the cache will not mix its files into a user's folder).
+  void ensure_root() const;
+
   std::filesystem::path root_;
 };
 

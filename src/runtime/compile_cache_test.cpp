@@ -150,9 +150,16 @@ TEST_F(CompileCacheTest, BadManifestIsDetected) {
   EXPECT_FALSE(lookup.hit);
   EXPECT_NE(lookup.note.find("manifest"), std::string::npos) << lookup.note;
 
+  // Without its manifest the folder is not provably parley's: it is reported, never removed.
   build(cache, k, {{"program.mxr", "compiled bytes"}});
   fs::remove(cache.entry_dir(k) / "manifest.json");
-  EXPECT_NE(cache.lookup(k).note.find("manifest.json is missing"), std::string::npos);
+  try {
+    cache.lookup(k);
+    ADD_FAILURE() << "a folder without a manifest was used or removed";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("remove it by hand"), std::string::npos);
+  }
+  EXPECT_TRUE(fs::exists(cache.entry_dir(k) / "artifacts/program.mxr"));
 }
 
 TEST_F(CompileCacheTest, HashMismatchIsDetectedWhenHashing) {
@@ -214,6 +221,78 @@ TEST_F(CompileCacheTest, PruneByAgeAndSize) {
   const auto left = cache.list(Verification::kSizes);
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].inputs, "w:1x1");
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// `parley cache prune --cache-dir ~` must not touch a user's folders: without the marker the
+// cache refuses, and nothing is removed.
+TEST_F(CompileCacheTest, PruneRefusesAFolderThatIsNotACache) {
+  write_file(root_ / "Documents/thesis/chapter1.tex", "years of work");
+  write_file(root_ / "Documents/notes.txt", "notes");
+  write_file(root_ / "migraphx/0123456789abcdef0123456789abcdef/manifest.json", "{}");
+  CompileCache cache(root_);
+  try {
+    cache.prune({}, std::time(nullptr));
+    ADD_FAILURE() << "pruned a folder that is not a cache";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("not a parley compiled-graph cache"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(cache.begin_build(key()), Error);  // and no cache is made among the user's files
+  EXPECT_TRUE(cache.list(Verification::kSizes).empty());
+  EXPECT_TRUE(fs::exists(root_ / "Documents/thesis/chapter1.tex"));
+  EXPECT_TRUE(fs::exists(root_ / "Documents/notes.txt"));
+  EXPECT_TRUE(fs::exists(root_ / "migraphx/0123456789abcdef0123456789abcdef/manifest.json"));
+  EXPECT_FALSE(fs::exists(root_ / ".parley-compile-cache"));
+}
+
+// In a real cache, stale entries go; links (to a provider folder or to an entry) are never
+// followed, and a folder without the cache's manifest stays.
+TEST_F(CompileCacheTest, PruneRemovesOnlyWhatTheCacheWrote) {
+  CompileCache cache(root_);
+  build(cache, key("w:1x1"), {{"program.mxr", "a"}});
+  build(cache, key("w:2x1"), {{"program.mxr", "b"}});
+  EXPECT_TRUE(fs::exists(root_ / ".parley-compile-cache"));
+  const fs::path outside = root_.string() + "_outside";
+  fs::remove_all(outside);
+  const std::string digest_name = "fedcba9876543210fedcba9876543210";
+  write_file(outside / "provider/Documents/thesis/chapter1.tex", "years of work");
+  write_file(outside / "provider" / digest_name / "manifest.json", "{}");
+  write_file(outside / "entry/manifest.json", "{}");
+  write_file(outside / "entry/artifacts/keep.bin", "mine");
+  fs::create_directory_symlink(outside / "provider", root_ / "tensorrt");
+  fs::create_directory_symlink(outside / "entry", root_ / "migraphx" / digest_name);
+  write_file(root_ / "migraphx/00000000000000000000000000000000/artifacts/x.bin", "no manifest");
+
+  CurrentEnvironments current = {{"migraphx", {"2.0.0", "libmigraphx.so 123", "gfx942 6.4"}}};
+  const auto report = cache.prune({}, std::time(nullptr), &current);
+  EXPECT_EQ(report.removed.size(), 2u);  // both real entries are stale
+  ASSERT_EQ(report.left_alone.size(), 1u);
+  EXPECT_EQ(report.left_alone[0].dir.filename(), "00000000000000000000000000000000");
+  EXPECT_TRUE(fs::exists(outside / "provider/Documents/thesis/chapter1.tex"));
+  EXPECT_TRUE(fs::exists(outside / "provider" / digest_name / "manifest.json"));
+  EXPECT_TRUE(fs::exists(outside / "entry/artifacts/keep.bin"));
+  EXPECT_TRUE(fs::is_symlink(root_ / "tensorrt"));
+  EXPECT_TRUE(fs::exists(root_ / "migraphx/00000000000000000000000000000000/artifacts/x.bin"));
+  EXPECT_FALSE(cache.invalidate(key("w:1x1")));
+  fs::remove_all(outside);
+}
+
+TEST_F(CompileCacheTest, AnOlderCacheWithoutTheMarkerIsAdopted) {
+  {
+    CompileCache cache(root_);
+    build(cache, key(), {{"program.mxr", "a"}});
+  }
+  fs::remove(root_ / ".parley-compile-cache");
+  CompileCache cache(root_);
+  EXPECT_NO_THROW(cache.require_marked());
+  EXPECT_TRUE(fs::exists(root_ / ".parley-compile-cache"));
+  EXPECT_EQ(cache.list(Verification::kSizes).size(), 1u);
 }
 
 TEST_F(CompileCacheTest, DefaultRootFollowsEnvironment) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace parley::runtime {
@@ -152,18 +153,7 @@ void CostModelStore::save() const {
   const nlohmann::json json = {{"machine", machine_id_}, {"format", 1}, {"entries", entries}};
   std::error_code ec;
   fs::create_directories(file_.parent_path(), ec);
-  const fs::path temporary = file_.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << json.dump(2) << "\n";
-    if (!out) {
-      fail(
-          "{}: cannot write the cost-model constants (is the cache folder writable? set "
-          "PARLEY_COMPILE_CACHE)",
-          temporary.string());
-    }
-  }
-  fs::rename(temporary, file_);
+  write_file_atomically(file_, json.dump(2) + "\n");
 }
 
 }  // namespace parley::runtime

@@ -1,26 +1,16 @@
 #pragma once
-// A folder of one's own for each test: ctest -j runs tests as separate processes at once, so a
-// fixed path under /tmp would be written by several of them together.
-#include <filesystem>
+// Tests take their folders the way parley itself does (core/temporary_directory.h), named
+// parley-<label>-XXXXXX so that one a crashed test leaves behind says where it came from.
 #include <string>
+
+#include "core/temporary_directory.h"
 
 namespace parley::testing {
 
-// A fresh, uniquely named folder under the system temp folder, removed with everything in it on
-// destruction.
-class TemporaryDirectory {
+class TemporaryDirectory : public parley::TemporaryDirectory {
  public:
-  // `label` only makes the folder recognisable when a crashed test leaves it behind.
-  explicit TemporaryDirectory(const std::string& label = "test");
-  ~TemporaryDirectory();
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
+  explicit TemporaryDirectory(const std::string& label = "test")
+      : parley::TemporaryDirectory("parley-" + label + "-") {}
 };
 
 }  // namespace parley::testing

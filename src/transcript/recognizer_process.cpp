@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <thread>
-#include <vector>
 
 #include "core/error.h"
 
@@ -18,57 +20,196 @@ extern char** environ;
 namespace parley::transcript {
 namespace {
 
-std::string shell_quote(const std::string& text) {
-  std::string quoted = "'";
-  for (const char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
+// The names a recognizer may give its transcript, {out} followed by each of these.
+constexpr std::array<const char*, 6> kTranscriptSuffixes = {"",     ".json", ".srt",
+                                                            ".vtt", ".ctm",  ".txt"};
+
+// What the signal handler needs to stop a running recognizer and remove its files: plain memory,
+// because a handler may only call async-signal-safe functions (kill, waitpid, unlink, rmdir).
+constexpr std::size_t kPathBytes = 4096;
+struct SignalSlot {
+  std::atomic<pid_t> pid{0};
+  char folder[kPathBytes] = {};
+  char out[kPathBytes] = {};
+};
+std::array<SignalSlot, 4> g_signal_slots;
+constexpr std::array<int, 3> kStopSignals = {SIGINT, SIGTERM, SIGHUP};
+std::array<struct sigaction, 3> g_previous_actions{};
+
+void remove_slot_files(const SignalSlot& slot) {
+  char path[kPathBytes + 8];
+  const std::size_t length = std::strlen(slot.out);
+  for (const char* suffix : kTranscriptSuffixes) {
+    const std::size_t suffix_length = std::strlen(suffix);
+    std::memcpy(path, slot.out, length);
+    std::memcpy(path + length, suffix, suffix_length + 1);
+    ::unlink(path);
   }
-  return quoted + "'";
+  ::rmdir(slot.folder);
 }
 
-void replace_all(std::string& text, const std::string& pattern, const std::string& replacement) {
-  for (std::size_t at = text.find(pattern); at != std::string::npos;
-       at = text.find(pattern, at + replacement.size())) {
-    text.replace(at, pattern.size(), replacement);
+void stop_recognizers_on_signal(int signal_number, siginfo_t* info, void* context) {
+  for (auto& slot : g_signal_slots) {
+    const pid_t pid = slot.pid.exchange(0);
+    if (pid <= 0) continue;
+    ::kill(-pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    remove_slot_files(slot);
   }
+  // Then whatever would have happened without parley's handler (by default: the process ends).
+  for (std::size_t i = 0; i < kStopSignals.size(); ++i) {
+    if (kStopSignals[i] != signal_number) continue;
+    const struct sigaction& previous = g_previous_actions[i];
+    if ((previous.sa_flags & SA_SIGINFO) != 0) {
+      previous.sa_sigaction(signal_number, info, context);
+    } else if (previous.sa_handler == SIG_DFL) {
+      ::sigaction(signal_number, &previous, nullptr);
+      ::raise(signal_number);  // delivered when this handler returns
+    } else if (previous.sa_handler != SIG_IGN) {
+      previous.sa_handler(signal_number);
+    }
+  }
+}
+
+void install_signal_handlers() {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    for (std::size_t i = 0; i < kStopSignals.size(); ++i) {
+      struct sigaction current {};
+      ::sigaction(kStopSignals[i], nullptr, &current);
+      // An ignored signal (nohup, a background job) must stay ignored.
+      if ((current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_IGN) continue;
+      g_previous_actions[i] = current;
+      struct sigaction action {};
+      action.sa_sigaction = stop_recognizers_on_signal;
+      action.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(kStopSignals[i], &action, nullptr);
+    }
+  });
+}
+
+// The index of the slot now watching `pid`, or -1 when all are taken (then a signal leaves this
+// recognizer to the destructor, which does not run; four at once is more than parley starts).
+int watch_on_signal(pid_t pid, const std::filesystem::path& folder,
+                    const std::filesystem::path& out) {
+  const std::string folder_text = folder.string(), out_text = out.string();
+  if (folder_text.size() >= kPathBytes || out_text.size() + 8 >= kPathBytes) return -1;
+  install_signal_handlers();
+  for (std::size_t i = 0; i < g_signal_slots.size(); ++i) {
+    auto& slot = g_signal_slots[i];
+    pid_t expected = 0;
+    // -1 reserves the slot while its paths are written; the handler skips it until the pid lands.
+    if (!slot.pid.compare_exchange_strong(expected, -1)) continue;
+    std::memcpy(slot.folder, folder_text.c_str(), folder_text.size() + 1);
+    std::memcpy(slot.out, out_text.c_str(), out_text.size() + 1);
+    slot.pid.store(pid);
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// True when the slot still held the recognizer (the signal handler had not taken it).
+bool unwatch(int slot) {
+  if (slot < 0) return true;
+  return g_signal_slots[static_cast<std::size_t>(slot)].pid.exchange(0) > 0;
 }
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) {
     const int code = WEXITSTATUS(status);
-    if (code == 127) return "exit status 127: the command was not found (check the program's path)";
-    if (code == 126) return "exit status 126: the command is not executable";
+    if (code == 127) return "exit status 127: a program it runs was not found";
+    if (code == 126) return "exit status 126: a program it runs is not executable";
     return "exit status " + std::to_string(code);
   }
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "stopped abnormally";
 }
 
+// {audio} and {out} replaced in one left-to-right pass: a replacement is never searched again.
+std::string substitute(const std::string& word, const std::string& audio, const std::string& out) {
+  std::string result;
+  for (std::size_t at = 0; at < word.size();) {
+    if (word.compare(at, 7, "{audio}") == 0) {
+      result += audio;
+      at += 7;
+    } else if (word.compare(at, 5, "{out}") == 0) {
+      result += out;
+      at += 5;
+    } else {
+      result += word[at++];
+    }
+  }
+  return result;
+}
+
+std::vector<std::string> split_words(const std::string& command) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (std::size_t at = 0; at < command.size(); ++at) {
+    const char c = command[at];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      const std::size_t close = command.find('\'', at + 1);
+      if (close == std::string::npos) fail("--asr-cmd '{}': a ' is not closed", command);
+      word.append(command, at + 1, close - at - 1);
+      at = close;
+    } else if (c == '"') {
+      for (++at;; ++at) {
+        if (at >= command.size()) fail("--asr-cmd '{}': a \" is not closed", command);
+        if (command[at] == '"') break;
+        if (command[at] == '\\' && at + 1 < command.size() &&
+            (command[at + 1] == '"' || command[at + 1] == '\\')) {
+          ++at;
+        }
+        word += command[at];
+      }
+    } else if (c == '\\' && at + 1 < command.size()) {
+      word += command[++at];
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
 }  // namespace
 
-std::string expand_recognizer_command(const std::string& command,
-                                      const std::filesystem::path& audio,
-                                      const std::filesystem::path& out) {
-  if (command.find("{audio}") == std::string::npos) {
+std::vector<std::string> recognizer_arguments(const std::string& command,
+                                              const std::filesystem::path& audio,
+                                              const std::filesystem::path& out) {
+  std::vector<std::string> words = split_words(command);
+  bool names_audio = false;
+  for (const auto& word : words)
+    names_audio = names_audio || word.find("{audio}") != std::string::npos;
+  if (!names_audio) {
     fail(
         "--asr-cmd '{}': put {{audio}} where the recording's path goes (and {{out}} where the "
         "transcript should be written)",
         command);
   }
-  std::string expanded = command;
-  replace_all(expanded, "{audio}", shell_quote(audio.string()));
-  replace_all(expanded, "{out}", shell_quote(out.string()));
-  return expanded;
+  for (auto& word : words) word = substitute(word, audio.string(), out.string());
+  return words;
 }
 
-RecognizerProcess::RecognizerProcess(const std::string& command, const std::filesystem::path& audio,
-                                     const std::filesystem::path& out)
-    : command_(command), out_(out) {
-  const std::string expanded = expand_recognizer_command(command, audio, out);
+RecognizerProcess::RecognizerProcess(const std::string& command, const std::filesystem::path& audio)
+    : command_(command), work_dir_("parley-asr-") {
+  const auto stem = audio.stem();
+  out_ = work_dir_.path() / (stem.empty() ? std::filesystem::path("transcript") : stem);
+  std::vector<std::string> arguments = recognizer_arguments(command, audio, out_);
+  std::vector<char*> argv;
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   // The recognizer's own output must not land in parley's standard output (RTTM, JSON).
@@ -78,24 +219,39 @@ RecognizerProcess::RecognizerProcess(const std::string& command, const std::file
   posix_spawnattr_init(&attributes);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attributes, 0);
-  std::string shell = "/bin/sh", dash_c = "-c", script = expanded;
-  std::vector<char*> argv = {shell.data(), dash_c.data(), script.data(), nullptr};
-  const int error = posix_spawn(&pid_, shell.c_str(), &actions, &attributes, argv.data(), environ);
+  const int error = posix_spawnp(&pid_, argv[0], &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (error != 0) {
     pid_ = -1;
-    fail("--asr-cmd: could not start /bin/sh ({})", std::strerror(error));
+    if (error == ENOENT) {
+      fail("--asr-cmd: program '{}' not found (give its full path, or add its folder to PATH)",
+           arguments.front());
+    }
+    if (error == EACCES) fail("--asr-cmd: '{}' is not executable", arguments.front());
+    fail("--asr-cmd: could not start '{}' ({})", arguments.front(), std::strerror(error));
   }
+  signal_slot_ = watch_on_signal(pid_, work_dir_.path(), out_);
 }
 
-RecognizerProcess::~RecognizerProcess() {
-  if (pid_ > 0) {
-    ::kill(-pid_, SIGKILL);
+void RecognizerProcess::stop() {
+  if (pid_ <= 0) return;
+  if (unwatch(signal_slot_)) {
+    ::kill(-pid_, SIGTERM);
+    for (int tries = 0; tries < 10; ++tries) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) != 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(-pid_, SIGKILL);  // the leader and whatever it started that is still around
     int status = 0;
     ::waitpid(pid_, &status, 0);
   }
+  signal_slot_ = -1;
+  pid_ = -1;
 }
+
+RecognizerProcess::~RecognizerProcess() { stop(); }
 
 std::filesystem::path RecognizerProcess::wait(
     std::optional<std::chrono::duration<double>> timeout) {
@@ -105,33 +261,33 @@ std::filesystem::path RecognizerProcess::wait(
   for (;;) {
     const pid_t done = ::waitpid(pid_, &status, timeout ? WNOHANG : 0);
     if (done == pid_) break;
+    if (done < 0 && errno == EINTR) continue;
     if (done < 0) fail("--asr-cmd: lost track of the recognizer ({})", std::strerror(errno));
     if (timeout && std::chrono::steady_clock::now() - start > *timeout) {
-      ::kill(-pid_, SIGTERM);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      ::kill(-pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      pid_ = -1;
+      stop();
       fail("--asr-cmd '{}': still running after {:.0f} s, stopped (raise --asr-timeout)", command_,
            timeout->count());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  unwatch(signal_slot_);
+  // Whatever the recognizer left running in the background must not write into a removed folder.
+  ::kill(-pid_, SIGKILL);
+  signal_slot_ = -1;
   pid_ = -1;
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
     fail("--asr-cmd '{}' failed: {}", command_, describe_status(status));
   }
   std::error_code ec;
-  if (std::filesystem::is_regular_file(out_, ec)) return out_;
-  for (const char* extension : {".json", ".srt", ".vtt", ".ctm", ".txt"}) {
+  for (const char* suffix : kTranscriptSuffixes) {
     auto candidate = out_;
-    candidate += extension;
+    candidate += suffix;
     if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
   }
   fail(
-      "--asr-cmd '{}' finished but wrote no transcript at {} (or {}.json/.srt/.vtt/.ctm); "
-      "put {{out}} where the recognizer's output path goes",
-      command_, out_.string(), out_.string());
+      "--asr-cmd '{}' finished but wrote no transcript at {{out}} (or {{out}}.json/.srt/.vtt/.ctm/"
+      ".txt); put {{out}} where the recognizer's output path goes",
+      command_);
 }
 
 }  // namespace parley::transcript

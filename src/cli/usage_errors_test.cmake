@@ -1,0 +1,55 @@
+# CTest script: option values out of range are usage errors (exit status 2) reported in one short
+# line in parley's words, and `parley cache prune` leaves a folder that is not a cache alone.
+# Inputs: -DPARLEY=<parley executable> -DWORK_DIR=<scratch folder>.
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+file(WRITE "${WORK_DIR}/talk.rttm" "SPEAKER talk 1 0.000 2.000 <NA> <NA> alice <NA> <NA>\n")
+file(WRITE "${WORK_DIR}/talk.srt" "1\n00:00:00,100 --> 00:00:01,800\nHello.\n")
+file(WRITE "${WORK_DIR}/audio.wav" "")
+
+# expect_usage_error(<stderr regex> <arguments>...): exit status 2, one line matching the regex.
+function(expect_usage_error pattern)
+  execute_process(COMMAND "${PARLEY}" ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  string(REGEX MATCHALL "\n" newlines "${err}")
+  list(LENGTH newlines lines)
+  string(LENGTH "${err}" length)
+  if(NOT status EQUAL 2 OR NOT err MATCHES "${pattern}" OR NOT lines EQUAL 1 OR length GREATER 300)
+    message(FATAL_ERROR "parley ${ARGN}: exit status ${status} (2 expected), stderr:\n${err}"
+                        "expected one short line matching '${pattern}'")
+  endif()
+endfunction()
+
+expect_usage_error("--num-speakers: must be at least 1 \\(got 0\\)"
+                   diarize "${WORK_DIR}/audio.wav" --num-speakers 0)
+expect_usage_error("--segmentation-batch: must be at least 1 \\(got 0\\)"
+                   diarize "${WORK_DIR}/audio.wav" --segmentation-batch 0)
+expect_usage_error("--gap-tolerance: must be at least 0 \\(got -1\\)"
+                   fuse --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/talk.rttm"
+                   --gap-tolerance -1)
+expect_usage_error("--gap-tolerance: must be at least 0 \\(got -1\\)"
+                   diarize "${WORK_DIR}/audio.wav" --transcript "${WORK_DIR}/talk.srt" --gap-tolerance -1)
+expect_usage_error("--threads: must be at most [0-9]+ \\(got 100000\\)"
+                   diarize "${WORK_DIR}/audio.wav" --threads 100000)
+expect_usage_error("--threads: must be at least 1 \\(got 0\\)" bench "${WORK_DIR}/audio.wav" --threads 0)
+expect_usage_error("--max-speakers: expects a number \\(got 'many'\\)"
+                   diarize "${WORK_DIR}/audio.wav" --max-speakers many)
+expect_usage_error("--collar: expects a number" eval --list x --collar 1e999)
+expect_usage_error("--models: no such folder '${WORK_DIR}/nonexistent'"
+                   diarize "${WORK_DIR}/audio.wav" --models "${WORK_DIR}/nonexistent")
+expect_usage_error("--no-such-flag" diarize "${WORK_DIR}/audio.wav" --no-such-flag)
+
+# --help still exits 0.
+execute_process(COMMAND "${PARLEY}" diarize --help RESULT_VARIABLE status OUTPUT_QUIET)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "parley diarize --help: exit status ${status}")
+endif()
+
+# A user's folder given as the cache: refused, nothing removed.
+file(WRITE "${WORK_DIR}/home/Documents/thesis/chapter1.tex" "years of work")
+execute_process(COMMAND "${PARLEY}" cache prune --cache-dir "${WORK_DIR}/home"
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT status EQUAL 1 OR NOT err MATCHES "not a parley compiled-graph cache"
+   OR NOT EXISTS "${WORK_DIR}/home/Documents/thesis/chapter1.tex")
+  message(FATAL_ERROR "cache prune on a user folder: exit status ${status}\n${out}\n${err}")
+endif()
