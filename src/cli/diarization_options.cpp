@@ -57,8 +57,10 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
                   "chunk, pyannote's definition (docs/embedding.md)")
       ->check(CLI::IsMember({"exact", "shared"}))
       ->capture_default_str();
-  command.add_option("--threads", engine.threads,
-                     "CPU threads (default: all cores); output is the same for any value");
+  command
+      .add_option("--threads", engine.threads,
+                  "CPU threads (default: all cores); output is the same for any value")
+      ->check(CLI::NonNegativeNumber);
   command
       .add_option("--embedding-batch", engine.embedding_batch,
                   "chunks per embedding call in exact mode (on a GPU 128 ran an hour in 16 s "
@@ -162,7 +164,7 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
   auto per_model = [force](const std::string& text,
                            const char* flag) -> std::optional<runtime::ProviderChoice> {
     if (text.empty()) return std::nullopt;
-    const auto parsed = runtime::ProviderChoice::parse(text);
+    const auto parsed = parse_provider_flag(flag, text);
     const bool names_cpu = !parsed.automatic && parsed.provider == runtime::ProviderId::kCpu;
     if (force == runtime::ForceMode::kCpu && !parsed.automatic && !names_cpu) {
       fail("--force-cpu contradicts {} {}; drop one of them", flag, parsed.to_string());

@@ -102,7 +102,7 @@ std::vector<EvalFile> eval_files_from_list(const std::filesystem::path& list,
     if (file.audio.empty()) {
       file.problem = fmt::format(
           "no audio for '{}' in {} (looked for {}.wav, .flac, .mp3, .ogg, "
-          ".opus, .m4a); check --audio-dir",
+          ".opus, .m4a); check the audio folder",
           uri, audio_dir.string(), uri);
     } else if (turns == reference.end()) {
       file.problem = fmt::format(
@@ -110,8 +110,9 @@ std::vector<EvalFile> eval_files_from_list(const std::filesystem::path& list,
           "the RTTM",
           uri, rttm.string(), file_ids_text(reference));
     } else if (uem && !file.uem) {
-      file.problem = fmt::format("'{}' has no line in the UEM {}; add one or drop --uem", uri,
-                                 uem_path->string());
+      file.problem =
+          fmt::format("'{}' has no line in the UEM {}; add one or evaluate without the UEM", uri,
+                      uem_path->string());
     }
     files.push_back(std::move(file));
   }

@@ -141,7 +141,7 @@ int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int want
   if (sessions < wanted) {
     notices.say(fmt::format(
         "{}: {} segmentation sessions of {} chunks need about {} of device memory, {} is free; "
-        "using {} (--segmentation-sessions, --segmentation-batch)",
+        "using {} (segmentation_accelerator_sessions, accelerator_segmentation_batch_size)",
         runtime::provider_name(provider), wanted, batch,
         runtime::format_bytes(per_session * static_cast<std::uintmax_t>(wanted)),
         runtime::format_bytes(memory->free_bytes), sessions));

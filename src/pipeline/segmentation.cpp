@@ -51,7 +51,7 @@ SegmentationSignature SegmentationSignature::from(const runtime::OnnxSession& se
   const std::string model = session.model_path().string();
   const std::string expectation =
       "a pyannote segmentation-3.0 model takes waveform float32[batch,1,samples] and returns "
-      "float[batch,frames,7]; check that --segmentation-model points at segmentation-3.0";
+      "float[batch,frames,7]; check that the segmentation model file is segmentation-3.0";
   if (session.inputs().size() != 1 || session.outputs().size() != 1) {
     fail("{}: has {} inputs and {} outputs, expected one of each ({})", model,
          session.inputs().size(), session.outputs().size(), expectation);

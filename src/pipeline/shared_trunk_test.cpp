@@ -130,7 +130,7 @@ TEST(SharedTrunk, BlocksEqualOnePassOverTheRecording) {
     SharedTrunk trunk(extractor, audio, plan, too_narrow);
     FAIL() << "a margin narrower than the trunk's reach must be refused";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("--embedding-mode exact"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("embedding_mode exact"), std::string::npos)
         << error.what();
   }
 }
@@ -437,7 +437,7 @@ TEST(SharedTrunk, ChecksTheTrunksReceptiveField) {
     FAIL() << "a global trunk must be refused";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("GlobalAveragePool"), std::string::npos);
-    EXPECT_NE(std::string(error.what()).find("--embedding-mode exact"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("embedding_mode exact"), std::string::npos);
   }
   field.kind = Kind::kUnknown;
   EXPECT_NO_THROW(check_receptive_field(field, config));

@@ -44,8 +44,7 @@ ImageFormat image_format_for(const std::filesystem::path& output) {
   const std::string extension = output.extension().string();
   if (extension == ".png") return ImageFormat::png;
   if (extension == ".svg") return ImageFormat::svg;
-  fail("--plot {}: the chart is written as .png or .svg; name the file accordingly",
-       output.string());
+  fail("chart {}: charts are written as .png or .svg; name the file accordingly", output.string());
 }
 
 std::optional<std::filesystem::path> find_gnuplot() {
@@ -73,7 +72,7 @@ std::filesystem::path require_gnuplot() {
   const std::optional<std::filesystem::path> gnuplot = find_gnuplot();
   if (!gnuplot) {
     fail(
-        "--plot needs gnuplot, which was not found{}; install the Debian package gnuplot-nox "
+        "charts need gnuplot, which was not found{}; install the Debian package gnuplot-nox "
         "(sudo apt-get install gnuplot-nox) or set PARLEY_GNUPLOT to the program",
         std::getenv("PARLEY_GNUPLOT") != nullptr ? " at $PARLEY_GNUPLOT" : " on PATH");
   }

@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <tuple>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/sha256.h"
@@ -343,7 +343,7 @@ EntryInfo CompileCache::Build::commit(double build_seconds) {
   if (written.empty()) {
     fail(
         "{}: {} wrote no compiled files into {}; its cache options had no effect, so nothing can "
-        "be reused (check the provider version and --provider-option settings)",
+        "be reused (check the provider version and provider_options)",
         key_.model_name, provider_name(key_.provider), artifacts_.string());
   }
   for (const auto& path : written) {

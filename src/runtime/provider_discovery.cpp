@@ -385,8 +385,10 @@ ProviderResolution resolve_provider(const ProviderChoice& choice,
   if (!choice.automatic) {
     const auto& status = find_status(statuses, choice.provider);
     if (!status.available) {
-      fail("--provider {}: unavailable: {} (`parley providers` lists what this machine can use)",
-           provider_name(choice.provider), status.reason);
+      fail(
+          "execution provider {}: unavailable: {} (`parley providers` lists what this machine can "
+          "use)",
+          provider_name(choice.provider), status.reason);
     }
     resolution.provider = choice.provider;
     if (traits(choice.provider).accelerator) resolution.accelerator = choice.provider;
@@ -409,7 +411,8 @@ ProviderResolution resolve_provider(const ProviderChoice& choice,
   resolution.problem = problems.empty() ? std::string("no GPU provider exists for this platform")
                                         : fmt::format("{}", fmt::join(problems, "; "));
   said_once.say(
-      "--provider auto: no GPU provider can be used here, running on the CPU (`parley providers` "
+      "automatic provider choice: no GPU provider can be used here, running on the CPU (`parley "
+      "providers` "
       "says why)");
   return resolution;
 }

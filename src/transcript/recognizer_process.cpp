@@ -55,7 +55,8 @@ std::string expand_recognizer_command(const std::string& command,
                                       const std::filesystem::path& out) {
   if (command.find("{audio}") == std::string::npos) {
     fail(
-        "--asr-cmd '{}': put {{audio}} where the recording's path goes (and {{out}} where the "
+        "recognizer command '{}': put {{audio}} where the recording's path goes (and {{out}} where "
+        "the "
         "transcript should be written)",
         command);
   }
@@ -85,7 +86,7 @@ RecognizerProcess::RecognizerProcess(const std::string& command, const std::file
   posix_spawnattr_destroy(&attributes);
   if (error != 0) {
     pid_ = -1;
-    fail("--asr-cmd: could not start /bin/sh ({})", std::strerror(error));
+    fail("recognizer command: could not start /bin/sh ({})", std::strerror(error));
   }
 }
 
@@ -99,27 +100,28 @@ RecognizerProcess::~RecognizerProcess() {
 
 std::filesystem::path RecognizerProcess::wait(
     std::optional<std::chrono::duration<double>> timeout) {
-  if (pid_ <= 0) fail("--asr-cmd: the recognizer was already waited for");
+  if (pid_ <= 0) fail("recognizer command: the recognizer was already waited for");
   const auto start = std::chrono::steady_clock::now();
   int status = 0;
   for (;;) {
     const pid_t done = ::waitpid(pid_, &status, timeout ? WNOHANG : 0);
     if (done == pid_) break;
-    if (done < 0) fail("--asr-cmd: lost track of the recognizer ({})", std::strerror(errno));
+    if (done < 0)
+      fail("recognizer command: lost track of the recognizer ({})", std::strerror(errno));
     if (timeout && std::chrono::steady_clock::now() - start > *timeout) {
       ::kill(-pid_, SIGTERM);
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       ::kill(-pid_, SIGKILL);
       ::waitpid(pid_, &status, 0);
       pid_ = -1;
-      fail("--asr-cmd '{}': still running after {:.0f} s, stopped (raise --asr-timeout)", command_,
-           timeout->count());
+      fail("recognizer command '{}': still running after {:.0f} s, stopped (raise the timeout)",
+           command_, timeout->count());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   pid_ = -1;
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-    fail("--asr-cmd '{}' failed: {}", command_, describe_status(status));
+    fail("recognizer command '{}' failed: {}", command_, describe_status(status));
   }
   std::error_code ec;
   if (std::filesystem::is_regular_file(out_, ec)) return out_;
@@ -129,7 +131,7 @@ std::filesystem::path RecognizerProcess::wait(
     if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
   }
   fail(
-      "--asr-cmd '{}' finished but wrote no transcript at {} (or {}.json/.srt/.vtt/.ctm); "
+      "recognizer command '{}' finished but wrote no transcript at {} (or {}.json/.srt/.vtt/.ctm); "
       "put {{out}} where the recognizer's output path goes",
       command_, out_.string(), out_.string());
 }

@@ -213,10 +213,7 @@ Transcript parse_srt(std::string_view text, std::string_view source) {
 Transcript parse_webvtt(std::string_view text, std::string_view source) {
   const std::vector<Line> lines = split_lines(text);
   if (lines.empty() || !lines.front().text.starts_with("WEBVTT")) {
-    fail(
-        "{}:1: a WebVTT file starts with the line 'WEBVTT'; is this an SRT file "
-        "(--transcript-format srt)?",
-        source);
+    fail("{}:1: a WebVTT file starts with the line 'WEBVTT'; is this an SRT file?", source);
   }
   Transcript transcript;
   std::size_t index = 1;

@@ -84,8 +84,8 @@ TranscriptFormat detect_transcript_format(std::string_view text,
   const std::vector<eval::TextRecord> records = eval::split_records(text.substr(0, 4096));
   if (!records.empty() && records.front().fields.size() >= 5) return TranscriptFormat::ctm;
   fail(
-      "cannot tell the format of transcript '{}' from its content or extension; pass "
-      "--transcript-format (srt, vtt, ctm, whisper-cpp-json or openai-json)",
+      "cannot tell the format of transcript '{}' from its content or extension; name "
+      "its format (srt, vtt, ctm, whisper-cpp-json or openai-json)",
       path.string());
 }
 
