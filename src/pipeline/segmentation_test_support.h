@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "audio/mono_resampled_stream.h"
 #include "core/error.h"
 #include "core/ndarray.h"
 #include "pipeline/powerset.h"
 #include "pipeline/segmentation.h"
 #include "pipeline/sliding_window.h"
-#include "pipeline/wav_16k.h"
 
 namespace parley::pipeline::test_support {
 

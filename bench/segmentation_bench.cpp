@@ -5,7 +5,6 @@
 // unmodified model (--check-cpu, max |log-prob diff| and decoded-frame agreement), and can write
 // the model as the accelerator got it (--dump-rewritten FILE, models/accelerator_rewrite.h).
 #include <fmt/format.h>
-#include <sndfile.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -24,9 +23,9 @@
 #include "pipeline/powerset.h"
 #include "pipeline/segmentation.h"
 #include "pipeline/sliding_window.h"
-#include "pipeline/wav_16k.h"
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
+#include "wav_16k.h"
 
 namespace {
 
@@ -98,7 +97,7 @@ int main(int argc, char** argv) {
     } else {
       parley::fail("--optimization must be disabled, basic, extended or all");
     }
-    const std::vector<float> audio = parley::pipeline::read_wav_16k_mono(audio_path);
+    const std::vector<float> audio = parley::bench::read_wav_16k_mono(audio_path);
     const auto plan = parley::pipeline::plan_chunks(static_cast<std::int64_t>(audio.size()),
                                                     parley::pipeline::kSegmentationSampleRate);
     auto chunk_count = static_cast<std::size_t>(plan.num_chunks());
