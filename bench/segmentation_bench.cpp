@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "models/accelerator_rewrite.h"
 #include "models/onnx_graph.h"
@@ -98,8 +99,8 @@ int main(int argc, char** argv) {
       parley::fail("--optimization must be disabled, basic, extended or all");
     }
     const std::vector<float> audio = parley::bench::read_wav_16k_mono(audio_path);
-    const auto plan = parley::pipeline::plan_chunks(static_cast<std::int64_t>(audio.size()),
-                                                    parley::pipeline::kSegmentationSampleRate);
+    const auto plan =
+        parley::pipeline::plan_chunks(static_cast<std::int64_t>(audio.size()), parley::kSampleRate);
     auto chunk_count = static_cast<std::size_t>(plan.num_chunks());
     if (max_chunks > 0) chunk_count = std::min(chunk_count, max_chunks);
 

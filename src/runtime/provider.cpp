@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace parley::runtime {
 namespace {
@@ -15,13 +16,6 @@ std::string lower(std::string_view text) {
   std::transform(result.begin(), result.end(), result.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return result;
-}
-
-std::string trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t");
-  return std::string(text.substr(first, last - first + 1));
 }
 
 const std::vector<ProviderTraits>& table() {
@@ -279,8 +273,8 @@ std::pair<std::string, std::string> parse_provider_option(std::string_view text)
   if (equals == std::string_view::npos) {
     fail("provider_options entry '{}': expected key=value (e.g. device_id=1)", text);
   }
-  std::string key = trim(text.substr(0, equals));
-  std::string value = trim(text.substr(equals + 1));
+  std::string key(trim(text.substr(0, equals)));
+  std::string value(trim(text.substr(equals + 1)));
   if (key.empty() || value.empty()) {
     fail("provider_options entry '{}': key and value must both be non-empty (e.g. device_id=1)",
          text);

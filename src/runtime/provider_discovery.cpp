@@ -14,6 +14,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "runtime/provider_attach.h"
 
 namespace parley::runtime {
@@ -163,20 +164,13 @@ std::string read_first_line(const fs::path& file) {
   return line;
 }
 
-std::string trim(std::string text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
-
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("model name", 0) == 0) {
       const auto colon = line.find(':');
-      if (colon != std::string::npos) return trim(line.substr(colon + 1));
+      if (colon != std::string::npos) return std::string(trim(line.substr(colon + 1)));
     }
   }
   return "CPU";
@@ -225,7 +219,7 @@ std::vector<GpuDevice> linux_gpus() {
   for (const auto& card : cards) {
     const std::string vendor = read_first_line(card / "device" / "vendor");
     const std::string device = read_first_line(card / "device" / "device");
-    std::string product = trim(read_first_line(card / "device" / "product_name"));
+    std::string product(trim(read_first_line(card / "device" / "product_name")));
     if (vendor == "0x1002") {
       gpus.push_back({"amd", product.empty() ? fmt::format("AMD GPU {}", device) : product,
                       amd_driver.empty() ? std::string("amdgpu") : amd_driver});

@@ -1,19 +1,14 @@
 #include "transcript/recognizer_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <thread>
-#include <vector>
 
 #include "core/error.h"
-
-extern char** environ;
+#include "core/subprocess.h"
 
 namespace parley::transcript {
 namespace {
@@ -35,17 +30,6 @@ void replace_all(std::string& text, const std::string& pattern, const std::strin
        at = text.find(pattern, at + replacement.size())) {
     text.replace(at, pattern.size(), replacement);
   }
-}
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) {
-    const int code = WEXITSTATUS(status);
-    if (code == 127) return "exit status 127: the command was not found (check the program's path)";
-    if (code == 126) return "exit status 126: the command is not executable";
-    return "exit status " + std::to_string(code);
-  }
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "stopped abnormally";
 }
 
 }  // namespace
@@ -70,24 +54,12 @@ RecognizerProcess::RecognizerProcess(const std::string& command, const std::file
                                      const std::filesystem::path& out)
     : command_(command), out_(out) {
   const std::string expanded = expand_recognizer_command(command, audio, out);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
+  SpawnOptions options;
   // The recognizer's own output must not land in parley's standard output (RTTM, JSON).
-  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  std::string shell = "/bin/sh", dash_c = "-c", script = expanded;
-  std::vector<char*> argv = {shell.data(), dash_c.data(), script.data(), nullptr};
-  const int error = posix_spawn(&pid_, shell.c_str(), &actions, &attributes, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (error != 0) {
-    pid_ = -1;
-    fail("recognizer command: could not start /bin/sh ({})", std::strerror(error));
-  }
+  options.stdout_to_stderr = true;
+  // A timeout stops the whole group: the shell and the recognizer it started.
+  options.own_process_group = true;
+  pid_ = spawn_process({"/bin/sh", "-c", expanded}, options);
 }
 
 RecognizerProcess::~RecognizerProcess() {
@@ -121,7 +93,7 @@ std::filesystem::path RecognizerProcess::wait(
   }
   pid_ = -1;
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-    fail("recognizer command '{}' failed: {}", command_, describe_status(status));
+    fail("recognizer command '{}' failed: {}", command_, describe_wait_status(status));
   }
   std::error_code ec;
   if (std::filesystem::is_regular_file(out_, ec)) return out_;

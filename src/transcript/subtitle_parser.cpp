@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "transcript/parsers.h"
 
 namespace parley::transcript {
@@ -32,16 +33,6 @@ std::vector<Line> split_lines(std::string_view text) {
     text.remove_prefix(end + 1);
   }
   return lines;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
 }
 
 bool is_blank(std::string_view line) { return trim(line).empty(); }

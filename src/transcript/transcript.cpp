@@ -47,22 +47,6 @@ TranscriptFormat parse_transcript_format(std::string_view name) {
   fail("unknown transcript format '{}'; use srt, vtt, ctm, whisper-cpp-json or openai-json", name);
 }
 
-std::string_view transcript_format_name(TranscriptFormat format) {
-  switch (format) {
-    case TranscriptFormat::srt:
-      return "srt";
-    case TranscriptFormat::webvtt:
-      return "vtt";
-    case TranscriptFormat::ctm:
-      return "ctm";
-    case TranscriptFormat::whisper_cpp_json:
-      return "whisper-cpp-json";
-    case TranscriptFormat::openai_json:
-      return "openai-json";
-  }
-  return "unknown";
-}
-
 TranscriptFormat detect_transcript_format(std::string_view text,
                                           const std::filesystem::path& path) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
