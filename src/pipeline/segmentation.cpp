@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "core/error.h"
-#include "core/sha256.h"
 #include "runtime/compile_cache.h"
 #include "runtime/compiled_session.h"
 #include "runtime/provider_discovery.h"
@@ -85,20 +84,14 @@ SegmentationSignature SegmentationSignature::from(const runtime::OnnxSession& se
 }
 
 std::string unfolded_fp16_warning(const std::filesystem::path& model_path) {
-  // The size check keeps users' other models from being hashed on every load.
-  constexpr std::uintmax_t kUnfoldedFp16Bytes = 2977738;
-  std::error_code ec;
-  if (std::filesystem::file_size(model_path, ec) != kUnfoldedFp16Bytes || ec ||
-      sha256_file(model_path) != kUnfoldedFp16SegmentationSha256) {
-    return {};
-  }
+  const std::string name = model_path.string();
+  if (!models::computes_filters_in_float16(models::read_model_bytes(model_path), name)) return {};
   return fmt::format(
-      "{}: this float16 export computes its SincNet filters in float16 and agrees with pyannote "
-      "on only ~95-97 % of frames; `scripts/prepare-models` derives "
-      "build/models/segmentation-3.0-fp32-folded.onnx (99.8-100 %) and "
-      "segmentation-3.0-fp16-folded.onnx (99.6-99.9 %) from it (or run "
-      "`tools/fold_sincnet_filters.py {} OUT.onnx`); use one of those",
-      model_path.string(), model_path.string());
+      "{}: this model computes its SincNet filters in float16 and agrees with pyannote on only "
+      "~95-97 % of frames; precompute them with `python3 tools/fold_sincnet_filters.py {} "
+      "OUT.onnx` (from parley's source) or use a folded model from `parley models list` "
+      "(99.6-100 %)",
+      name, name);
 }
 
 struct SegmentationModel::Worker {
