@@ -176,9 +176,8 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       environment.statuses != nullptr ? *environment.statuses : runtime::provider_statuses();
   runtime::OnceNotices& notices =
       environment.notices != nullptr ? *environment.notices : runtime::notices();
-  const std::filesystem::path root = routing.compile_cache_root.empty()
-                                         ? runtime::CompileCache::default_root()
-                                         : routing.compile_cache_root;
+  const std::filesystem::path root =
+      runtime::CompileCache::root_or_default(routing.compile_cache_root);
   const runtime::CompileCache cache(root);
   const runtime::CostModelStore costs(root, runtime::CostModelStore::this_machine_id());
   const std::size_t chunks = expected_chunks(routing.expected_audio_seconds, config.step_seconds);

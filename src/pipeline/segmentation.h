@@ -19,6 +19,7 @@
 #include "core/ndarray.h"
 #include "runtime/onnx_session.h"
 #include "runtime/shape_plan.h"
+#include "runtime/shaped_session_pool.h"
 
 namespace parley::pipeline {
 
@@ -117,13 +118,14 @@ class SegmentationModel {
   // The session that runs a call of `batch` chunks: the worker's own, or on a static-shape
   // provider the compiled graph for that batch size (opened on first use, through the cache).
   runtime::OnnxSession& session_for(Worker& worker, std::size_t batch);
-  std::unique_ptr<runtime::OnnxSession> open_compiled(std::size_t batch);
+  runtime::OnnxSession& compiled_session(std::size_t batch);
 
   std::filesystem::path model_path_;
   runtime::SessionConfig session_config_;
   bool static_shapes_ = false;
-  std::filesystem::path compiled_model_path_;  // the rewritten model on disk, for the cache
-  std::string compiled_model_sha256_;
+  // Static-shape providers (one worker): the rewritten model on disk and its compiled graphs.
+  runtime::ShapedModel compiled_model_;
+  std::unique_ptr<runtime::ShapedSessionPool> compiled_sessions_;
   SegmentationConfig config_;
   SegmentationSignature signature_;
   std::string rewritten_model_;  // the model as sessions load it, when it had to be rewritten

@@ -277,6 +277,10 @@ fs::path CompileCache::default_root() {
   return {};
 }
 
+fs::path CompileCache::root_or_default(const fs::path& root) {
+  return root.empty() ? default_root() : root;
+}
+
 fs::path CompileCache::entry_dir(const CompileKey& key) const {
   return root_ / std::string(provider_name(key.provider)) / key.digest().substr(0, 32);
 }
