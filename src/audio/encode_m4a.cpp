@@ -7,6 +7,7 @@
 
 #include "audio/mono_resampled_stream.h"
 #include "audio/test_audio_files.h"
+#include "core/sample_rate.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -16,7 +17,7 @@ int main(int argc, char** argv) {
   try {
     const std::vector<float> samples = parley::audio::testing::read_all(argv[1], 16384);
     parley::audio::testing::write_with_libav(argv[2], "ipod", "aac",
-                                             parley::audio::kPipelineSampleRate, 1, samples);
+                                             parley::kSampleRate, 1, samples);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "encode_m4a: %s\n", error.what());
     return 1;

@@ -93,7 +93,7 @@ void MonoResampledStream::report_nonfinite_once() {
 }
 
 std::vector<float> load_mono_16k(const std::filesystem::path& path) {
-  MonoResampledStream stream(path, kPipelineSampleRate);
+  MonoResampledStream stream(path, kSampleRate);
   constexpr std::size_t kReadBlock = 1 << 16;
   std::vector<float> samples;
   // One block of headroom: reading the last block must not make the vector double its capacity.

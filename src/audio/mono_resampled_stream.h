@@ -12,16 +12,14 @@
 
 #include "audio/audio_source.h"
 #include "audio/resampler.h"
+#include "core/sample_rate.h"
 
 namespace parley::audio {
-
-inline constexpr int kPipelineSampleRate = 16000;
 
 class MonoResampledStream {
  public:
   // Opens `path` (see open_audio_source for the errors it throws).
-  explicit MonoResampledStream(const std::filesystem::path& path,
-                               int output_rate = kPipelineSampleRate);
+  explicit MonoResampledStream(const std::filesystem::path& path, int output_rate = kSampleRate);
   ~MonoResampledStream();
   MonoResampledStream(const MonoResampledStream&) = delete;
   MonoResampledStream& operator=(const MonoResampledStream&) = delete;

@@ -28,9 +28,7 @@ struct CacheArguments {
 };
 
 runtime::CompileCache open_cache(const CacheArguments& arguments) {
-  return runtime::CompileCache(arguments.cache_dir.empty()
-                                   ? runtime::CompileCache::default_root()
-                                   : std::filesystem::path(arguments.cache_dir));
+  return runtime::CompileCache(runtime::CompileCache::root_or_default(arguments.cache_dir));
 }
 
 // What this machine would build now, per provider: entries of anything else are stale.

@@ -235,7 +235,7 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
   auto per_model = [force](const std::string& text,
                            const char* flag) -> std::optional<runtime::ProviderChoice> {
     if (text.empty()) return std::nullopt;
-    const auto parsed = runtime::ProviderChoice::parse(text);
+    const auto parsed = parse_provider_flag(flag, text);
     const bool names_cpu = !parsed.automatic && parsed.provider == runtime::ProviderId::kCpu;
     if (force == runtime::ForceMode::kCpu && !parsed.automatic && !names_cpu) {
       fail("--force-cpu contradicts {} {}; drop one of them", flag, parsed.to_string());

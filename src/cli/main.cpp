@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/flag_names.h"
 #include "core/error.h"
 #include "core/version.h"
 #include "runtime/shutdown.h"
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "parley: error: {} (see --help)\n", error.what());
     return 2;
   } catch (const parley::Error& error) {
-    fmt::print(stderr, "parley: error: {}\n", error.what());
+    fmt::print(stderr, "parley: error: {}\n", parley::cli::with_flag_names(error.what()));
     return 1;
   } catch (const std::exception& error) {
     fmt::print(stderr, "parley: internal error: {}\n", error.what());

@@ -22,9 +22,17 @@ void add_provider_options(CLI::App& command, ProviderArguments& arguments) {
   force_cpu->excludes(force_gpu);
 }
 
+runtime::ProviderChoice parse_provider_flag(std::string_view flag, const std::string& text) {
+  try {
+    return runtime::ProviderChoice::parse(text);
+  } catch (const Error& error) {
+    fail("{}: {}", flag, error.what());
+  }
+}
+
 ProviderSelection provider_selection(const ProviderArguments& arguments) {
   ProviderSelection selection;
-  selection.choice = runtime::ProviderChoice::parse(arguments.provider);
+  selection.choice = parse_provider_flag("--provider", arguments.provider);
   selection.options = runtime::parse_provider_options(arguments.provider_options);
   if (arguments.force_gpu && arguments.force_cpu) {
     fail("--force-gpu and --force-cpu contradict each other; pass one of them");

@@ -4,6 +4,7 @@
 //   --provider-option key=value   (repeatable; passed to ONNX Runtime)
 //   --force-gpu / --force-cpu     (strict: no fallback, no cost model)
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -32,5 +33,8 @@ struct ProviderSelection {
 // Validates the flags together (unknown names, malformed options, contradictions such as
 // --force-gpu --provider cpu) and canonicalises aliases.
 ProviderSelection provider_selection(const ProviderArguments& arguments);
+
+// runtime::ProviderChoice::parse, its error prefixed with `flag` (e.g. "--segmentation-provider").
+runtime::ProviderChoice parse_provider_flag(std::string_view flag, const std::string& text);
 
 }  // namespace parley::cli

@@ -51,7 +51,9 @@ TEST(ProviderOptions, Contradictions) {
   EXPECT_NE(
       message_of({"--force-cpu", "--provider", "trt"}).find("contradicts --provider tensorrt"),
       std::string::npos);
-  EXPECT_NE(message_of({"--provider", "metal"}).find("valid names: auto, cpu"), std::string::npos);
+  const std::string unknown = message_of({"--provider", "metal"});
+  EXPECT_EQ(unknown.rfind("--provider: unknown execution provider 'metal'", 0), 0u) << unknown;
+  EXPECT_NE(unknown.find("valid names: auto, cpu"), std::string::npos) << unknown;
   EXPECT_NE(message_of({"--provider-option", "device_id"}).find("key=value"), std::string::npos);
   EXPECT_NE(message_of({"--provider", "cpu", "--provider-option", "a=b"}).find("no effect"),
             std::string::npos);

@@ -287,8 +287,7 @@ void run_warm_cache(const WarmCacheArguments& arguments) {
     return;
   }
   const auto& status = runtime::find_status(runtime::provider_statuses(), resolution.provider);
-  runtime::CompileCache cache(arguments.cache_dir.empty() ? runtime::CompileCache::default_root()
-                                                          : fs::path(arguments.cache_dir));
+  runtime::CompileCache cache(runtime::CompileCache::root_or_default(arguments.cache_dir));
   const auto profile = shape_profile(arguments);
   std::unique_ptr<runtime::CostModelStore> costs;
   if (arguments.measure) {

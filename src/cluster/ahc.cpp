@@ -129,14 +129,6 @@ std::pair<int, double> nearest_above(int n, const std::vector<double>& distances
 
 }  // namespace
 
-LinkageMethod parse_linkage_method(const std::string& name) {
-  for (const LinkageMethod method : {LinkageMethod::kCentroid, LinkageMethod::kMedian,
-                                     LinkageMethod::kAverage, LinkageMethod::kComplete}) {
-    if (to_string(method) == name) return method;
-  }
-  fail("unknown linkage method '{}'; use average, complete, centroid or median", name);
-}
-
 std::string to_string(LinkageMethod method) {
   switch (method) {
     case LinkageMethod::kCentroid:

@@ -17,7 +17,6 @@ namespace parley::cluster {
 enum class LinkageMethod { kCentroid, kMedian, kAverage, kComplete };
 
 // scipy's method names: "centroid", "median", "average", "complete".
-LinkageMethod parse_linkage_method(const std::string& name);
 std::string to_string(LinkageMethod method);
 
 // scipy's linkage matrix Z: row k merges clusters `first` < `second` (ids < n are observations,

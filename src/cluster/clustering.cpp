@@ -38,7 +38,7 @@ ClusteringResult cluster_embeddings(const NdArray<float>& embeddings,
   if (plda == nullptr) {
     fail(
         "VBx clustering needs the PLDA model (plda/xvec_transform.npz and plda/plda.npz); "
-        "load it with Plda::load or choose --clustering ahc");
+        "load it with Plda::load or set ClusteringConfig::method to kAhc");
   }
   return cluster_embeddings_vbx(embeddings, segmentations, *plda, config.vbx, constraints);
 }

@@ -31,7 +31,6 @@ class Plda {
   // Across-class variances in the PLDA space, largest first ([lda_dim]).
   const Eigen::VectorXd& phi() const { return phi_; }
   Eigen::Index input_dimension() const { return lda_.rows(); }
-  Eigen::Index lda_dimension() const { return lda_.cols(); }
 
  private:
   Eigen::VectorXd mean1_;

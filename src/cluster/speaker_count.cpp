@@ -17,13 +17,13 @@ std::string optional_text(const std::optional<int>& value) {
 
 void SpeakerCountConstraints::validate() const {
   for (const auto& [name, value] :
-       {std::pair{"--num-speakers", num_speakers}, std::pair{"--min-speakers", min_speakers},
-        std::pair{"--max-speakers", max_speakers}}) {
+       {std::pair{"num_speakers", num_speakers}, std::pair{"min_speakers", min_speakers},
+        std::pair{"max_speakers", max_speakers}}) {
     if (value && *value < 1) fail("{} must be at least 1 (got {})", name, *value);
   }
   const std::optional<int> max = resolved_max();
   if (max && resolved_min() > *max) {
-    fail("--min-speakers ({}) must not exceed --max-speakers ({})", resolved_min(), *max);
+    fail("min_speakers ({}) must not exceed max_speakers ({})", resolved_min(), *max);
   }
 }
 

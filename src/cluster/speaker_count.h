@@ -1,5 +1,5 @@
 #pragma once
-// --num-speakers / --min-speakers / --max-speakers, resolved as pyannote's set_num_speakers
+// num_speakers / min_speakers / max_speakers, resolved as pyannote's set_num_speakers
 // (pipelines/utils/diarization.py): num_speakers overrides both bounds, min defaults to 1 and
 // max to unbounded, and equal bounds fix the number.
 #include <optional>

@@ -60,12 +60,6 @@ std::string sha256_file(const std::filesystem::path& path) {
   return hasher.hex_digest();
 }
 
-std::string sha256_bytes(std::span<const std::byte> bytes) {
-  Sha256 hasher;
-  hasher.update(bytes.data(), bytes.size());
-  return hasher.hex_digest();
-}
-
 std::string sha256_text(const std::string& text) {
   Sha256 hasher;
   hasher.update(text.data(), text.size());

@@ -12,6 +12,7 @@
 #include "core/bounded_queue.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/sample_rate.h"
 #include "core/stage_timer.h"
 
 namespace parley::corpus {
@@ -194,7 +195,7 @@ struct CorpusEngine::Run {
   // About how many chunks a recording makes: what grouping weighs (it does not change results).
   std::size_t chunks_of(const Decoded& item) const {
     const double step = engine.diarizers_.front()->config().step_seconds;
-    const double seconds = static_cast<double>(item.samples->size()) / audio::kPipelineSampleRate;
+    const double seconds = static_cast<double>(item.samples->size()) / kSampleRate;
     return static_cast<std::size_t>(seconds / step) + 1;
   }
 

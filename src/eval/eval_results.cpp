@@ -207,7 +207,7 @@ SystemSummary system_summary(const EvalRun& run) {
 
 SystemSummary read_system_summary(const std::filesystem::path& path) {
   std::ifstream stream(path);
-  if (!stream) fail("cannot open '{}'; check the --compare path", path.string());
+  if (!stream) fail("cannot open the system summary '{}'; check its path", path.string());
   nlohmann::ordered_json json;
   try {
     json = nlohmann::ordered_json::parse(stream);

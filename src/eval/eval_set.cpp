@@ -9,18 +9,12 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "eval/text_records.h"
 #include "eval/uem.h"
 
 namespace parley::eval {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
 
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> lines;
@@ -102,7 +96,7 @@ std::vector<EvalFile> eval_files_from_list(const std::filesystem::path& list,
     if (file.audio.empty()) {
       file.problem = fmt::format(
           "no audio for '{}' in {} (looked for {}.wav, .flac, .mp3, .ogg, "
-          ".opus, .m4a); check --audio-dir",
+          ".opus, .m4a); check the audio folder",
           uri, audio_dir.string(), uri);
     } else if (turns == reference.end()) {
       file.problem = fmt::format(
@@ -110,8 +104,9 @@ std::vector<EvalFile> eval_files_from_list(const std::filesystem::path& list,
           "the RTTM",
           uri, rttm.string(), file_ids_text(reference));
     } else if (uem && !file.uem) {
-      file.problem = fmt::format("'{}' has no line in the UEM {}; add one or drop --uem", uri,
-                                 uem_path->string());
+      file.problem =
+          fmt::format("'{}' has no line in the UEM {}; add one or evaluate without the UEM", uri,
+                      uem_path->string());
     }
     files.push_back(std::move(file));
   }

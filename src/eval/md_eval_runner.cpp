@@ -1,13 +1,18 @@
 #include "eval/md_eval_runner.h"
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/subprocess.h"
 #include "eval/text_records.h"
 
 namespace parley::eval::testing {
@@ -17,16 +22,16 @@ constexpr std::string_view kDefaultMdEval = "/usr/lib/sctk/bin/md-eval.pl";
 constexpr std::string_view kCoarseSeconds = "%10.2f secs";
 constexpr std::string_view kFineSeconds = "%14.6f secs";
 
-std::string shell_quote(const std::filesystem::path& path) {
-  std::string quoted = "'";
-  for (const char c : path.string()) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
+bool perl_runs() {
+  SpawnOptions quiet;
+  quiet.stdout_path = "/dev/null";
+  quiet.stderr_path = "/dev/null";
+  try {
+    const int status = run_process({"perl", "-e", "1"}, quiet);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  } catch (const Error&) {
+    return false;  // not on PATH
   }
-  return quoted + "'";
 }
 
 // The number after `key` on `line`, if the line holds `key`.
@@ -80,7 +85,7 @@ std::optional<MdEvalRunner> MdEvalRunner::locate(const std::filesystem::path& wo
         original.string());
     return std::nullopt;
   }
-  if (std::system("perl -e 1 >/dev/null 2>&1") != 0) {
+  if (!perl_runs()) {
     why_not = "perl is not installed; md-eval.pl needs it";
     return std::nullopt;
   }
@@ -109,19 +114,23 @@ MdEvalScores MdEvalRunner::score(const std::filesystem::path& reference,
                                  bool skip_overlap) const {
   const std::filesystem::path out = work_dir_ / "md-eval.out";
   const std::filesystem::path err = work_dir_ / "md-eval.err";
-  std::string command = fmt::format("perl {} -af -r {} -s {}", shell_quote(patched_),
-                                    shell_quote(reference), shell_quote(hypothesis));
-  if (!uem.empty()) command += " -u " + shell_quote(uem);
-  if (collar > 0.0) command += fmt::format(" -c {}", collar);
-  if (skip_overlap) command += " -1";
-  command += fmt::format(" >{} 2>{}", shell_quote(out), shell_quote(err));
-  const int status = std::system(command.c_str());
-  if (status != 0) {
-    fail("md-eval failed (status {}): {}\n{}", status, command,
+  std::vector<std::string> command = {"perl", patched_.string(),  "-af", "-r", reference.string(),
+                                      "-s",   hypothesis.string()};
+  if (!uem.empty()) command.insert(command.end(), {"-u", uem.string()});
+  if (collar > 0.0) command.insert(command.end(), {"-c", fmt::format("{}", collar)});
+  if (skip_overlap) command.push_back("-1");
+  SpawnOptions options;
+  options.stdout_path = out;
+  options.stderr_path = err;
+  const int status = run_process(command, options);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fail("md-eval failed ({}): {}\n{}", describe_wait_status(status), fmt::join(command, " "),
          read_text_file(err, "md-eval stderr"));
   }
   MdEvalScores scores = parse_report(read_text_file(out, "md-eval output"));
-  if (scores.files.empty()) fail("md-eval printed no per-file scores: {}", command);
+  if (scores.files.empty()) {
+    fail("md-eval printed no per-file scores: {}", fmt::join(command, " "));
+  }
   return scores;
 }
 

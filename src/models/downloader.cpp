@@ -277,7 +277,7 @@ DownloadResult download_file(const std::string& url, const std::filesystem::path
   if (destination.has_parent_path()) {
     std::filesystem::create_directories(destination.parent_path(), error);
     if (error) {
-      fail("cannot create {}: {}; choose another folder with --dir",
+      fail("cannot create {}: {}; choose another destination folder",
            destination.parent_path().string(), error.message());
     }
   }

@@ -424,4 +424,23 @@ StatisticsPoolingSplit split_before_statistics_pooling(const std::string& model_
   return split;
 }
 
+bool computes_filters_in_float16(const std::string& model_bytes, const std::string& model_name) {
+  const onnx::ModelProto model = parse_model(model_bytes, model_name);
+  const onnx::GraphProto& graph = model.graph();
+  const auto is_float16 = [](const onnx::TensorProto& tensor) {
+    return tensor.data_type() == onnx::TensorProto::FLOAT16;
+  };
+  bool has_sin = false;
+  bool has_float16_constant =
+      std::any_of(graph.initializer().begin(), graph.initializer().end(), is_float16);
+  for (const auto& node : graph.node()) {
+    if (node.op_type() == "Sin") has_sin = true;
+    if (node.op_type() == "Constant") {
+      const onnx::AttributeProto* value = find_attribute(node, "value");
+      if (value != nullptr && value->has_t() && is_float16(value->t())) has_float16_constant = true;
+    }
+  }
+  return has_sin && has_float16_constant;
+}
+
 }  // namespace parley::models

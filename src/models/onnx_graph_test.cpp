@@ -1,6 +1,7 @@
 #include "models/onnx_graph.h"
 
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <cstdint>
@@ -140,6 +141,33 @@ TEST(OnnxGraph, RefusesASegmentationModel) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("WeSpeaker"), std::string::npos) << error.what();
   }
+}
+
+// A graph with a Sin node over a filter parameter stored as `filter_type`, the way SincNet
+// builds its filterbank; `folded` stores the result as a constant instead.
+std::string filter_graph(int filter_type, bool folded) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto& graph = *model.mutable_graph();
+  onnx::TensorProto& parameter = *graph.add_initializer();
+  parameter.set_name("low_hz");
+  parameter.set_data_type(filter_type);
+  parameter.add_dims(1);
+  parameter.add_int32_data(0);
+  onnx::NodeProto& node = *graph.add_node();
+  node.set_op_type(folded ? "Identity" : "Sin");
+  node.add_input("low_hz");
+  node.add_output("filters");
+  graph.add_output()->set_name("filters");
+  return model.SerializeAsString();
+}
+
+TEST(FilterPrecision, Float16FiltersComputedAtRunTimeAreFound) {
+  EXPECT_TRUE(computes_filters_in_float16(filter_graph(onnx::TensorProto::FLOAT16, false), "a"));
+  EXPECT_FALSE(computes_filters_in_float16(filter_graph(onnx::TensorProto::FLOAT16, true), "b"));
+  EXPECT_FALSE(computes_filters_in_float16(filter_graph(onnx::TensorProto::FLOAT, false), "c"));
+  EXPECT_THROW(computes_filters_in_float16("not a model", "d"), Error);
 }
 
 }  // namespace

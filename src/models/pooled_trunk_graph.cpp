@@ -165,7 +165,7 @@ std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
   if (split.time_axis != -1) {
     fail(
         "{}: the statistics are taken over axis {} of '{}'; pooling on the accelerator needs "
-        "time as the last axis (use --embedding-mode exact)",
+        "time as the last axis (use embedding_mode exact)",
         model_name, split.time_axis, split.pooling_input);
   }
   const std::size_t stats_dim = split.head.input_dim();
@@ -185,7 +185,7 @@ std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
     if (trunk_names.count(name) > 0 && name != split.features_input) {
       fail(
           "{}: the trunk already has a tensor named '{}', which pooling on the accelerator "
-          "needs; use --embedding-mode exact with this model",
+          "needs; use embedding_mode exact with this model",
           model_name, name);
     }
   }

@@ -21,7 +21,7 @@ constexpr const char* kRecording = "eval/pyannote-sample/sample.wav";
 
 // `count` consecutive 10 s chunks of the recording (1 s step), as [count, 1, 160000].
 NdArray<float> real_chunks(const std::filesystem::path& wav, std::size_t count) {
-  const auto audio = read_wav_16k_mono(wav);
+  const auto audio = parley::audio::load_mono_16k(wav);
   const auto source = test_support::chunk_source(audio);
   NdArray<float> chunks({count, 1, 160000});
   for (std::size_t i = 0; i < count; ++i) {
@@ -177,7 +177,7 @@ TEST(AcceleratorModel, BucketPaddedCallsEqualOneChunkCalls) {
   const std::vector<runtime::BatchSlice> expected_plan = {{0, 4, 4}, {4, 3, 4}};
   EXPECT_EQ(batched.plan_calls(7), expected_plan);
 
-  const auto audio = read_wav_16k_mono(wav);
+  const auto audio = parley::audio::load_mono_16k(wav);
   const auto source = test_support::chunk_source(audio);
   const NdArray<float> padded = batched.run(7, source);
   SegmentationModel single(rewritten_path, SegmentationConfig{});

@@ -12,6 +12,7 @@
 
 #include "core/bounded_queue.h"
 #include "core/error.h"
+#include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "pipeline/embedding.h"
 #include "pipeline/intermediates_io.h"
@@ -23,7 +24,6 @@
 namespace parley::pipeline {
 namespace {
 
-constexpr int kSampleRate = 16000;
 constexpr double kChunkSeconds = 10.0;
 
 // Copies chunks [first, first + count) of `array` [chunks, ...] into a new array.
@@ -53,18 +53,20 @@ std::vector<Turn> clip_to_recording(const std::vector<Turn>& turns, double durat
 
 void DiarizationConfig::validate() const {
   if (!(step_seconds > 0.0) || step_seconds > kChunkSeconds) {
-    fail("--step must be in (0, {}] seconds (got {})", kChunkSeconds, step_seconds);
+    fail("step_seconds must be in (0, {}] (got {})", kChunkSeconds, step_seconds);
   }
-  if (threads < 1) fail("--threads must be at least 1 (got {})", threads);
+  if (threads < 1) fail("threads must be at least 1 (got {})", threads);
   if (segmentation_batch_size < 1 || embedding_batch_size < 1) {
-    fail("batch sizes must be at least 1");
+    fail("segmentation_batch_size and embedding_batch_size must be at least 1 (got {} and {})",
+         segmentation_batch_size, embedding_batch_size);
   }
   if (min_duration_off < 0.0) fail("min_duration_off must not be negative");
   if (routing && routing->accelerator_segmentation_batch_size < 1) {
-    fail("--segmentation-batch must be at least 1");
+    fail("accelerator_segmentation_batch_size must be at least 1");
   }
   if (segmentation_accelerator_sessions < 1) {
-    fail("--segmentation-sessions must be at least 1");
+    fail("segmentation_accelerator_sessions must be at least 1 (got {})",
+         segmentation_accelerator_sessions);
   }
   if (embedding_mode == EmbeddingMode::kShared) {
     shared_trunk.validate();
@@ -72,8 +74,8 @@ void DiarizationConfig::validate() const {
     const double step_frames = step_seconds * 100.0;
     if (std::abs(step_frames - std::round(step_frames)) > 1e-9) {
       fail(
-          "--embedding-mode shared needs a --step that is a multiple of 10 ms (got {} s); use "
-          "--embedding-mode exact for this step",
+          "embedding_mode shared needs a step_seconds that is a multiple of 10 ms (got {}); use "
+          "embedding_mode exact for this step",
           step_seconds);
     }
   }
@@ -91,7 +93,7 @@ std::string DiarizationConfig::to_string() const {
       embedding_batch_size, embedding_exclude_overlap, min_duration_off, clustering.describe(),
       speakers.describe(), runtime::provider_name(embedding_provider),
       runtime::provider_name(segmentation_provider),
-      routing ? fmt::format(", routed from --provider {}", routing->choice.to_string()) : "",
+      routing ? fmt::format(", routed from provider {}", routing->choice.to_string()) : "",
       streaming, embedding_mode_name(embedding_mode),
       embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "");
 }

@@ -236,6 +236,37 @@ TEST(DiarizerConfig, RejectsNonsense) {
   EXPECT_NE(DiarizationConfig{}.to_string().find("step=1"), std::string::npos);
 }
 
+// Library messages name the configuration field, never a command-line flag (the CLI maps one
+// to the other in cli/flag_names.cpp).
+TEST(DiarizerConfig, MessagesNameTheField) {
+  auto message_of = [](const DiarizationConfig& config) -> std::string {
+    try {
+      config.validate();
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "(no error)";
+  };
+  DiarizationConfig step;
+  step.step_seconds = 12.0;
+  EXPECT_EQ(message_of(step), "step_seconds must be in (0, 10] (got 12)");
+  DiarizationConfig sessions;
+  sessions.segmentation_accelerator_sessions = 0;
+  EXPECT_EQ(message_of(sessions), "segmentation_accelerator_sessions must be at least 1 (got 0)");
+  DiarizationConfig speakers;
+  speakers.speakers.min_speakers = 3;
+  speakers.speakers.max_speakers = 2;
+  EXPECT_EQ(message_of(speakers), "min_speakers (3) must not exceed max_speakers (2)");
+  DiarizationConfig grid;
+  grid.step_seconds = 1.005;
+  const std::string message = message_of(grid);
+  EXPECT_EQ(message.rfind("embedding_mode shared needs a step_seconds that is a multiple", 0), 0u)
+      << message;
+  for (const auto& config : {step, sessions, speakers, grid}) {
+    EXPECT_EQ(message_of(config).find("--"), std::string::npos) << message_of(config);
+  }
+}
+
 TEST(DiarizerConfig, SharedEmbeddingsNeedAStepOnTheFbankGrid) {
   DiarizationConfig config;
   EXPECT_EQ(config.embedding_mode, EmbeddingMode::kShared);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -15,8 +14,7 @@
 #include "pipeline/embedding_graphs.h"
 #include "pipeline/stats_pooling.h"
 #include "runtime/compile_cache.h"
-#include "runtime/compiled_session.h"
-#include "runtime/provider_discovery.h"
+#include "runtime/provider.h"
 
 namespace parley::pipeline {
 namespace {
@@ -114,8 +112,9 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
   if (config_.batch_buckets || runtime::traits(config_.session.provider).static_shapes) {
     // One compiled graph per shape: the trunk is opened from a file under its digest, where
     // `parley warm-cache` compiled it and the routing looked for it.
-    compile_cache_root_ = config_.compile_cache_root.empty() ? runtime::CompileCache::default_root()
-                                                             : config_.compile_cache_root;
+    compile_cache_root_ = runtime::CompileCache::root_or_default(config_.compile_cache_root);
+    shaped_sessions_ =
+        std::make_unique<runtime::ShapedSessionPool>(compile_cache_root_, config_.session);
     trunk_buckets_ =
         config_.batch_buckets.value_or(runtime::Buckets::powers_of_two(config_.batch_size));
     trunk_graph_ = std::make_unique<EmbeddingGraph>(
@@ -185,25 +184,13 @@ NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
 
 runtime::OnnxSession& EmbeddingExtractor::session_for(
     const EmbeddingGraph& graph, const std::vector<runtime::InputShape>& shapes) {
-  auto& session = shaped_sessions_[graph.sha256 + " " + runtime::shapes_to_string(shapes)];
-  if (session) return *session;
-  runtime::CompileCache cache(compile_cache_root_);
-  runtime::CompiledSessionRequest request;
-  request.model = graph.model;
-  request.model_sha256 = graph.sha256;
-  request.config = config_.session;
-  request.shapes = shapes;
-  request.dimension_overrides = runtime::dimension_overrides(graph.inputs, shapes);
-  auto compiled = runtime::open_compiled_session(
-      cache, runtime::find_status(runtime::provider_statuses(), config_.session.provider), request);
-  for (const auto& note : compiled.notes) spdlog::info("{}", note);
-  spdlog::debug("{}: {} {} on {}: {} in {:.2f} s", model_name_, graph.label,
-                runtime::shapes_to_string(shapes), runtime::provider_name(config_.session.provider),
-                compiled.cache_hit ? "compiled graph from the cache" : "compiled",
-                compiled.seconds);
-  session = std::move(compiled.session);
-  opened_shapes_.push_back(shapes);
-  return *session;
+  return shaped_sessions_->session_for({graph.model, graph.sha256, model_name_ + " " + graph.label},
+                                       shapes, runtime::dimension_overrides(graph.inputs, shapes));
+}
+
+const std::vector<std::vector<runtime::InputShape>>& EmbeddingExtractor::opened_shapes() const {
+  static const std::vector<std::vector<runtime::InputShape>> kNone;
+  return shaped_sessions_ ? shaped_sessions_->opened_shapes() : kNone;
 }
 
 NdArray<float> EmbeddingExtractor::run_trunk(const NdArray<float>& feats) {

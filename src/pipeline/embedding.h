@@ -24,6 +24,7 @@
 #include "pipeline/fbank.h"
 #include "runtime/onnx_session.h"
 #include "runtime/shape_plan.h"
+#include "runtime/shaped_session_pool.h"
 
 namespace parley::pipeline {
 
@@ -146,9 +147,7 @@ class EmbeddingExtractor {
   // static-shape provider, or batch_buckets set); otherwise one session takes every shape.
   bool opens_per_shape() const { return trunk_graph_ != nullptr; }
   // The input shapes of the sessions opened per shape so far, in the order they were opened.
-  const std::vector<std::vector<runtime::InputShape>>& opened_shapes() const {
-    return opened_shapes_;
-  }
+  const std::vector<std::vector<runtime::InputShape>>& opened_shapes() const;
 
  private:
   // Embeddings [count, speakers, D] of the listed chunks from their masks [count, speakers,
@@ -186,8 +185,7 @@ class EmbeddingExtractor {
   std::optional<runtime::Buckets> trunk_buckets_;
   std::unique_ptr<EmbeddingGraph> trunk_graph_;
   std::unique_ptr<EmbeddingGraph> pooled_graph_;  // made at the first pooled pass
-  std::map<std::string, std::unique_ptr<runtime::OnnxSession>> shaped_sessions_;
-  std::vector<std::vector<runtime::InputShape>> opened_shapes_;
+  std::unique_ptr<runtime::ShapedSessionPool> shaped_sessions_;
 };
 
 }  // namespace parley::pipeline

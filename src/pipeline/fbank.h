@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "core/ndarray.h"
+#include "core/sample_rate.h"
 
 namespace parley::pipeline {
 
 enum class FbankWindow { kHamming, kHanning, kPovey, kRectangular };
 
 struct FbankConfig {
-  double sample_rate = 16000.0;
+  double sample_rate = kSampleRate;
   std::size_t num_mel_bins = 80;
   double frame_length_ms = 25.0;
   double frame_shift_ms = 10.0;

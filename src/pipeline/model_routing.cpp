@@ -141,7 +141,7 @@ int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int want
   if (sessions < wanted) {
     notices.say(fmt::format(
         "{}: {} segmentation sessions of {} chunks need about {} of device memory, {} is free; "
-        "using {} (--segmentation-sessions, --segmentation-batch)",
+        "using {} (segmentation_accelerator_sessions, accelerator_segmentation_batch_size)",
         runtime::provider_name(provider), wanted, batch,
         runtime::format_bytes(per_session * static_cast<std::uintmax_t>(wanted)),
         runtime::format_bytes(memory->free_bytes), sessions));
@@ -176,9 +176,8 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       environment.statuses != nullptr ? *environment.statuses : runtime::provider_statuses();
   runtime::OnceNotices& notices =
       environment.notices != nullptr ? *environment.notices : runtime::notices();
-  const std::filesystem::path root = routing.compile_cache_root.empty()
-                                         ? runtime::CompileCache::default_root()
-                                         : routing.compile_cache_root;
+  const std::filesystem::path root =
+      runtime::CompileCache::root_or_default(routing.compile_cache_root);
   const runtime::CompileCache cache(root);
   const runtime::CostModelStore costs(root, runtime::CostModelStore::this_machine_id());
   const std::size_t chunks = expected_chunks(routing.expected_audio_seconds, config.step_seconds);

@@ -153,7 +153,8 @@ TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentati
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCuda);
   EXPECT_EQ(sessions.embedding.session.provider_options.at("device_id"), "0");
   EXPECT_EQ(sessions.embedding.batch_size, 32u);
-  EXPECT_NE(sessions.segmentation_route->reason.find("cuda (--provider cuda)"), std::string::npos)
+  EXPECT_NE(sessions.segmentation_route->reason.find("cuda (provider cuda requested)"),
+            std::string::npos)
       << sessions.segmentation_route->reason;
   EXPECT_TRUE(said_.empty());
 }
@@ -175,7 +176,8 @@ TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {
   EXPECT_EQ(sessions_with(runtime::DeviceMemory{8 * kGiB, 3 * kGiB / 2, "test"}), 2);
   ASSERT_EQ(said_.size(), 1u);
   EXPECT_NE(said_.front().find("using 2"), std::string::npos) << said_.front();
-  EXPECT_NE(said_.front().find("--segmentation-sessions"), std::string::npos) << said_.front();
+  EXPECT_NE(said_.front().find("segmentation_accelerator_sessions"), std::string::npos)
+      << said_.front();
   config.segmentation_accelerator_sessions = 1;
   EXPECT_EQ(sessions_with(runtime::DeviceMemory{8 * kGiB, kGiB / 2, "test"}), 1);
 }
@@ -186,7 +188,7 @@ TEST_F(ModelRoutingTest, PerModelChoiceOverridesTheCommonOne) {
   const auto sessions = plan(config, gpu_statuses_);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.segmentation.threads, 4);
-  EXPECT_NE(sessions.segmentation_route->reason.find("--provider cpu"), std::string::npos);
+  EXPECT_NE(sessions.segmentation_route->reason.find("provider cpu requested"), std::string::npos);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCuda);
 }
 

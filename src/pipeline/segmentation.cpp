@@ -15,10 +15,8 @@
 #include <thread>
 
 #include "core/error.h"
-#include "core/sha256.h"
 #include "runtime/compile_cache.h"
-#include "runtime/compiled_session.h"
-#include "runtime/provider_discovery.h"
+#include "runtime/provider.h"
 
 namespace parley::pipeline {
 namespace {
@@ -51,7 +49,7 @@ SegmentationSignature SegmentationSignature::from(const runtime::OnnxSession& se
   const std::string model = session.model_path().string();
   const std::string expectation =
       "a pyannote segmentation-3.0 model takes waveform float32[batch,1,samples] and returns "
-      "float[batch,frames,7]; check that --segmentation-model points at segmentation-3.0";
+      "float[batch,frames,7]; check that the segmentation model file is segmentation-3.0";
   if (session.inputs().size() != 1 || session.outputs().size() != 1) {
     fail("{}: has {} inputs and {} outputs, expected one of each ({})", model,
          session.inputs().size(), session.outputs().size(), expectation);
@@ -85,27 +83,19 @@ SegmentationSignature SegmentationSignature::from(const runtime::OnnxSession& se
 }
 
 std::string unfolded_fp16_warning(const std::filesystem::path& model_path) {
-  // The size check keeps users' other models from being hashed on every load.
-  constexpr std::uintmax_t kUnfoldedFp16Bytes = 2977738;
-  std::error_code ec;
-  if (std::filesystem::file_size(model_path, ec) != kUnfoldedFp16Bytes || ec ||
-      sha256_file(model_path) != kUnfoldedFp16SegmentationSha256) {
-    return {};
-  }
+  const std::string name = model_path.string();
+  if (!models::computes_filters_in_float16(models::read_model_bytes(model_path), name)) return {};
   return fmt::format(
-      "{}: this float16 export computes its SincNet filters in float16 and agrees with pyannote "
-      "on only ~95-97 % of frames; `scripts/prepare-models` derives "
-      "build/models/segmentation-3.0-fp32-folded.onnx (99.8-100 %) and "
-      "segmentation-3.0-fp16-folded.onnx (99.6-99.9 %) from it (or run "
-      "`tools/fold_sincnet_filters.py {} OUT.onnx`); use one of those",
-      model_path.string(), model_path.string());
+      "{}: this model computes its SincNet filters in float16 and agrees with pyannote on only "
+      "~95-97 % of frames; precompute them with `python3 tools/fold_sincnet_filters.py {} "
+      "OUT.onnx` (from parley's source) or use a folded model from `parley models list` "
+      "(99.6-100 %)",
+      name, name);
 }
 
 struct SegmentationModel::Worker {
   std::unique_ptr<runtime::OnnxSession> session;  // every batch size (dynamic shapes)
-  // Static-shape providers: one compiled session per bucket, opened on first use.
-  std::map<std::size_t, std::unique_ptr<runtime::OnnxSession>> compiled;
-  NdArray<float> input;  // reused across calls of the same batch size
+  NdArray<float> input;                           // reused across calls of the same batch size
 };
 
 namespace {
@@ -147,14 +137,12 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   if (static_shapes_) {
     // The compiled-graph cache is keyed by a model file's digest: the rewritten model is kept on
     // disk under its own digest, where warm-cache and the routing look for it too.
-    const auto root = config_.compile_cache_root.empty() ? runtime::CompileCache::default_root()
-                                                         : config_.compile_cache_root;
+    const auto root = runtime::CompileCache::root_or_default(config_.compile_cache_root);
     const auto file = models::accelerator_model_file(model_path_, root / "models");
-    compiled_model_path_ = file.path;
-    compiled_model_sha256_ = file.sha256;
+    compiled_model_ = {file.path, file.sha256, model_path_.string()};
+    compiled_sessions_ = std::make_unique<runtime::ShapedSessionPool>(root, session_config_);
     const std::size_t batch = config_.batch_buckets ? config_.batch_buckets->smallest() : 1;
-    first->compiled[batch] = open_compiled(batch);
-    signature_ = SegmentationSignature::from(*first->compiled[batch]);
+    signature_ = SegmentationSignature::from(compiled_session(batch));
     // That session reports the batch it was pinned to; the model itself takes any.
     signature_.batch_is_dynamic = batch_made_dynamic;
   } else {
@@ -187,34 +175,15 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
 
 SegmentationModel::~SegmentationModel() = default;
 
-std::unique_ptr<runtime::OnnxSession> SegmentationModel::open_compiled(std::size_t batch) {
-  runtime::CompileCache cache(config_.compile_cache_root.empty()
-                                  ? runtime::CompileCache::default_root()
-                                  : config_.compile_cache_root);
-  runtime::CompiledSessionRequest request;
-  request.model = compiled_model_path_;
-  request.model_sha256 = compiled_model_sha256_;
-  request.config = session_config_;
-  request.shapes = {{"waveform",
-                     {static_cast<std::int64_t>(batch), 1,
-                      static_cast<std::int64_t>(config_.samples_per_chunk)}}};
-  request.dimension_overrides = {{"batch", static_cast<std::int64_t>(batch)},
-                                 {"samples", static_cast<std::int64_t>(config_.samples_per_chunk)}};
-  auto compiled = runtime::open_compiled_session(
-      cache, runtime::find_status(runtime::provider_statuses(), config_.provider), request);
-  for (const auto& note : compiled.notes) spdlog::info("{}", note);
-  spdlog::debug("{}: batch {} on {}: {} in {:.2f} s", model_path_.string(), batch,
-                runtime::provider_name(config_.provider),
-                compiled.cache_hit ? "compiled graph from the cache" : "compiled",
-                compiled.seconds);
-  return std::move(compiled.session);
+runtime::OnnxSession& SegmentationModel::compiled_session(std::size_t batch) {
+  const auto samples = static_cast<std::int64_t>(config_.samples_per_chunk);
+  const auto chunks = static_cast<std::int64_t>(batch);
+  return compiled_sessions_->session_for(compiled_model_, {{"waveform", {chunks, 1, samples}}},
+                                         {{"batch", chunks}, {"samples", samples}});
 }
 
 runtime::OnnxSession& SegmentationModel::session_for(Worker& worker, std::size_t batch) {
-  if (!static_shapes_) return *worker.session;
-  auto& session = worker.compiled[batch];
-  if (!session) session = open_compiled(batch);
-  return *session;
+  return static_shapes_ ? compiled_session(batch) : *worker.session;
 }
 
 std::size_t SegmentationModel::effective_batch_size() const {

@@ -4,7 +4,7 @@
 // {2}, {0,1}, {0,2}, {1,2}). Works with the shipped float16 export, whose batch is pinned to 1
 // (it is run one chunk at a time), and with float32 or rewritten models whose batch is dynamic
 // (chunks can go `batch_size` per call). Use the shipped fp16 file only after
-// tools/fold_sincnet_filters.py (scripts/prepare-models does it): see docs/segmentation.md.
+// tools/fold_sincnet_filters.py: see docs/segmentation.md.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -19,6 +19,7 @@
 #include "core/ndarray.h"
 #include "runtime/onnx_session.h"
 #include "runtime/shape_plan.h"
+#include "runtime/shaped_session_pool.h"
 
 namespace parley::pipeline {
 
@@ -71,14 +72,10 @@ struct SegmentationSignature {
   static SegmentationSignature from(const runtime::OnnxSession& session);
 };
 
-// sha256 of ../shared/models/segmentation-3.0-fp16.onnx as shipped: its SincNet filters are
-// computed in float16 and agree with pyannote on only ~95-97 % of frames until
-// tools/fold_sincnet_filters.py precomputes them (docs/segmentation.md).
-inline constexpr const char* kUnfoldedFp16SegmentationSha256 =
-    "b0acba8e4cc30e8ec2bd33075ce95f282d66acab86fb155860d8deddbfacd30c";
-
-// A message telling the user to fold the filterbank when `model_path` is that unfolded file;
-// empty otherwise. SegmentationModel logs it as a warning.
+// A message telling the user to fold the SincNet filterbank when the model at `model_path`
+// computes it in float16 at run time (such as the shipped segmentation-3.0-fp16.onnx, which then
+// agrees with pyannote on only ~95-97 % of frames; docs/segmentation.md); empty otherwise.
+// SegmentationModel logs it as a warning.
 std::string unfolded_fp16_warning(const std::filesystem::path& model_path);
 
 class SegmentationModel {
@@ -121,13 +118,14 @@ class SegmentationModel {
   // The session that runs a call of `batch` chunks: the worker's own, or on a static-shape
   // provider the compiled graph for that batch size (opened on first use, through the cache).
   runtime::OnnxSession& session_for(Worker& worker, std::size_t batch);
-  std::unique_ptr<runtime::OnnxSession> open_compiled(std::size_t batch);
+  runtime::OnnxSession& compiled_session(std::size_t batch);
 
   std::filesystem::path model_path_;
   runtime::SessionConfig session_config_;
   bool static_shapes_ = false;
-  std::filesystem::path compiled_model_path_;  // the rewritten model on disk, for the cache
-  std::string compiled_model_sha256_;
+  // Static-shape providers (one worker): the rewritten model on disk and its compiled graphs.
+  runtime::ShapedModel compiled_model_;
+  std::unique_ptr<runtime::ShapedSessionPool> compiled_sessions_;
   SegmentationConfig config_;
   SegmentationSignature signature_;
   std::string rewritten_model_;  // the model as sessions load it, when it had to be rewritten

@@ -34,7 +34,7 @@ std::vector<std::filesystem::path> fixtures_with_clip(const std::filesystem::pat
 
 // Agreement of `model` with the golden segmentations of one fixture.
 ts::Agreement fixture_agreement(SegmentationModel& model, const std::filesystem::path& fixture) {
-  const auto audio = read_wav_16k_mono(fixture / "clip_16k.wav");
+  const auto audio = parley::audio::load_mono_16k(fixture / "clip_16k.wav");
   const auto golden = npz_get(read_npz(fixture / "segmentations.npz"), "segmentations",
                               fixture / "segmentations.npz")
                           .as<float>();

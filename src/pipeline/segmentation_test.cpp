@@ -118,7 +118,7 @@ TEST(SegmentationModel, NoChunksGiveEmptyOutput) {
 TEST(SegmentationModel, ReturnsPowersetLogProbabilities) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);
-  const auto audio = read_wav_16k_mono(clip);
+  const auto audio = parley::audio::load_mono_16k(clip);
   SegmentationModel model(model_path, SegmentationConfig{});
   const auto output = model.run(2, chunk_source(audio, {3, 30}));
   ASSERT_EQ(output.shape(), (std::vector<std::size_t>{2, 589, 7}));
@@ -134,7 +134,7 @@ TEST(SegmentationModel, ReturnsPowersetLogProbabilities) {
 TEST(SegmentationModel, ChunkSourceIsZeroPadded) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);
-  const auto audio = read_wav_16k_mono(clip);
+  const auto audio = parley::audio::load_mono_16k(clip);
   SegmentationModel model(model_path, SegmentationConfig{});
   // Chunk 30 holds 9.97 s of audio; the source writes only those samples.
   const auto from_source = model.run(1, chunk_source(audio, {30}));
@@ -147,7 +147,7 @@ TEST(SegmentationModel, ChunkSourceIsZeroPadded) {
 TEST(SegmentationModel, ThreadCountDoesNotChangeOutput) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);
-  const auto audio = read_wav_16k_mono(clip);
+  const auto audio = parley::audio::load_mono_16k(clip);
   const auto one_thread = run_chunks(model_path, audio, 1, 1);
 
   SegmentationConfig config;
@@ -179,7 +179,7 @@ TEST(SegmentationDynamicBatch, RewriteMatchesPerChunkRunsOnRealAudio) {
   PARLEY_REQUIRE_SHARED(clip, kClip);
   PARLEY_REQUIRE_DERIVED_MODEL(dynamic_model, "make_dynamic_batch.py", fixed_model,
                                "segmentation-3.0-fp16-dynbatch.onnx");
-  const auto audio = read_wav_16k_mono(clip);
+  const auto audio = parley::audio::load_mono_16k(clip);
   {
     SegmentationModel model(dynamic_model, SegmentationConfig{});
     EXPECT_TRUE(model.signature().batch_is_dynamic);
@@ -207,7 +207,7 @@ TEST(SegmentationDynamicBatch, Float32UpcastRunsBatched) {
                                "segmentation-3.0-fp16-dynbatch.onnx");
   PARLEY_REQUIRE_DERIVED_MODEL(fp32_model, "upcast_fp16_model.py", dynamic_model,
                                "segmentation-3.0-fp32-dynbatch.onnx");
-  const auto audio = read_wav_16k_mono(clip);
+  const auto audio = parley::audio::load_mono_16k(clip);
   {
     SegmentationModel model(fp32_model, SegmentationConfig{});
     EXPECT_TRUE(model.signature().batch_is_dynamic);

@@ -13,18 +13,19 @@
 #include <string>
 #include <vector>
 
+#include "audio/mono_resampled_stream.h"
 #include "core/error.h"
 #include "core/ndarray.h"
+#include "core/sample_rate.h"
 #include "pipeline/powerset.h"
 #include "pipeline/segmentation.h"
 #include "pipeline/sliding_window.h"
-#include "pipeline/wav_16k.h"
 
 namespace parley::pipeline::test_support {
 
 // pyannote's chunking of `audio` (10 s every 1 s, last chunk zero-padded).
 inline ChunkPlan chunk_plan(const std::vector<float>& audio) {
-  return plan_chunks(static_cast<std::int64_t>(audio.size()), kSegmentationSampleRate);
+  return plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
 }
 
 // Chunk source over `audio`; with `chunk_positions`, model chunk i is pyannote chunk

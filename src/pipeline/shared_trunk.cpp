@@ -110,15 +110,15 @@ void check_receptive_field(const models::TimeReceptiveField& field,
   switch (field.kind) {
     case Kind::kGlobal:
       fail(
-          "--embedding-mode shared: the embedding model's trunk mixes the whole time axis ({}), "
-          "so its frames cannot be shared between chunks; use --embedding-mode exact",
+          "embedding_mode shared: the embedding model's trunk mixes the whole time axis ({}), "
+          "so its frames cannot be shared between chunks; use embedding_mode exact",
           field.reason);
     case Kind::kUnknown: {
       static std::atomic<bool> warned{false};
       if (!warned.exchange(true)) {
         spdlog::warn(
-            "--embedding-mode shared: cannot tell how far the embedding model's trunk reaches "
-            "along time ({}); assuming its margins of {} fbank frames cover it (--embedding-mode "
+            "embedding_mode shared: cannot tell how far the embedding model's trunk reaches "
+            "along time ({}); assuming its margins of {} fbank frames cover it (embedding_mode "
             "exact does not depend on this)",
             field.reason, config.margin_frames);
       }
@@ -129,14 +129,14 @@ void check_receptive_field(const models::TimeReceptiveField& field,
   }
   if (field.stride != static_cast<std::int64_t>(config.time_stride)) {
     fail(
-        "--embedding-mode shared: the embedding model's trunk keeps one frame in {} along time, "
-        "not {}; use --embedding-mode exact with this model",
+        "embedding_mode shared: the embedding model's trunk keeps one frame in {} along time, "
+        "not {}; use embedding_mode exact with this model",
         field.stride, config.time_stride);
   }
   if (field.reach() > static_cast<std::int64_t>(config.margin_frames)) {
     fail(
-        "--embedding-mode shared: the embedding model's trunk reaches {} fbank frames along time "
-        "({}), more than the shared trunk's margins of {}; use --embedding-mode exact with this "
+        "embedding_mode shared: the embedding model's trunk reaches {} fbank frames along time "
+        "({}), more than the shared trunk's margins of {}; use embedding_mode exact with this "
         "model",
         field.reach(), field.to_string(), config.margin_frames);
   }
@@ -179,8 +179,8 @@ PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t 
   const std::size_t hop = fbank.window_shift();
   if (step_samples <= 0 || static_cast<std::size_t>(step_samples) % hop != 0) {
     fail(
-        "--embedding-mode shared needs a chunk step that is a whole number of {} ms fbank frames "
-        "(got {} samples); use --embedding-mode exact or a step such as 1 or 2 s",
+        "embedding_mode shared needs a chunk step that is a whole number of {} ms fbank frames "
+        "(got {} samples); use embedding_mode exact or a step such as 1 or 2 s",
         fbank.frame_shift_ms, step_samples);
   }
   const std::size_t chunk_frames =
@@ -386,7 +386,7 @@ std::vector<NdArray<float>> SharedTrunk::run_passes(
     if (produced != ceil_div(input_frames, stride)) {
       fail(
           "shared trunk: the embedding model turned {} fbank frames into {} frames, not {} "
-          "(time stride {}); use --embedding-mode exact with this model",
+          "(time stride {}); use embedding_mode exact with this model",
           input_frames, produced, ceil_div(input_frames, stride), stride);
     }
     for (std::size_t j = 0; j < members.size(); ++j) {

@@ -130,7 +130,7 @@ TEST(SharedTrunk, BlocksEqualOnePassOverTheRecording) {
     SharedTrunk trunk(extractor, audio, plan, too_narrow);
     FAIL() << "a margin narrower than the trunk's reach must be refused";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("--embedding-mode exact"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("embedding_mode exact"), std::string::npos)
         << error.what();
   }
 }
@@ -286,7 +286,7 @@ void record(const std::string& name, const Agreement& agreement) {
 // numbers (full ResNet34, too slow for a unit test) are in docs/embedding.md.
 TEST(SharedTrunk, CloseToExactModeOnARealRecording) {
   PARLEY_REQUIRE_SHARED(golden, "goldens/pyannote-community1/02_pyannote_sample");
-  const auto audio = read_wav_16k_mono(golden / "clip_16k.wav");
+  const auto audio = parley::audio::load_mono_16k(golden / "clip_16k.wav");
   const NdArray<float> segmentations = golden_segmentations(golden, 21);
   EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
                                test_model_config());
@@ -437,7 +437,7 @@ TEST(SharedTrunk, ChecksTheTrunksReceptiveField) {
     FAIL() << "a global trunk must be refused";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("GlobalAveragePool"), std::string::npos);
-    EXPECT_NE(std::string(error.what()).find("--embedding-mode exact"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("embedding_mode exact"), std::string::npos);
   }
   field.kind = Kind::kUnknown;
   EXPECT_NO_THROW(check_receptive_field(field, config));

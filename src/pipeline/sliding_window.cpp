@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/sample_rate.h"
 
 namespace parley::pipeline {
 
@@ -135,13 +136,12 @@ std::span<const ConvLayer> segmentation3_layers() {
 }
 
 SlidingWindow segmentation3_frames() {
-  return receptive_field(segmentation3_layers(), kSegmentationSampleRate);
+  return receptive_field(segmentation3_layers(), kSampleRate);
 }
 
 std::int64_t segmentation3_frames_per_chunk() {
-  return conv_num_frames(
-      static_cast<std::int64_t>(kSegmentationChunkDuration * kSegmentationSampleRate),
-      segmentation3_layers());
+  return conv_num_frames(static_cast<std::int64_t>(kSegmentationChunkDuration * kSampleRate),
+                         segmentation3_layers());
 }
 
 std::int64_t ChunkPlan::valid_samples(std::int64_t chunk) const {

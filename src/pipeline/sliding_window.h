@@ -110,7 +110,6 @@ SlidingWindow receptive_field(std::span<const ConvLayer> layers, int sample_rate
 // SincNet front end of segmentation-3.0 / PyanNet (stride 10): conv 251, pool 3, conv 5,
 // pool 3, conv 5, pool 3.
 std::span<const ConvLayer> segmentation3_layers();
-inline constexpr int kSegmentationSampleRate = 16000;
 inline constexpr double kSegmentationChunkDuration = 10.0;
 inline constexpr double kSegmentationStepRatio = 0.1;  // community-1's segmentation_step
 // receptive_field(segmentation3_layers(), 16000): start 0, duration 0.0619375, step 0.016875.

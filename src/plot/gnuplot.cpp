@@ -10,21 +10,10 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/subprocess.h"
 
 namespace parley::plot {
 namespace {
-
-std::string shell_quoted(const std::string& text) {
-  std::string quoted_text = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted_text += "'\\''";
-    } else {
-      quoted_text += c;
-    }
-  }
-  return quoted_text + "'";
-}
 
 bool is_executable(const std::filesystem::path& path) {
   std::error_code error;
@@ -44,8 +33,7 @@ ImageFormat image_format_for(const std::filesystem::path& output) {
   const std::string extension = output.extension().string();
   if (extension == ".png") return ImageFormat::png;
   if (extension == ".svg") return ImageFormat::svg;
-  fail("--plot {}: the chart is written as .png or .svg; name the file accordingly",
-       output.string());
+  fail("chart {}: charts are written as .png or .svg; name the file accordingly", output.string());
 }
 
 std::optional<std::filesystem::path> find_gnuplot() {
@@ -73,7 +61,7 @@ std::filesystem::path require_gnuplot() {
   const std::optional<std::filesystem::path> gnuplot = find_gnuplot();
   if (!gnuplot) {
     fail(
-        "--plot needs gnuplot, which was not found{}; install the Debian package gnuplot-nox "
+        "charts need gnuplot, which was not found{}; install the Debian package gnuplot-nox "
         "(sudo apt-get install gnuplot-nox) or set PARLEY_GNUPLOT to the program",
         std::getenv("PARLEY_GNUPLOT") != nullptr ? " at $PARLEY_GNUPLOT" : " on PATH");
   }
@@ -114,13 +102,13 @@ void render(const std::string& body, const std::filesystem::path& output, int wi
   std::ofstream(script_path, std::ios::binary) << script;
   std::error_code ignored;
   std::filesystem::remove(absolute_output, ignored);
-  const std::string command =
-      fmt::format("{} {} >/dev/null 2>{}", shell_quoted(gnuplot->string()),
-                  shell_quoted(script_path.string()), shell_quoted(errors_path.string()));
-  const int status = std::system(command.c_str());
+  SpawnOptions options;
+  options.stdout_path = "/dev/null";
+  options.stderr_path = errors_path;
+  const int status = run_process({gnuplot->string(), script_path.string()}, options);
   const std::string errors = read_all(errors_path);
   std::filesystem::remove_all(work, ignored);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fail("gnuplot ({}) failed drawing {}: {}", gnuplot->string(), output.string(),
          errors.empty() ? std::string("no message") : errors);
   }

@@ -386,6 +386,10 @@ fs::path CompileCache::default_root() {
   return {};
 }
 
+fs::path CompileCache::root_or_default(const fs::path& root) {
+  return root.empty() ? default_root() : root;
+}
+
 fs::path CompileCache::entry_dir(const CompileKey& key) const {
   return root_ / std::string(provider_name(key.provider)) / key.digest().substr(0, 32);
 }
@@ -452,7 +456,7 @@ EntryInfo CompileCache::Build::commit(double build_seconds) {
   if (written.empty()) {
     fail(
         "{}: {} wrote no compiled files into {}; its cache options had no effect, so nothing can "
-        "be reused (check the provider version and --provider-option settings)",
+        "be reused (check the provider version and provider_options)",
         key_.model_name, provider_name(key_.provider), artifacts_.string());
   }
   for (const auto& path : written) {

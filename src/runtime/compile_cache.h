@@ -128,6 +128,8 @@ class CompileCache {
   explicit CompileCache(std::filesystem::path root);
   // $PARLEY_COMPILE_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/parley/compiled.
   static std::filesystem::path default_root();
+  // `root`, or default_root() when it is empty (what an unset configuration field means).
+  static std::filesystem::path root_or_default(const std::filesystem::path& root);
 
   const std::filesystem::path& root() const { return root_; }
   // Whether root() holds the marker that parley writes when it creates a cache there.

@@ -147,7 +147,7 @@ int device_id_option(const ProviderOptions& options) {
   try {
     return std::stoi(it->second);
   } catch (const std::exception&) {
-    fail("--provider-option device_id={}: expected a device number", it->second);
+    fail("provider_options device_id={}: expected a device number", it->second);
   }
 }
 

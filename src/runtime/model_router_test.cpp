@@ -114,7 +114,8 @@ TEST_F(ModelRouterTest, NoGpuFallsBackOnceOrFailsWhenForced) {
     route_model(named, cache, costs, cpu_statuses_, recording);
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("--provider migraphx: unavailable"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("execution provider migraphx: unavailable"),
+              std::string::npos)
         << error.what();
   }
   EXPECT_EQ(said.size(), 1u);

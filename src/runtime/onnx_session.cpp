@@ -178,8 +178,8 @@ void release_ort_env() {
 
 void OnnxSession::fail_on_provider(const std::string& model_name, const std::string& error) const {
   fail(
-      "{}: ONNX Runtime cannot create a session on {} ({}): {} (check the --provider-option "
-      "values; --provider cpu runs the model on the CPU)",
+      "{}: ONNX Runtime cannot create a session on {} ({}): {} (check the provider_options "
+      "values; the cpu provider runs the model on the CPU)",
       model_name, provider_name(provider_), provider_method_, error);
 }
 
@@ -207,8 +207,10 @@ void OnnxSession::attach(Ort::SessionOptions& options, const SessionConfig& conf
   if (config.provider == ProviderId::kCpu) return;
   const auto& status = find_status(provider_statuses(), config.provider);
   if (!status.available) {
-    fail("--provider {}: unavailable: {} (`parley providers` lists what this machine can use)",
-         provider_name(config.provider), status.reason);
+    fail(
+        "execution provider {}: unavailable: {} (`parley providers` lists what this machine can "
+        "use)",
+        provider_name(config.provider), status.reason);
   }
   ProviderOptions provider_options = effective_options(config.provider, config.provider_options);
   if (!config.compiled_cache_dir.empty()) {

@@ -86,7 +86,8 @@ TEST(OnnxSession, UnavailableProviderIsAnErrorNamingIt) {
     OnnxSession session(model, config);
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("--provider migraphx: unavailable"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("execution provider migraphx: unavailable"),
+              std::string::npos)
         << error.what();
   }
 }

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace parley::runtime {
 namespace {
@@ -15,13 +16,6 @@ std::string lower(std::string_view text) {
   std::transform(result.begin(), result.end(), result.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return result;
-}
-
-std::string trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t");
-  return std::string(text.substr(first, last - first + 1));
 }
 
 const std::vector<ProviderTraits>& table() {
@@ -128,7 +122,7 @@ const std::vector<ProviderTraits>& table() {
        .auto_priority = 3,
        .default_options = {{"device_id", "0"}},
        .install_hint =
-           "ONNX Runtime dropped the ROCm provider after 1.22; use --provider migraphx, "
+           "ONNX Runtime dropped the ROCm provider after 1.22; use the migraphx provider, "
            "or an ONNX Runtime 1.22 ROCm build"},
       {.id = ProviderId::kCoreMl,
        .name = "coreml",
@@ -254,7 +248,7 @@ ProviderId parse_provider(std::string_view text) {
 ProviderChoice ProviderChoice::parse(std::string_view text) {
   if (lower(trim(text)) == "auto") return ProviderChoice{};
   if (auto id = find_provider(text)) return ProviderChoice{.automatic = false, .provider = *id};
-  fail("--provider {}: unknown execution provider; valid names: {}", text, valid_provider_names());
+  fail("unknown execution provider '{}'; valid names: {}", text, valid_provider_names());
 }
 
 std::string ProviderChoice::to_string() const {
@@ -277,12 +271,13 @@ std::vector<ProviderId> auto_candidates() {
 std::pair<std::string, std::string> parse_provider_option(std::string_view text) {
   const auto equals = text.find('=');
   if (equals == std::string_view::npos) {
-    fail("--provider-option {}: expected key=value (e.g. --provider-option device_id=1)", text);
+    fail("provider_options entry '{}': expected key=value (e.g. device_id=1)", text);
   }
-  std::string key = trim(text.substr(0, equals));
-  std::string value = trim(text.substr(equals + 1));
+  std::string key(trim(text.substr(0, equals)));
+  std::string value(trim(text.substr(equals + 1)));
   if (key.empty() || value.empty()) {
-    fail("--provider-option {}: key and value must both be non-empty (e.g. device_id=1)", text);
+    fail("provider_options entry '{}': key and value must both be non-empty (e.g. device_id=1)",
+         text);
   }
   return {std::move(key), std::move(value)};
 }

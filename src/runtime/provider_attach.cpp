@@ -38,7 +38,7 @@ int device_index(const ProviderOptions& options) {
     if (used == it->second.size() && index >= 0) return index;
   } catch (const std::exception&) {
   }
-  fail("--provider-option device_id={}: expected a device number (0, 1, ...)", it->second);
+  fail("provider_options device_id={}: expected a device number (0, 1, ...)", it->second);
 }
 
 std::string value_or_empty(const Ort::ConstKeyValuePairs& pairs, const char* key) {
@@ -92,7 +92,7 @@ AttachResult attach_plugin(Ort::SessionOptions& session_options, ProviderId prov
   }
   const int index = device_index(options);
   if (static_cast<std::size_t>(index) >= ordered.size()) {
-    fail("--provider-option device_id={}: {} offers {} device(s) (0..{})", index,
+    fail("provider_options device_id={}: {} offers {} device(s) (0..{})", index,
          provider_name(provider), ordered.size(), ordered.size() - 1);
   }
   const auto chosen = ordered[static_cast<std::size_t>(index)];
@@ -145,7 +145,7 @@ void attach_tensorrt_legacy(Ort::SessionOptions& session_options, const Provider
 int parse_flag(const std::string& key, const std::string& value) {
   if (value == "1" || value == "true" || value == "True") return 1;
   if (value == "0" || value == "false" || value == "False") return 0;
-  fail("--provider-option {}={}: expected 0 or 1", key, value);
+  fail("provider_options {}={}: expected 0 or 1", key, value);
 }
 
 std::size_t parse_size(const std::string& key, const std::string& value) {
@@ -155,13 +155,13 @@ std::size_t parse_size(const std::string& key, const std::string& value) {
     if (used == value.size()) return static_cast<std::size_t>(size);
   } catch (const std::exception&) {
   }
-  fail("--provider-option {}={}: expected a byte count", key, value);
+  fail("provider_options {}={}: expected a byte count", key, value);
 }
 
 int parse_arena_strategy(const std::string& key, const std::string& value) {
   if (value == "kNextPowerOfTwo" || value == "0") return 0;
   if (value == "kSameAsRequested" || value == "1") return 1;
-  fail("--provider-option {}={}: expected kNextPowerOfTwo or kSameAsRequested", key, value);
+  fail("provider_options {}={}: expected kNextPowerOfTwo or kSameAsRequested", key, value);
 }
 
 // Older ONNX Runtime builds know MIGraphX only through its options struct.
@@ -197,7 +197,7 @@ void attach_migraphx_struct(Ort::SessionOptions& session_options, const Provider
   if (!unsupported.empty()) {
     fail(
         "migraphx: this ONNX Runtime takes MIGraphX options only through its legacy struct, "
-        "which has no field for {} (drop those --provider-option settings or upgrade ONNX "
+        "which has no field for {} (drop those provider_options or upgrade ONNX "
         "Runtime to 1.23 or newer)",
         fmt::join(unsupported, ", "));
   }
@@ -344,7 +344,7 @@ AttachResult attach_provider(Ort::SessionOptions& session_options, ProviderId pr
   try {
     return {provider, attach_legacy(session_options, provider, options)};
   } catch (const Ort::Exception& error) {
-    fail("--provider {}: ONNX Runtime {} cannot attach {}: {}{} ({})", provider_traits.name,
+    fail("execution provider {}: ONNX Runtime {} cannot attach {}: {}{} ({})", provider_traits.name,
          Ort::GetVersionString(), provider_traits.ort_name,
          plugin_problem.empty() ? std::string() : plugin_problem + "; legacy call: ", error.what(),
          provider_traits.install_hint);

@@ -28,7 +28,7 @@ TEST(Attach, MissingProviderSaysWhatIsMissing) {
   const auto message = message_of([&] {
     attach_provider(options, ProviderId::kCuda, {{"device_id", "0"}}, std::nullopt);
   });
-  EXPECT_NE(message.find("--provider cuda"), std::string::npos) << message;
+  EXPECT_NE(message.find("execution provider cuda"), std::string::npos) << message;
   EXPECT_NE(message.find("CUDAExecutionProvider"), std::string::npos) << message;
   EXPECT_NE(message.find("install the GPU build of ONNX Runtime"), std::string::npos) << message;
 }

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/executable_path.h"
+#include "core/text.h"
 #include "runtime/provider_attach.h"
 
 namespace parley::runtime {
@@ -164,20 +165,13 @@ std::string read_first_line(const fs::path& file) {
   return line;
 }
 
-std::string trim(std::string text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
-
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("model name", 0) == 0) {
       const auto colon = line.find(':');
-      if (colon != std::string::npos) return trim(line.substr(colon + 1));
+      if (colon != std::string::npos) return std::string(trim(line.substr(colon + 1)));
     }
   }
   return "CPU";
@@ -226,7 +220,7 @@ std::vector<GpuDevice> linux_gpus() {
   for (const auto& card : cards) {
     const std::string vendor = read_first_line(card / "device" / "vendor");
     const std::string device = read_first_line(card / "device" / "device");
-    std::string product = trim(read_first_line(card / "device" / "product_name"));
+    std::string product(trim(read_first_line(card / "device" / "product_name")));
     if (vendor == "0x1002") {
       gpus.push_back({"amd", product.empty() ? fmt::format("AMD GPU {}", device) : product,
                       amd_driver.empty() ? std::string("amdgpu") : amd_driver});
@@ -384,8 +378,10 @@ ProviderResolution resolve_provider(const ProviderChoice& choice,
   if (!choice.automatic) {
     const auto& status = find_status(statuses, choice.provider);
     if (!status.available) {
-      fail("--provider {}: unavailable: {} (`parley providers` lists what this machine can use)",
-           provider_name(choice.provider), status.reason);
+      fail(
+          "execution provider {}: unavailable: {} (`parley providers` lists what this machine can "
+          "use)",
+          provider_name(choice.provider), status.reason);
     }
     resolution.provider = choice.provider;
     if (traits(choice.provider).accelerator) resolution.accelerator = choice.provider;
@@ -408,7 +404,8 @@ ProviderResolution resolve_provider(const ProviderChoice& choice,
   resolution.problem = problems.empty() ? std::string("no GPU provider exists for this platform")
                                         : fmt::format("{}", fmt::join(problems, "; "));
   said_once.say(
-      "--provider auto: no GPU provider can be used here, running on the CPU (`parley providers` "
+      "automatic provider choice: no GPU provider can be used here, running on the CPU (`parley "
+      "providers` "
       "says why)");
   return resolution;
 }

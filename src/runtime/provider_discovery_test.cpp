@@ -134,15 +134,16 @@ TEST(Resolve, ExplicitUnavailableProviderIsAnErrorWithTheReason) {
   OnceNotices quiet(nullptr);
   const auto message =
       message_of([&] { resolve_provider(ProviderChoice::parse("cuda"), statuses, quiet); });
-  EXPECT_NE(message.find("--provider cuda: unavailable: libonnxruntime_providers_cuda.so not "
-                         "found in /custom/providers"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("execution provider cuda: unavailable: libonnxruntime_providers_cuda.so not "
+                   "found in /custom/providers"),
+      std::string::npos)
       << message;
   EXPECT_NE(message.find("install the GPU build of ONNX Runtime"), std::string::npos) << message;
   // Aliases are reported by their canonical name.
   const auto alias =
       message_of([&] { resolve_provider(ProviderChoice::parse("amdgpu"), statuses, quiet); });
-  EXPECT_NE(alias.find("--provider migraphx: unavailable"), std::string::npos) << alias;
+  EXPECT_NE(alias.find("execution provider migraphx: unavailable"), std::string::npos) << alias;
   EXPECT_EQ(resolve_provider(ProviderChoice::parse("cpu"), statuses, quiet).provider,
             ProviderId::kCpu);
 }

@@ -51,17 +51,18 @@ std::optional<std::vector<BatchSlice>> accelerator_plan(const RouteRequest& requ
 RouteDecision route(const RouteRequest& request) {
   const std::string& model = request.model_name;
   if (request.force == ForceMode::kCpu)
-    return on_cpu(request, fmt::format("{}: --force-cpu", model));
+    return on_cpu(request, fmt::format("{}: CPU (forced)", model));
   if (!request.choice.automatic && request.choice.provider == ProviderId::kCpu) {
-    return on_cpu(request, fmt::format("{}: --provider cpu", model));
+    return on_cpu(request, fmt::format("{}: CPU (provider cpu requested)", model));
   }
   const bool strict = request.force == ForceMode::kGpu || !request.choice.automatic;
-  const std::string flag = request.force == ForceMode::kGpu
-                               ? std::string("--force-gpu")
-                               : fmt::format("--provider {}", request.choice.to_string());
+  const std::string request_source =
+      request.force == ForceMode::kGpu
+          ? std::string("GPU forced")
+          : fmt::format("provider {} requested", request.choice.to_string());
   if (!request.accelerator) {
     if (strict) {
-      fail("{}: no GPU provider can be used: {}", flag,
+      fail("{}: no GPU provider can be used: {}", request_source,
            request.accelerator_problem.empty() ? std::string("none was found")
                                                : request.accelerator_problem);
     }
@@ -79,7 +80,7 @@ RouteDecision route(const RouteRequest& request) {
   std::string memory_notice;
   auto plan = accelerator_plan(request, provider, memory_notice);
   if (!plan) {
-    if (strict) fail("{}: {}: {}", flag, model, memory_notice);
+    if (strict) fail("{}: {}: {}", request_source, model, memory_notice);
     return on_cpu(
         request, fmt::format("{}: CPU ({})", model, memory_notice),
         fmt::format("{}: {}; running {} on the CPU", provider_traits.name, memory_notice, model));
@@ -103,12 +104,13 @@ RouteDecision route(const RouteRequest& request) {
   decision.plan = *plan;
   decision.notice = memory_notice;
   if (strict) {
-    decision.reason = cold.empty() ? fmt::format("{}: {} ({})", model, provider_traits.name, flag)
-                                   : fmt::format(
-                                         "{}: {} ({}; compiling batch sizes {} first: `parley "
-                                         "warm-cache --provider {}` does this ahead of time)",
-                                         model, provider_traits.name, flag, fmt::join(cold, ","),
-                                         provider_traits.name);
+    decision.reason = cold.empty()
+                          ? fmt::format("{}: {} ({})", model, provider_traits.name, request_source)
+                          : fmt::format(
+                                "{}: {} ({}; compiling batch sizes {} first: `parley "
+                                "warm-cache --provider {}` does this ahead of time)",
+                                model, provider_traits.name, request_source, fmt::join(cold, ","),
+                                provider_traits.name);
     return decision;
   }
   if (!cold.empty()) {

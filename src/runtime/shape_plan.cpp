@@ -276,8 +276,8 @@ std::vector<std::vector<InputShape>> enumerate_bucket_shapes(
         slots_of_input.push_back(static_cast<long>(slot_index("batch", profile.batch)));
       } else {
         fail(
-            "input '{}' axis {}{} is dynamic and has no sizes; give them with --dim {}=SIZES "
-            "(e.g. --dim {}=998)",
+            "input '{}' axis {}{} is dynamic and has no sizes; add {}=SIZES to dim_buckets "
+            "(e.g. {}=998)",
             input.name, axis, symbol.empty() ? "" : fmt::format(" ('{}')", symbol),
             symbol.empty() ? by_position : symbol, symbol.empty() ? by_position : symbol);
       }

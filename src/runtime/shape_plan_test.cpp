@@ -111,7 +111,8 @@ TEST(Shapes, EnumerateBucketShapes) {
     enumerate_bucket_shapes(unnamed, profile);
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("--dim waveform.2="), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("add waveform.2=SIZES to dim_buckets"),
+              std::string::npos)
         << error.what();
   }
   profile.dim_buckets.emplace("waveform.2", Buckets({160000}));

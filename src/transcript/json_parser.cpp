@@ -1,157 +1,37 @@
 // The JSON transcripts of whisper.cpp (-oj, -ojf) and of the Python whisper family
-// (openai-whisper, faster-whisper, whisperX). nlohmann reports syntax errors by byte offset and
-// knows nothing of positions afterwards, so a small scanner finds the line of any value by its
-// path in the (already valid) text for errors about content.
+// (openai-whisper, faster-whisper, whisperX). A syntax error names its line (from nlohmann's byte
+// offset); an error about content names the value by its JSON pointer ("/segments/3/start").
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "transcript/parsers.h"
 
 namespace parley::transcript {
 namespace {
 
 using Json = nlohmann::json;
-using PathStep = std::variant<std::string, std::size_t>;
-using JsonPath = std::vector<PathStep>;
+// Where a value sits in the document (RFC 6901: "/segments/3/start"), for errors about content.
+using JsonPath = Json::json_pointer;
 
 std::size_t line_of_offset(std::string_view text, std::size_t offset) {
   offset = std::min(offset, text.size());
-  std::size_t line = 1;
-  for (std::size_t index = 0; index < offset; ++index) {
-    if (text[index] == '\n') ++line;
-  }
-  return line;
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
 }
-
-// Walks valid JSON text to find where the value at `path` begins.
-class JsonLocator {
- public:
-  explicit JsonLocator(std::string_view text) : text_(text) {}
-
-  std::size_t offset_of(const JsonPath& path) {
-    position_ = 0;
-    skip_space();
-    for (const PathStep& step : path) {
-      if (position_ >= text_.size()) break;
-      if (const auto* key = std::get_if<std::string>(&step)) {
-        if (!enter_member(*key)) break;
-      } else if (!enter_element(std::get<std::size_t>(step))) {
-        break;
-      }
-    }
-    return position_;
-  }
-
- private:
-  void skip_space() {
-    while (position_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[position_]))) {
-      ++position_;
-    }
-  }
-
-  // Reads a string at position_ (which is at '"') and returns its raw contents.
-  std::string_view read_string() {
-    const std::size_t begin = ++position_;
-    while (position_ < text_.size() && text_[position_] != '"') {
-      if (text_[position_] == '\\') ++position_;
-      ++position_;
-    }
-    const std::string_view contents = text_.substr(begin, position_ - begin);
-    ++position_;
-    return contents;
-  }
-
-  void skip_value() {
-    skip_space();
-    if (position_ >= text_.size()) return;
-    const char first = text_[position_];
-    if (first == '"') {
-      read_string();
-    } else if (first == '{' || first == '[') {
-      int depth = 0;
-      while (position_ < text_.size()) {
-        const char character = text_[position_];
-        if (character == '"') {
-          read_string();
-          continue;
-        }
-        if (character == '{' || character == '[') ++depth;
-        if (character == '}' || character == ']') --depth;
-        ++position_;
-        if (depth == 0) break;
-      }
-    } else {
-      while (position_ < text_.size() && text_[position_] != ',' && text_[position_] != '}' &&
-             text_[position_] != ']' &&
-             !std::isspace(static_cast<unsigned char>(text_[position_]))) {
-        ++position_;
-      }
-    }
-  }
-
-  bool enter_member(const std::string& key) {
-    if (text_[position_] != '{') return false;
-    const std::size_t object_start = position_;
-    ++position_;
-    while (true) {
-      skip_space();
-      if (position_ >= text_.size() || text_[position_] != '"') break;
-      // Keys here are plain ASCII, so the raw contents compare equal to the decoded key.
-      const std::string_view name = read_string();
-      skip_space();
-      ++position_;  // ':'
-      skip_space();
-      if (name == key) return true;
-      skip_value();
-      skip_space();
-      if (position_ < text_.size() && text_[position_] == ',') ++position_;
-    }
-    position_ = object_start;
-    return false;
-  }
-
-  bool enter_element(std::size_t wanted) {
-    if (text_[position_] != '[') return false;
-    const std::size_t array_start = position_;
-    ++position_;
-    for (std::size_t index = 0;; ++index) {
-      skip_space();
-      if (position_ >= text_.size() || text_[position_] == ']') break;
-      if (index == wanted) return true;
-      skip_value();
-      skip_space();
-      if (position_ < text_.size() && text_[position_] == ',') ++position_;
-    }
-    position_ = array_start;
-    return false;
-  }
-
-  std::string_view text_;
-  std::size_t position_ = 0;
-};
 
 std::string path_name(const JsonPath& path) {
-  std::string name;
-  for (const PathStep& step : path) {
-    if (const auto* key = std::get_if<std::string>(&step)) {
-      if (!name.empty()) name += '.';
-      name += *key;
-    } else {
-      name += fmt::format("[{}]", std::get<std::size_t>(step));
-    }
-  }
-  return name.empty() ? "the top level" : name;
+  return path.empty() ? "the top level" : path.to_string();
 }
 
-// Error context shared by one parse: the text (for line numbers) and its name.
+// Error context shared by one parse: the text (for the line of a syntax error) and its name.
 class JsonReader {
  public:
   JsonReader(std::string_view text, std::string_view source) : text_(text), source_(source) {}
@@ -171,9 +51,7 @@ class JsonReader {
   }
 
   [[noreturn]] void fail_at(const JsonPath& path, const std::string& problem) const {
-    JsonLocator locator(text_);
-    fail("{}:{}: {} {}", source_, line_of_offset(text_, locator.offset_of(path)), path_name(path),
-         problem);
+    fail("{}: {} {}", source_, path_name(path), problem);
   }
 
   const Json& member(const Json& object, const JsonPath& path, const std::string& key) const {
@@ -207,21 +85,6 @@ class JsonReader {
   std::string_view text_;
   std::string_view source_;
 };
-
-std::string trimmed(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return std::string(text);
-}
-
-JsonPath extend(JsonPath path, PathStep step) {
-  path.push_back(std::move(step));
-  return path;
-}
 
 // whisper.cpp writes token text byte for byte, and a token can end inside a multi-byte UTF-8
 // character (CJK, emoji), which a strict JSON parser rejects. Each byte that is not part of a
@@ -305,27 +168,27 @@ std::vector<Word> words_from_tokens(const JsonReader& reader, const Json& tokens
   if (!tokens.is_array()) reader.fail_at(path, "is not an array");
   std::vector<Word> words;
   for (std::size_t index = 0; index < tokens.size(); ++index) {
-    const JsonPath token_path = extend(path, index);
+    const JsonPath token_path = path / index;
     const Json& token = tokens[index];
     const std::string text = restore_raw_bytes(
-        reader.string(reader.member(token, token_path, "text"), extend(token_path, "text")));
-    if (is_special_token(text) || trimmed(text).empty()) continue;
+        reader.string(reader.member(token, token_path, "text"), token_path / "text"));
+    if (is_special_token(text) || trim(text).empty()) continue;
     // Without -ojf's token times (older whisper.cpp, or no timestamps) there are no word times.
     if (!token.contains("offsets")) return {};
-    const JsonPath offsets_path = extend(token_path, "offsets");
+    const JsonPath offsets_path = token_path / "offsets";
     const Json& offsets = token["offsets"];
-    const double start = reader.number(reader.member(offsets, offsets_path, "from"),
-                                       extend(offsets_path, "from"), 1000.0);
-    const double end = reader.number(reader.member(offsets, offsets_path, "to"),
-                                     extend(offsets_path, "to"), 1000.0);
+    const double start =
+        reader.number(reader.member(offsets, offsets_path, "from"), offsets_path / "from", 1000.0);
+    const double end =
+        reader.number(reader.member(offsets, offsets_path, "to"), offsets_path / "to", 1000.0);
     const bool starts_word = words.empty() || std::isspace(static_cast<unsigned char>(text[0]));
     if (starts_word) {
       words.push_back(Word{.start = start,
                            .end = std::max(start, end),
-                           .text = trimmed(text),
+                           .text = std::string(trim(text)),
                            .speaker = std::nullopt});
     } else {
-      words.back().text += trimmed(text);
+      words.back().text += trim(text);
       words.back().end = std::max(words.back().end, end);
     }
   }
@@ -339,25 +202,25 @@ Transcript parse_whisper_cpp_json(std::string_view raw_text, std::string_view so
   const std::string text = protect_raw_bytes(raw_text);
   const JsonReader reader(text, source);
   const Json document = reader.parse();
-  const Json& segments = reader.member(document, {}, "transcription");
-  const JsonPath segments_path{std::string("transcription")};
+  const Json& segments = reader.member(document, JsonPath(), "transcription");
+  const JsonPath segments_path("/transcription");
   if (!segments.is_array()) reader.fail_at(segments_path, "is not an array");
   Transcript transcript;
   for (std::size_t index = 0; index < segments.size(); ++index) {
-    const JsonPath path = extend(segments_path, index);
+    const JsonPath path = segments_path / index;
     const Json& entry = segments[index];
     const Json& offsets = reader.member(entry, path, "offsets");
-    const JsonPath offsets_path = extend(path, "offsets");
+    const JsonPath offsets_path = path / "offsets";
     Segment segment;
-    segment.start = reader.number(reader.member(offsets, offsets_path, "from"),
-                                  extend(offsets_path, "from"), 1000.0);
-    segment.end = reader.number(reader.member(offsets, offsets_path, "to"),
-                                extend(offsets_path, "to"), 1000.0);
+    segment.start =
+        reader.number(reader.member(offsets, offsets_path, "from"), offsets_path / "from", 1000.0);
+    segment.end =
+        reader.number(reader.member(offsets, offsets_path, "to"), offsets_path / "to", 1000.0);
     reader.check_order(segment, path);
-    segment.text = trimmed(
-        restore_raw_bytes(reader.string(reader.member(entry, path, "text"), extend(path, "text"))));
+    segment.text = std::string(
+        trim(restore_raw_bytes(reader.string(reader.member(entry, path, "text"), path / "text"))));
     if (entry.is_object() && entry.contains("tokens")) {
-      segment.words = words_from_tokens(reader, entry["tokens"], extend(path, "tokens"));
+      segment.words = words_from_tokens(reader, entry["tokens"], path / "tokens");
     }
     if (segment.text.empty() && segment.words.empty()) continue;
     transcript.push_back(std::move(segment));
@@ -372,39 +235,39 @@ Transcript parse_openai_json(std::string_view text, std::string_view source) {
   JsonPath segments_path;
   const Json* segments = &document;
   if (document.is_object()) {
-    segments = &reader.member(document, {}, "segments");
-    segments_path.emplace_back(std::string("segments"));
+    segments = &reader.member(document, JsonPath(), "segments");
+    segments_path /= "segments";
   }
   if (!segments->is_array()) reader.fail_at(segments_path, "is not an array of segments");
   Transcript transcript;
   for (std::size_t index = 0; index < segments->size(); ++index) {
-    const JsonPath path = extend(segments_path, index);
+    const JsonPath path = segments_path / index;
     const Json& entry = (*segments)[index];
     Segment segment;
-    segment.start = reader.number(reader.member(entry, path, "start"), extend(path, "start"));
-    segment.end = reader.number(reader.member(entry, path, "end"), extend(path, "end"));
+    segment.start = reader.number(reader.member(entry, path, "start"), path / "start");
+    segment.end = reader.number(reader.member(entry, path, "end"), path / "end");
     reader.check_order(segment, path);
-    segment.text = trimmed(reader.string(reader.member(entry, path, "text"), extend(path, "text")));
+    segment.text =
+        std::string(trim(reader.string(reader.member(entry, path, "text"), path / "text")));
     if (entry.contains("words")) {
-      const JsonPath words_path = extend(path, "words");
+      const JsonPath words_path = path / "words";
       const Json& words = entry["words"];
       if (!words.is_array()) reader.fail_at(words_path, "is not an array");
       double previous_end = segment.start;
       for (std::size_t word_index = 0; word_index < words.size(); ++word_index) {
-        const JsonPath word_path = extend(words_path, word_index);
+        const JsonPath word_path = words_path / word_index;
         const Json& entry_word = words[word_index];
         if (!entry_word.is_object()) reader.fail_at(word_path, "is not a JSON object");
         // openai-whisper and faster-whisper say "word", some converters "text".
         const char* text_key = entry_word.contains("word") ? "word" : "text";
         Word word;
-        word.text = trimmed(reader.string(reader.member(entry_word, word_path, text_key),
-                                          extend(word_path, text_key)));
+        word.text = std::string(trim(
+            reader.string(reader.member(entry_word, word_path, text_key), word_path / text_key)));
         // whisperX leaves out the times of words it could not align (numbers, symbols): such a
         // word sits at the end of the word before it.
         if (entry_word.contains("start") && entry_word.contains("end")) {
-          word.start = reader.number(entry_word["start"], extend(word_path, "start"));
-          word.end =
-              std::max(word.start, reader.number(entry_word["end"], extend(word_path, "end")));
+          word.start = reader.number(entry_word["start"], word_path / "start");
+          word.end = std::max(word.start, reader.number(entry_word["end"], word_path / "end"));
         } else if (entry_word.contains("start") != entry_word.contains("end")) {
           reader.fail_at(word_path, "has only one of \"start\" and \"end\"");
         } else {

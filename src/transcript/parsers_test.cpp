@@ -169,20 +169,20 @@ TEST(WhisperCppJsonTest, JoinsCharactersThatTokensCutInTwo) {
               HasSubstr("t:4: not valid JSON"));
 }
 
-TEST(WhisperCppJsonTest, MalformedInputNamesTheLine) {
+TEST(WhisperCppJsonTest, MalformedInputSaysWhere) {
   EXPECT_THAT(parse_error("{\n \"transcription\": [\n  {\"text\": \"a\",\n",
                           TranscriptFormat::whisper_cpp_json),
               HasSubstr("t:4: not valid JSON"));
   EXPECT_THAT(parse_error("{\"result\": {}}", TranscriptFormat::whisper_cpp_json),
-              HasSubstr("t:1: the top level has no \"transcription\""));
+              HasSubstr("t: the top level has no \"transcription\""));
   EXPECT_THAT(parse_error("{\"transcription\": [\n{\"offsets\": {\"from\": 0, \"to\": 10}, "
                           "\"text\": \"a\"},\n{\"text\": \"b\"}]}",
                           TranscriptFormat::whisper_cpp_json),
-              HasSubstr("t:3: transcription[1] has no \"offsets\""));
+              HasSubstr("t: /transcription/1 has no \"offsets\""));
   EXPECT_THAT(parse_error("{\"transcription\": [{\"offsets\":\n {\"from\": \"zero\", \"to\": 10}, "
                           "\"text\": \"a\"}]}",
                           TranscriptFormat::whisper_cpp_json),
-              HasSubstr("t:2: transcription[0].offsets.from is not a number"));
+              HasSubstr("t: /transcription/0/offsets/from is not a number"));
 }
 
 constexpr const char* kOpenAi = R"({"text": "Hi there. Yes.", "segments": [
@@ -206,24 +206,24 @@ TEST(OpenAiJsonTest, ReadsSegmentsAndWords) {
   EXPECT_EQ(parse_openai_json(R"([{"start": 1, "end": 2, "text": "x"}])", "t").size(), 1u);
 }
 
-TEST(OpenAiJsonTest, MalformedInputNamesTheLine) {
+TEST(OpenAiJsonTest, MalformedInputSaysWhere) {
   EXPECT_THAT(parse_error("{\"segments\": [\n{\"start\": 0, \"end\": 1, \"text\": \"a\"},\n"
                           "{\"start\": 1, \"text\": \"b\"}\n]}",
                           TranscriptFormat::openai_json),
-              HasSubstr("t:3: segments[1] has no \"end\""));
+              HasSubstr("t: /segments/1 has no \"end\""));
   EXPECT_THAT(parse_error("{\"segments\": [{\"start\": 2, \"end\": 1,\n \"text\": \"a\"}]}",
                           TranscriptFormat::openai_json),
-              HasSubstr("t:1: segments[0] ends (1 s) before it starts (2 s)"));
+              HasSubstr("t: /segments/0 ends (1 s) before it starts (2 s)"));
   EXPECT_THAT(parse_error("{\"segments\": [{\"start\": 0, \"end\": 1, \"text\": \"a\",\n"
                           "\"words\": [\n{\"word\": \"a\", \"start\": -1, \"end\": 1}]}]}",
                           TranscriptFormat::openai_json),
-              HasSubstr("t:3: segments[0].words[0].start is -1; times must be >= 0"));
+              HasSubstr("t: /segments/0/words/0/start is -1; times must be >= 0"));
   EXPECT_THAT(parse_error("{\"segments\": [{\"start\": 0, \"end\": 1, \"text\": \"a\",\n"
                           "\"words\": [{\"word\": \"a\",\n \"start\": 0}]}]}",
                           TranscriptFormat::openai_json),
-              HasSubstr("t:2: segments[0].words[0] has only one of"));
+              HasSubstr("t: /segments/0/words/0 has only one of"));
   EXPECT_THAT(parse_error("{\"segments\": 3}", TranscriptFormat::openai_json),
-              HasSubstr("t:1: segments is not an array"));
+              HasSubstr("t: /segments is not an array"));
   EXPECT_THAT(parse_error("{\"segments\": [\n\n{\"start\": 0,, }]}", TranscriptFormat::openai_json),
               HasSubstr("t:3: not valid JSON"));
 }

@@ -1,10 +1,7 @@
 #include "transcript/recognizer_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -14,8 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
-
-extern char** environ;
+#include "core/subprocess.h"
 
 namespace parley::transcript {
 namespace {
@@ -116,17 +112,6 @@ bool unwatch(int slot) {
   return g_signal_slots[static_cast<std::size_t>(slot)].pid.exchange(0) > 0;
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) {
-    const int code = WEXITSTATUS(status);
-    if (code == 127) return "exit status 127: a program it runs was not found";
-    if (code == 126) return "exit status 126: a program it runs is not executable";
-    return "exit status " + std::to_string(code);
-  }
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "stopped abnormally";
-}
-
 // {audio} and {out} replaced in one left-to-right pass: a replacement is never searched again.
 std::string substitute(const std::string& word, const std::string& audio, const std::string& out) {
   std::string result;
@@ -159,12 +144,12 @@ std::vector<std::string> split_words(const std::string& command) {
     in_word = true;
     if (c == '\'') {
       const std::size_t close = command.find('\'', at + 1);
-      if (close == std::string::npos) fail("--asr-cmd '{}': a ' is not closed", command);
+      if (close == std::string::npos) fail("recognizer command '{}': a ' is not closed", command);
       word.append(command, at + 1, close - at - 1);
       at = close;
     } else if (c == '"') {
       for (++at;; ++at) {
-        if (at >= command.size()) fail("--asr-cmd '{}': a \" is not closed", command);
+        if (at >= command.size()) fail("recognizer command '{}': a \" is not closed", command);
         if (command[at] == '"') break;
         if (command[at] == '\\' && at + 1 < command.size() &&
             (command[at + 1] == '"' || command[at + 1] == '\\')) {
@@ -193,7 +178,8 @@ std::vector<std::string> recognizer_arguments(const std::string& command,
     names_audio = names_audio || word.find("{audio}") != std::string::npos;
   if (!names_audio) {
     fail(
-        "--asr-cmd '{}': put {{audio}} where the recording's path goes (and {{out}} where the "
+        "recognizer command '{}': put {{audio}} where the recording's path goes (and {{out}} where "
+        "the "
         "transcript should be written)",
         command);
   }
@@ -206,31 +192,12 @@ RecognizerProcess::RecognizerProcess(const std::string& command, const std::file
   const auto stem = audio.stem();
   out_ = work_dir_.path() / (stem.empty() ? std::filesystem::path("transcript") : stem);
   std::vector<std::string> arguments = recognizer_arguments(command, audio, out_);
-  std::vector<char*> argv;
-  for (auto& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
+  SpawnOptions options;
   // The recognizer's own output must not land in parley's standard output (RTTM, JSON).
-  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  const int error = posix_spawnp(&pid_, argv[0], &actions, &attributes, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (error != 0) {
-    pid_ = -1;
-    if (error == ENOENT) {
-      fail("--asr-cmd: program '{}' not found (give its full path, or add its folder to PATH)",
-           arguments.front());
-    }
-    if (error == EACCES) fail("--asr-cmd: '{}' is not executable", arguments.front());
-    fail("--asr-cmd: could not start '{}' ({})", arguments.front(), std::strerror(error));
-  }
+  options.stdout_to_stderr = true;
+  // Stopping it stops the whole group: a shell and the recognizer it started alike.
+  options.own_process_group = true;
+  pid_ = spawn_process(arguments, options);
   signal_slot_ = watch_on_signal(pid_, work_dir_.path(), out_);
 }
 
@@ -255,18 +222,19 @@ RecognizerProcess::~RecognizerProcess() { stop(); }
 
 std::filesystem::path RecognizerProcess::wait(
     std::optional<std::chrono::duration<double>> timeout) {
-  if (pid_ <= 0) fail("--asr-cmd: the recognizer was already waited for");
+  if (pid_ <= 0) fail("recognizer command: the recognizer was already waited for");
   const auto start = std::chrono::steady_clock::now();
   int status = 0;
   for (;;) {
     const pid_t done = ::waitpid(pid_, &status, timeout ? WNOHANG : 0);
     if (done == pid_) break;
     if (done < 0 && errno == EINTR) continue;
-    if (done < 0) fail("--asr-cmd: lost track of the recognizer ({})", std::strerror(errno));
+    if (done < 0)
+      fail("recognizer command: lost track of the recognizer ({})", std::strerror(errno));
     if (timeout && std::chrono::steady_clock::now() - start > *timeout) {
       stop();
-      fail("--asr-cmd '{}': still running after {:.0f} s, stopped (raise --asr-timeout)", command_,
-           timeout->count());
+      fail("recognizer command '{}': still running after {:.0f} s, stopped (raise the timeout)",
+           command_, timeout->count());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -276,7 +244,7 @@ std::filesystem::path RecognizerProcess::wait(
   signal_slot_ = -1;
   pid_ = -1;
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-    fail("--asr-cmd '{}' failed: {}", command_, describe_status(status));
+    fail("recognizer command '{}' failed: {}", command_, describe_wait_status(status));
   }
   std::error_code ec;
   for (const char* suffix : kTranscriptSuffixes) {
@@ -285,7 +253,8 @@ std::filesystem::path RecognizerProcess::wait(
     if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
   }
   fail(
-      "--asr-cmd '{}' finished but wrote no transcript at {{out}} (or {{out}}.json/.srt/.vtt/.ctm/"
+      "recognizer command '{}' finished but wrote no transcript at {{out}} (or "
+      "{{out}}.json/.srt/.vtt/.ctm/"
       ".txt); put {{out}} where the recognizer's output path goes",
       command_);
 }

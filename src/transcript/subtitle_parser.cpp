@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "transcript/parsers.h"
 
 namespace parley::transcript {
@@ -32,16 +33,6 @@ std::vector<Line> split_lines(std::string_view text) {
     text.remove_prefix(end + 1);
   }
   return lines;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
 }
 
 bool is_blank(std::string_view line) { return trim(line).empty(); }
@@ -213,10 +204,7 @@ Transcript parse_srt(std::string_view text, std::string_view source) {
 Transcript parse_webvtt(std::string_view text, std::string_view source) {
   const std::vector<Line> lines = split_lines(text);
   if (lines.empty() || !lines.front().text.starts_with("WEBVTT")) {
-    fail(
-        "{}:1: a WebVTT file starts with the line 'WEBVTT'; is this an SRT file "
-        "(--transcript-format srt)?",
-        source);
+    fail("{}:1: a WebVTT file starts with the line 'WEBVTT'; is this an SRT file?", source);
   }
   Transcript transcript;
   std::size_t index = 1;

@@ -47,22 +47,6 @@ TranscriptFormat parse_transcript_format(std::string_view name) {
   fail("unknown transcript format '{}'; use srt, vtt, ctm, whisper-cpp-json or openai-json", name);
 }
 
-std::string_view transcript_format_name(TranscriptFormat format) {
-  switch (format) {
-    case TranscriptFormat::srt:
-      return "srt";
-    case TranscriptFormat::webvtt:
-      return "vtt";
-    case TranscriptFormat::ctm:
-      return "ctm";
-    case TranscriptFormat::whisper_cpp_json:
-      return "whisper-cpp-json";
-    case TranscriptFormat::openai_json:
-      return "openai-json";
-  }
-  return "unknown";
-}
-
 TranscriptFormat detect_transcript_format(std::string_view text,
                                           const std::filesystem::path& path) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
@@ -84,8 +68,8 @@ TranscriptFormat detect_transcript_format(std::string_view text,
   const std::vector<eval::TextRecord> records = eval::split_records(text.substr(0, 4096));
   if (!records.empty() && records.front().fields.size() >= 5) return TranscriptFormat::ctm;
   fail(
-      "cannot tell the format of transcript '{}' from its content or extension; pass "
-      "--transcript-format (srt, vtt, ctm, whisper-cpp-json or openai-json)",
+      "cannot tell the format of transcript '{}' from its content or extension; name "
+      "its format (srt, vtt, ctm, whisper-cpp-json or openai-json)",
       path.string());
 }
 

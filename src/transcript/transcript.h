@@ -41,7 +41,6 @@ enum class TranscriptFormat {
 
 // "srt", "vtt", "ctm", "whisper-cpp-json", "openai-json" (what --transcript-format takes).
 TranscriptFormat parse_transcript_format(std::string_view name);
-std::string_view transcript_format_name(TranscriptFormat format);
 
 // Guesses the format from the content (WEBVTT header, JSON keys, CTM/SRT line shapes), falling
 // back on the file extension; fails with advice to pass --transcript-format when neither tells.

@@ -7,7 +7,6 @@
 // Variants: exact; shared (the default shared mode: one pass, nearest grid, sliding mean);
 // shared-aligned (one pass per chunk phase); shared-recording-mean (centred with the
 // recording's mean).
-#include <sndfile.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,7 +24,7 @@
 #include "core/stage_timer.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/output.h"
-#include "pipeline/wav_16k.h"
+#include "wav_16k.h"
 
 namespace {
 
@@ -68,7 +67,7 @@ int main(int argc, char** argv) {
   app.add_option("--variants", variants, "comma-separated");
   CLI11_PARSE(app, argc, argv);
   try {
-    const std::vector<float> samples = parley::pipeline::read_wav_16k_mono(audio_path);
+    const std::vector<float> samples = parley::bench::read_wav_16k_mono(audio_path);
     if (uri.empty()) uri = std::filesystem::path(audio_path).stem().string();
     std::replace(uri.begin(), uri.end(), ' ', '_');
     std::filesystem::create_directories(out);

@@ -5,7 +5,6 @@
 // unmodified model (--check-cpu, max |log-prob diff| and decoded-frame agreement), and can write
 // the model as the accelerator got it (--dump-rewritten FILE, models/accelerator_rewrite.h).
 #include <fmt/format.h>
-#include <sndfile.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "models/accelerator_rewrite.h"
 #include "models/onnx_graph.h"
@@ -24,9 +24,9 @@
 #include "pipeline/powerset.h"
 #include "pipeline/segmentation.h"
 #include "pipeline/sliding_window.h"
-#include "pipeline/wav_16k.h"
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
+#include "wav_16k.h"
 
 namespace {
 
@@ -98,9 +98,9 @@ int main(int argc, char** argv) {
     } else {
       parley::fail("--optimization must be disabled, basic, extended or all");
     }
-    const std::vector<float> audio = parley::pipeline::read_wav_16k_mono(audio_path);
-    const auto plan = parley::pipeline::plan_chunks(static_cast<std::int64_t>(audio.size()),
-                                                    parley::pipeline::kSegmentationSampleRate);
+    const std::vector<float> audio = parley::bench::read_wav_16k_mono(audio_path);
+    const auto plan =
+        parley::pipeline::plan_chunks(static_cast<std::int64_t>(audio.size()), parley::kSampleRate);
     auto chunk_count = static_cast<std::size_t>(plan.num_chunks());
     if (max_chunks > 0) chunk_count = std::min(chunk_count, max_chunks);
 

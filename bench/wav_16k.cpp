@@ -1,4 +1,4 @@
-#include "pipeline/wav_16k.h"
+#include "wav_16k.h"
 
 #include <sndfile.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::bench {
 
 std::vector<float> read_wav_16k_mono(const std::filesystem::path& path) {
   SF_INFO info{};
@@ -26,4 +26,4 @@ std::vector<float> read_wav_16k_mono(const std::filesystem::path& path) {
   return samples;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::bench

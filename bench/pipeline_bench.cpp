@@ -7,7 +7,6 @@
 //                  [--embedding-mode exact|shared] [--shared-alignment nearest|exact]
 //                  [--shared-mean sliding|recording] [--shared-block-frames 12000]
 //                  [--shared-pass-frames 2000]
-#include <sndfile.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -23,9 +22,9 @@
 #include "core/progress.h"
 #include "core/stage_timer.h"
 #include "pipeline/diarizer.h"
-#include "pipeline/wav_16k.h"
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
+#include "wav_16k.h"
 
 namespace {
 
@@ -91,7 +90,7 @@ int main(int argc, char** argv) {
         parley::runtime::parse_provider_options(segmentation_options);
     config.embedding_provider = parley::runtime::parse_provider(provider);
     config.segmentation_provider = parley::runtime::parse_provider(segmentation_provider);
-    const std::vector<float> once = parley::pipeline::read_wav_16k_mono(audio_path);
+    const std::vector<float> once = parley::bench::read_wav_16k_mono(audio_path);
     const auto wanted = static_cast<std::size_t>(minutes * 60.0 * 16000.0);
     std::vector<float> samples;
     samples.reserve(wanted);
