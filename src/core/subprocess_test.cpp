@@ -59,7 +59,7 @@ TEST_F(Subprocess, AMissingProgramFailsNamingIt) {
     run_process({"/nonexistent/parley-no-such-program"});
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("cannot start /nonexistent/parley-no-such-program"),
+    EXPECT_NE(std::string(error.what()).find("program '/nonexistent/parley-no-such-program' not found"),
               std::string::npos)
         << error.what();
   }

@@ -97,9 +97,27 @@ bool remove_owned_entry(const fs::path& dir) {
 
 // A cache written before the marker existed: every item is a provider folder holding only
 // entries parley wrote. Such a folder is provably parley's and gets its marker.
+// The folder where the pipeline keeps the models it derives for the cache (models/
+// content_addressed_model.h: <stem>-<16 hex>.onnx), written before the cache has a marker.
+bool derived_models_folder(const fs::path& dir) {
+  if (dir.filename() != "models" || !is_real_directory(dir)) return false;
+  std::error_code ec;
+  for (const auto& file : fs::directory_iterator(dir, ec)) {
+    const std::string name = file.path().filename().string();
+    const auto dash = name.rfind('-');
+    if (!is_real_file(file.path()) || file.path().extension() != ".onnx" ||
+        dash == std::string::npos || name.size() != dash + 1 + 16 + 5 ||
+        !is_hex(name.substr(dash + 1, 16))) {
+      return false;
+    }
+  }
+  return !ec;
+}
+
 bool parley_shaped(const fs::path& root) {
   std::error_code ec;
   for (const auto& item : fs::directory_iterator(root, ec)) {
+    if (derived_models_folder(item.path())) continue;
     if (!is_provider_folder(item.path())) return false;
     for (const auto& entry : fs::directory_iterator(item.path(), ec)) {
       if (!owned_entry(entry.path())) return false;
