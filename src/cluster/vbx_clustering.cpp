@@ -30,8 +30,59 @@ void VbxClusteringConfig::validate() const {
 std::string VbxClusteringConfig::describe() const {
   return fmt::format(
       "VBxClustering(threshold={}, {}, min_active_ratio={}, min_speaker_prior={}, "
-      "constrained_assignment={})",
-      threshold, vbx.describe(), min_active_ratio, min_speaker_prior, constrained_assignment);
+      "constrained_assignment={}, max_ahc_embeddings={})",
+      threshold, vbx.describe(), min_active_ratio, min_speaker_prior, constrained_assignment,
+      max_ahc_embeddings);
+}
+
+std::vector<int> ahc_initial_labels(const Eigen::MatrixXd& normalised, double threshold,
+                                    std::size_t max_embeddings) {
+  const auto count = static_cast<std::size_t>(normalised.rows());
+  const std::size_t stride = max_embeddings == 0 || count <= max_embeddings
+                                 ? 1
+                                 : (count + max_embeddings - 1) / max_embeddings;
+  if (stride == 1) {
+    const Dendrogram dendrogram = linkage(condensed_euclidean_distances(normalised),
+                                          static_cast<int>(count), LinkageMethod::kCentroid);
+    // fcluster numbers clusters 1..K consecutively, so numpy.unique's relabelling is the
+    // identity.
+    return fcluster_distance(dendrogram, threshold);
+  }
+  const auto sampled_count = static_cast<Eigen::Index>((count + stride - 1) / stride);
+  Eigen::MatrixXd sampled(sampled_count, normalised.cols());
+  for (Eigen::Index i = 0; i < sampled_count; ++i) {
+    sampled.row(i) = normalised.row(i * static_cast<Eigen::Index>(stride));
+  }
+  spdlog::info(
+      "clustering: {} embeddings; AHC initialisation on every {}th ({}), the others joined to "
+      "the nearest of its clusters (max_ahc_embeddings {})",
+      count, stride, sampled_count, max_embeddings);
+  const std::vector<int> sampled_labels =
+      fcluster_distance(linkage(condensed_euclidean_distances(sampled),
+                                static_cast<int>(sampled_count), LinkageMethod::kCentroid),
+                        threshold);
+  const int clusters = 1 + *std::max_element(sampled_labels.begin(), sampled_labels.end());
+  Eigen::MatrixXd centroids = Eigen::MatrixXd::Zero(clusters, normalised.cols());
+  Eigen::VectorXd sizes = Eigen::VectorXd::Zero(clusters);
+  for (Eigen::Index i = 0; i < sampled_count; ++i) {
+    centroids.row(sampled_labels[i]) += sampled.row(i);
+    sizes(sampled_labels[i]) += 1.0;
+  }
+  centroids.array().colwise() /= sizes.array();
+  std::vector<int> labels(count);
+  for (std::size_t row = 0; row < count; ++row) {
+    if (row % stride == 0) {
+      labels[row] = sampled_labels[row / stride];
+      continue;
+    }
+    Eigen::Index nearest = 0;
+    (centroids.rowwise() - normalised.row(static_cast<Eigen::Index>(row)))
+        .rowwise()
+        .squaredNorm()
+        .minCoeff(&nearest);
+    labels[row] = static_cast<int>(nearest);
+  }
+  return labels;
 }
 
 ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
@@ -67,11 +118,7 @@ ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
 
   // AHC initialisation on unit-length embeddings.
   const Eigen::MatrixXd normalised = normalise_rows_like_float32(training.embeddings);
-  const Dendrogram dendrogram =
-      linkage(condensed_euclidean_distances(normalised), static_cast<int>(normalised.rows()),
-              LinkageMethod::kCentroid);
-  // fcluster numbers clusters 1..K consecutively, so numpy.unique's relabelling is the identity.
-  steps.ahc_labels = fcluster_distance(dendrogram, config.threshold);
+  steps.ahc_labels = ahc_initial_labels(normalised, config.threshold, config.max_ahc_embeddings);
 
   // VBx on PLDA features.
   steps.post_xvec = plda.xvec_transform(training.embeddings);

@@ -13,6 +13,10 @@
 //     chunk's local speakers to distinct clusters (Hungarian), inactive speakers last.
 #include <string>
 
+#include <Eigen/Dense>
+#include <cstddef>
+#include <vector>
+
 #include "cluster/clustering_result.h"
 #include "cluster/plda.h"
 #include "cluster/speaker_count.h"
@@ -29,10 +33,21 @@ struct VbxClusteringConfig {
   double min_active_ratio = 0.2;    // filter_embeddings
   double min_speaker_prior = 1e-7;  // VBx clusters with pi above this are kept
   bool constrained_assignment = true;
+  // The AHC initialisation holds a distance for every pair of training embeddings (8 bytes
+  // each: 6,000 embeddings take 144 MB, 50,000 (ten hours) would take 10 GB). Above this many,
+  // it clusters every k-th embedding (k the smallest that brings them under the limit) and
+  // joins each other embedding to the nearest of those clusters' centroids; VBx then runs on
+  // all of them as usual. At or below it, exactly pyannote's initialisation. 0: no limit.
+  std::size_t max_ahc_embeddings = 6000;
 
   void validate() const;
   std::string describe() const;
 };
+
+// The AHC initialisation's label (0-based, as fcluster's after numpy.unique) per row of
+// `normalised` (unit-length training embeddings), with the limit max_ahc_embeddings describes.
+std::vector<int> ahc_initial_labels(const Eigen::MatrixXd& normalised, double threshold,
+                                    std::size_t max_embeddings);
 
 // embeddings: [chunks, local_speakers, dim] float32 (NaN rows allowed); segmentations:
 // binarized [chunks, frames, local_speakers] (0/1 values).

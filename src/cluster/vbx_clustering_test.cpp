@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 #include "cluster/golden_fixtures_test_support.h"
 #include "cluster/inactive_speakers.h"
 #include "testing/shared_data.h"
@@ -173,6 +176,41 @@ TEST(VbxClustering, WritesIntermediatesInTheGoldensLayout) {
   }
   EXPECT_EQ(testing::npy_labels(out / "ahc_init_labels.npy"),
             testing::npy_labels(fixture / "ahc_init_labels.npy"));
+}
+
+}  // namespace
+}  // namespace parley::cluster
+
+namespace parley::cluster {
+namespace {
+
+// Three well-separated groups of unit vectors: the subsampled initialisation must find the same
+// three groups as the exact one, and at or under the limit it is the exact one.
+TEST(AhcInitialLabels, SubsamplingAboveTheLimitKeepsSeparateSpeakersApart) {
+  std::mt19937 random(7);
+  std::normal_distribution<double> noise(0.0, 0.05);
+  const Eigen::Index per_group = 300;
+  const Eigen::Index dimension = 16;
+  Eigen::MatrixXd points(3 * per_group, dimension);
+  for (Eigen::Index row = 0; row < points.rows(); ++row) {
+    // Interleaved, as speakers take turns along a recording.
+    const Eigen::Index group = row % 3;
+    for (Eigen::Index d = 0; d < dimension; ++d) {
+      points(row, d) = (d == group ? 1.0 : 0.0) + noise(random);
+    }
+    points.row(row).normalize();
+  }
+  const std::vector<int> exact = ahc_initial_labels(points, 0.6, 0);
+  EXPECT_EQ(ahc_initial_labels(points, 0.6, static_cast<std::size_t>(points.rows())), exact);
+  const std::vector<int> sampled = ahc_initial_labels(points, 0.6, 100);
+  ASSERT_EQ(sampled.size(), exact.size());
+  // The same partition, whatever the numbering.
+  std::map<int, int> exact_to_sampled;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    const auto [it, fresh] = exact_to_sampled.emplace(exact[i], sampled[i]);
+    EXPECT_EQ(it->second, sampled[i]) << "row " << i;
+  }
+  EXPECT_EQ(exact_to_sampled.size(), 3u);
 }
 
 }  // namespace
