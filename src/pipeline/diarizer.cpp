@@ -223,12 +223,15 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
             config_.streaming ? SegmentationModel::ProgressCallback{}
                               : [&](std::size_t done) { progress.update(done); },
             [&](std::size_t first_chunk, const NdArray<float>& log_probabilities) {
+              // Measured up to the hand-over of each batch, not past the last: on a busy machine
+              // the worker threads' teardown after it would otherwise count as segmentation
+              // while the last embeddings already run.
+              segmentation_seconds = seconds_since(segmentation_start);
               if (!queue.push({first_chunk, log_probabilities})) {
                 throw std::runtime_error("embedding stopped");
               }
             });
       }
-      segmentation_seconds = seconds_since(segmentation_start);
       queue.close();
     } catch (...) {
       queue.close(std::current_exception());
