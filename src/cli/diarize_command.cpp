@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "audio/audio_source.h"
+#include "audio/decoded_audio.h"
 #include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
@@ -133,15 +134,16 @@ void run_diarize(const DiarizeArguments& arguments) {
     const std::filesystem::path audio_path(audio_argument);
     const auto start = std::chrono::steady_clock::now();
     StageTimes decode_time;
-    std::vector<float> samples;
+    audio::DecodedAudio audio;
     {
       ScopedStageTimer timer(decode_time, "decode");
-      samples = audio::load_mono_16k(audio_path);
+      audio = audio::DecodedAudio::decode(audio_path);
     }
     std::optional<std::filesystem::path> save_directory;
     if (!arguments.save_intermediates.empty()) save_directory = arguments.save_intermediates;
-    pipeline::DiarizationResult result =
-        diarizer.diarize(samples, recording_uri(audio_path), progress, save_directory);
+    pipeline::DiarizationResult result = diarizer.diarize(
+        audio.samples(), recording_uri(audio_path), progress, save_directory,
+        [&audio](std::size_t, std::size_t sample) { audio.release_before(sample); });
     StageTimes times = decode_time;
     for (const auto& [stage, seconds] : result.stage_times.entries()) times.add(stage, seconds);
     result.stage_times = times;

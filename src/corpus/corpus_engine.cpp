@@ -85,7 +85,7 @@ struct CorpusEngine::Run {
   struct Decoded {
     std::size_t index = 0;
     CorpusRecording recording;
-    std::shared_ptr<const std::vector<float>> samples;
+    audio::DecodedAudio audio;
     double decode_seconds = 0.0;
     Clock::time_point start;
   };
@@ -175,12 +175,12 @@ struct CorpusEngine::Run {
       item.recording = std::move(taken_recording->second);
       item.start = Clock::now();
       if (item.recording.samples) {
-        item.samples = item.recording.samples;
+        item.audio = audio::DecodedAudio(item.recording.samples);
       } else {
         stage(item.index, "decoding");
         try {
-          item.samples = std::make_shared<const std::vector<float>>(
-              audio::load_mono_16k(item.recording.audio));
+          item.audio =
+              audio::DecodedAudio::decode(item.recording.audio, engine.config_.spill_samples);
         } catch (const std::exception& error) {
           report_failure(item.index, error.what(), seconds_since(item.start), item.start);
           continue;
@@ -195,7 +195,7 @@ struct CorpusEngine::Run {
   // About how many chunks a recording makes: what grouping weighs (it does not change results).
   std::size_t chunks_of(const Decoded& item) const {
     const double step = engine.diarizers_.front()->config().step_seconds;
-    const double seconds = static_cast<double>(item.samples->size()) / kSampleRate;
+    const double seconds = static_cast<double>(item.audio.samples().size()) / kSampleRate;
     return static_cast<std::size_t>(seconds / step) + 1;
   }
 
@@ -226,14 +226,16 @@ struct CorpusEngine::Run {
     pipeline::Diarizer& diarizer = *engine.diarizers_[engine_index];
     std::vector<std::span<const float>> recordings;
     for (const auto& item : group) {
-      recordings.emplace_back(*item.samples);
+      recordings.emplace_back(item.audio.samples());
       stage(item.index, "networks");
     }
     std::vector<StageTimes> times;
     std::vector<pipeline::DiarizationIntermediates> intermediates;
     try {
       Progress quiet(Progress::Mode::kNever);
-      intermediates = diarizer.segment_and_embed(recordings, times, quiet);
+      intermediates = diarizer.segment_and_embed(
+          recordings, times, quiet,
+          [&group](std::size_t k, std::size_t sample) { group[k].audio.release_before(sample); });
     } catch (const std::exception& error) {
       if (group.size() == 1) {
         report_failure(group.front().index, error.what(), group.front().decode_seconds,
@@ -254,7 +256,7 @@ struct CorpusEngine::Run {
       item.intermediates = std::move(intermediates[k]);
       item.times.add("decode", group[k].decode_seconds);
       for (const auto& [stage, seconds] : times[k].entries()) item.times.add(stage, seconds);
-      group[k].samples.reset();
+      group[k].audio = {};
       item.decoded = std::move(group[k]);
       item.engine = engine_index;
       item.group_size = group_size;
@@ -273,9 +275,9 @@ struct CorpusEngine::Run {
       outcome.group_size = item->group_size;
       stage(outcome.index, "clustering");
       try {
-        outcome.result = engine.diarizers_.front()->cluster(
-            item->intermediates, item->decoded.recording.uri, item->times,
-            item->decoded.recording.speakers);
+        outcome.result =
+            engine.diarizers_.front()->cluster(item->intermediates, item->decoded.recording.uri,
+                                               item->times, item->decoded.recording.speakers);
       } catch (const std::exception& error) {
         outcome.error = error.what();
       }
@@ -304,7 +306,8 @@ struct CorpusEngine::Run {
 void CorpusEngine::run(std::span<const CorpusRecording> inputs, const ResultCallback& on_result,
                        const std::atomic<bool>* stop) {
   std::size_t position = 0;
-  run([&]() -> std::optional<CorpusRecording> {
+  run(
+      [&]() -> std::optional<CorpusRecording> {
         if (position == inputs.size()) return std::nullopt;
         return inputs[position++];
       },

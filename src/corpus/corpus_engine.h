@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "audio/decoded_audio.h"
 #include "cluster/speaker_count.h"
 #include "pipeline/diarizer.h"
 
@@ -43,6 +44,10 @@ struct CorpusConfig {
   // Decoded recordings waiting for an engine. Each waits as 16 kHz float samples (230 MiB an
   // hour), so this bounds the memory that runs ahead of the networks.
   std::size_t decoded_queue_capacity = 2;
+  // Recordings longer than this many samples are decoded into a mapped temporary file whose
+  // pages are handed back as the networks move through it (audio/decoded_audio.h), so memory
+  // stays bounded whatever a recording's length; 0: every recording in memory.
+  std::size_t spill_samples = audio::DecodedAudio::kDefaultSpillSamples;
   // Chunks an engine gathers from the recordings waiting for it into one stream of model calls
   // (at a 1 s step, 1,024 chunks are about 17 minutes of audio). A recording longer than this
   // goes alone.

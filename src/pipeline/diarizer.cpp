@@ -128,11 +128,12 @@ Diarizer::~Diarizer() = default;
 
 DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::string& uri,
                                     Progress& progress,
-                                    const std::optional<std::filesystem::path>& save_directory) {
+                                    const std::optional<std::filesystem::path>& save_directory,
+                                    const SamplesPassed& passed) {
   std::vector<StageTimes> times(1);
   const std::span<const float> recordings[] = {samples};
   const std::vector<DiarizationIntermediates> intermediates =
-      segment_and_embed(recordings, times, progress);
+      segment_and_embed(recordings, times, progress, passed);
   if (save_directory) write_model_intermediates(*save_directory, intermediates.front());
   DiarizationResult result = diarize_from_embeddings(intermediates.front(), config_,
                                                      models_->plda ? &*models_->plda : nullptr, uri,
@@ -166,7 +167,7 @@ struct Diarizer::RecordingWork {
 
 std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
     std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-    Progress& progress) {
+    Progress& progress, const SamplesPassed& passed) {
   using Clock = std::chrono::steady_clock;
   times.resize(recordings.size());
   std::vector<DiarizationIntermediates> intermediates(recordings.size());
@@ -300,6 +301,15 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
                 target.embeddings.data() + recording.embedded * embedded_range.size() / count);
       times[current].add("embedding", seconds_since(embedding_start));
       recording.embedded += count;
+      if (passed) {
+        // The shared trunk's blocks (two minutes) and margins reach back before the next chunk.
+        constexpr std::int64_t kReachBackSamples = 180 * kSampleRate;
+        const std::int64_t next_start =
+            static_cast<std::int64_t>(recording.embedded) * recording.plan.step_samples;
+        if (next_start > kReachBackSamples) {
+          passed(current, static_cast<std::size_t>(next_start - kReachBackSamples));
+        }
+      }
       embedded_total += count;
       progress.update(embedded_total);
     }

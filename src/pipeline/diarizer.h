@@ -5,6 +5,7 @@
 // (for `parley recluster`) is written by pipeline/intermediates_io.h.
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -93,6 +94,10 @@ struct DiarizationResult {
   StageTimes stage_times;
 };
 
+// Told, as embedding moves through recording `recording`, that the samples before `sample` will
+// not be read again: a caller that holds long recordings in mapped files hands those pages back.
+using SamplesPassed = std::function<void(std::size_t recording, std::size_t sample)>;
+
 class Diarizer {
  public:
   Diarizer(DiarizationModels models, DiarizationConfig config);
@@ -106,7 +111,8 @@ class Diarizer {
   // written there (pipeline/intermediates_io.h).
   DiarizationResult diarize(std::span<const float> samples, const std::string& uri,
                             Progress& progress,
-                            const std::optional<std::filesystem::path>& save_directory = {});
+                            const std::optional<std::filesystem::path>& save_directory = {},
+                            const SamplesPassed& passed = {});
 
   // The model stage of several recordings (16 kHz mono each) in one stream of model calls:
   // segmentation batches run across recordings, so short recordings fill a batch together;
@@ -117,16 +123,15 @@ class Diarizer {
   // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
   std::vector<DiarizationIntermediates> segment_and_embed(
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-      Progress& progress);
+      Progress& progress, const SamplesPassed& passed = {});
 
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while
   // segment_and_embed runs on another.
   // `speakers`, when set, replaces the configured speaker-count constraints for this recording.
-  DiarizationResult cluster(const DiarizationIntermediates& intermediates, const std::string& uri,
-                            StageTimes& times,
-                            const std::optional<cluster::SpeakerCountConstraints>& speakers = {})
-      const;
+  DiarizationResult cluster(
+      const DiarizationIntermediates& intermediates, const std::string& uri, StageTimes& times,
+      const std::optional<cluster::SpeakerCountConstraints>& speakers = {}) const;
 
  private:
   struct Models;
