@@ -30,6 +30,12 @@ struct DiarizationModels {
   std::filesystem::path plda;          // folder with xvec_transform.npz and plda.npz
 };
 
+// The model files: each path set in `explicit_paths` as it is, the others found by
+// models::ModelLocator in `models_dir`, then $PARLEY_MODELS, then the per-user cache (an error
+// listing the places searched and the fetch command when one is missing).
+DiarizationModels locate_models(const DiarizationModels& explicit_paths,
+                                const std::optional<std::filesystem::path>& models_dir);
+
 struct DiarizationConfig {
   // Seconds between the starts of consecutive 10 s chunks: 1 (pyannote), 2 for a faster mode.
   double step_seconds = 1.0;
@@ -105,7 +111,7 @@ class Diarizer {
   // Diarizes 16 kHz mono samples. When `save_directory` is set, every stage's arrays are
   // written there (pipeline/intermediates_io.h).
   DiarizationResult diarize(std::span<const float> samples, const std::string& uri,
-                            Progress& progress,
+                            ProgressSink& progress,
                             const std::optional<std::filesystem::path>& save_directory = {});
 
   // The model stage of several recordings (16 kHz mono each) in one stream of model calls:
@@ -117,16 +123,15 @@ class Diarizer {
   // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
   std::vector<DiarizationIntermediates> segment_and_embed(
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-      Progress& progress);
+      ProgressSink& progress);
 
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while
   // segment_and_embed runs on another.
   // `speakers`, when set, replaces the configured speaker-count constraints for this recording.
-  DiarizationResult cluster(const DiarizationIntermediates& intermediates, const std::string& uri,
-                            StageTimes& times,
-                            const std::optional<cluster::SpeakerCountConstraints>& speakers = {})
-      const;
+  DiarizationResult cluster(
+      const DiarizationIntermediates& intermediates, const std::string& uri, StageTimes& times,
+      const std::optional<cluster::SpeakerCountConstraints>& speakers = {}) const;
 
  private:
   struct Models;
