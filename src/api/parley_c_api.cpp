@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "audio/mono_resampled_stream.h"
 #include "audio/resampler.h"
@@ -93,6 +95,17 @@ parley_status guarded(Work&& work) {
     last_error = "parley: unknown error";
   }
   return PARLEY_ERROR_FAILED;
+}
+
+// The library's log (its own copy of spdlog, hidden inside libparley) goes to standard error,
+// warnings only: a program's standard output is its own, and routing notes are the CLI's to show.
+void set_up_logging() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto logger = spdlog::stderr_color_mt("parley");
+    logger->set_level(spdlog::level::warn);
+    spdlog::set_default_logger(std::move(logger));
+  });
 }
 
 void require(const void* pointer, const char* function, const char* name) {
@@ -422,6 +435,7 @@ parley_run_options parley_default_run_options(void) { return parley_run_options{
 
 parley_status parley_diarizer_new(const parley_params* params, parley_diarizer** diarizer) {
   return guarded([&] {
+    set_up_logging();
     require(diarizer, "parley_diarizer_new", "diarizer");
     *diarizer = nullptr;
     require(params, "parley_diarizer_new", "params");
@@ -537,6 +551,7 @@ void parley_result_free(parley_result* result) { delete result; }
 
 parley_status parley_batch_new(const parley_params* params, parley_batch** batch) {
   return guarded([&] {
+    set_up_logging();
     require(batch, "parley_batch_new", "batch");
     *batch = nullptr;
     require(params, "parley_batch_new", "params");
