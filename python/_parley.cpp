@@ -104,37 +104,63 @@ class Result {
   ResultHandle handle_;
 };
 
-parley_params make_params(const std::optional<std::string>& models_dir, const std::string& provider,
-                          const std::vector<std::string>& provider_options, int device_id,
-                          double step, const std::string& embedding_mode,
-                          const std::string& clustering, int threads,
-                          std::vector<const char*>& option_pointers) {
+// What a Pipeline is made with (parley.Pipeline's arguments), as parley_params.
+struct Settings {
+  std::optional<std::string> models_dir;
+  std::string provider;
+  std::vector<std::string> provider_options;  // "key=value"
+  int device_id = -1;
+  double step = 1.0;
+  std::string embedding_mode;
+  std::string clustering;
+  int threads = 0;
+};
+
+// `settings` as parley_params; they point into `settings` and `option_pointers`.
+parley_params make_params(const Settings& settings, std::vector<const char*>& option_pointers) {
   parley_params params = parley_default_params();
-  params.models_dir = models_dir ? models_dir->c_str() : nullptr;
-  params.provider = provider.c_str();
-  for (const auto& option : provider_options) option_pointers.push_back(option.c_str());
+  params.models_dir = settings.models_dir ? settings.models_dir->c_str() : nullptr;
+  params.provider = settings.provider.c_str();
+  for (const auto& option : settings.provider_options) option_pointers.push_back(option.c_str());
   option_pointers.push_back(nullptr);
   params.provider_options = option_pointers.data();
-  params.device_id = device_id;
-  params.step_seconds = step;
-  if (embedding_mode == "shared") {
+  params.device_id = settings.device_id;
+  params.step_seconds = settings.step;
+  if (settings.embedding_mode == "shared") {
     params.embedding_mode = PARLEY_EMBEDDING_SHARED;
-  } else if (embedding_mode == "exact") {
+  } else if (settings.embedding_mode == "exact") {
     params.embedding_mode = PARLEY_EMBEDDING_EXACT;
   } else {
     throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
-                      "embedding_mode must be 'shared' or 'exact' (got '" + embedding_mode + "')");
+                      "embedding_mode must be 'shared' or 'exact' "
+                      "(got '" +
+                          settings.embedding_mode + "')");
   }
-  if (clustering == "vbx") {
+  if (settings.clustering == "vbx") {
     params.clustering = PARLEY_CLUSTERING_VBX;
-  } else if (clustering == "ahc") {
+  } else if (settings.clustering == "ahc") {
     params.clustering = PARLEY_CLUSTERING_AHC;
   } else {
     throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
-                      "clustering must be 'vbx' or 'ahc' (got '" + clustering + "')");
+                      "clustering must be 'vbx' or 'ahc' (got '" + settings.clustering + "')");
   }
-  params.threads = threads;
+  params.threads = settings.threads;
   return params;
+}
+
+// Calls `make` (parley_diarizer_new or parley_batch_new) without the GIL.
+template <typename Handle>
+Handle* create(const Settings& settings, parley_status (*make)(const parley_params*, Handle**)) {
+  std::vector<const char*> option_pointers;
+  const parley_params params = make_params(settings, option_pointers);
+  Handle* handle = nullptr;
+  parley_status status;
+  {
+    py::gil_scoped_release release;
+    status = make(&params, &handle);
+  }
+  check(status);
+  return handle;
 }
 
 parley_run_options run_options(std::optional<int> num_speakers, std::optional<int> min_speakers,
@@ -174,20 +200,8 @@ struct ProgressBridge {
 
 class Diarizer {
  public:
-  Diarizer(const std::optional<std::string>& models_dir, const std::string& provider,
-           const std::vector<std::string>& provider_options, int device_id, double step,
-           const std::string& embedding_mode, const std::string& clustering, int threads) {
-    std::vector<const char*> option_pointers;
-    const parley_params params =
-        make_params(models_dir, provider, provider_options, device_id, step, embedding_mode,
-                    clustering, threads, option_pointers);
-    parley_status status;
-    {
-      py::gil_scoped_release release;
-      status = parley_diarizer_new(&params, &handle_);
-    }
-    check(status);
-  }
+  explicit Diarizer(const Settings& settings)
+      : handle_(create<parley_diarizer>(settings, parley_diarizer_new)) {}
   ~Diarizer() { parley_diarizer_free(handle_); }
   Diarizer(const Diarizer&) = delete;
   Diarizer& operator=(const Diarizer&) = delete;
@@ -245,20 +259,8 @@ class Diarizer {
 
 class Batch {
  public:
-  Batch(const std::optional<std::string>& models_dir, const std::string& provider,
-        const std::vector<std::string>& provider_options, int device_id, double step,
-        const std::string& embedding_mode, const std::string& clustering, int threads) {
-    std::vector<const char*> option_pointers;
-    const parley_params params =
-        make_params(models_dir, provider, provider_options, device_id, step, embedding_mode,
-                    clustering, threads, option_pointers);
-    parley_status status;
-    {
-      py::gil_scoped_release release;
-      status = parley_batch_new(&params, &handle_);
-    }
-    check(status);
-  }
+  explicit Batch(const Settings& settings)
+      : handle_(create<parley_batch>(settings, parley_batch_new)) {}
   ~Batch() {
     py::gil_scoped_release release;
     parley_batch_free(handle_);
@@ -337,13 +339,25 @@ PYBIND11_MODULE(_parley, module) {
       .def("rttm", &Result::rttm, py::arg("uri") = py::none())
       .def("json", &Result::json);
 
-  py::class_<Diarizer>(module, "Diarizer")
-      .def(py::init<const std::optional<std::string>&, const std::string&,
-                    const std::vector<std::string>&, int, double, const std::string&,
-                    const std::string&, int>(),
-           py::arg("models_dir"), py::arg("provider"), py::arg("provider_options"),
+  py::class_<Settings>(module, "Settings")
+      .def(py::init([](std::optional<std::string> models_dir, std::string provider,
+                       std::vector<std::string> provider_options, int device_id, double step,
+                       std::string embedding_mode, std::string clustering, int threads) {
+             return Settings{std::move(models_dir),
+                             std::move(provider),
+                             std::move(provider_options),
+                             device_id,
+                             step,
+                             std::move(embedding_mode),
+                             std::move(clustering),
+                             threads};
+           }),
+           py::kw_only(), py::arg("models_dir"), py::arg("provider"), py::arg("provider_options"),
            py::arg("device_id"), py::arg("step"), py::arg("embedding_mode"), py::arg("clustering"),
-           py::arg("threads"))
+           py::arg("threads"));
+
+  py::class_<Diarizer>(module, "Diarizer")
+      .def(py::init<const Settings&>(), py::arg("settings"))
       .def("diarize_file", &Diarizer::diarize_file, py::arg("path"), py::arg("num_speakers"),
            py::arg("min_speakers"), py::arg("max_speakers"), py::arg("progress"))
       .def("diarize_samples", &Diarizer::diarize_samples, py::arg("samples"),
@@ -351,12 +365,7 @@ PYBIND11_MODULE(_parley, module) {
            py::arg("max_speakers"), py::arg("progress"));
 
   py::class_<Batch>(module, "Batch")
-      .def(py::init<const std::optional<std::string>&, const std::string&,
-                    const std::vector<std::string>&, int, double, const std::string&,
-                    const std::string&, int>(),
-           py::arg("models_dir"), py::arg("provider"), py::arg("provider_options"),
-           py::arg("device_id"), py::arg("step"), py::arg("embedding_mode"), py::arg("clustering"),
-           py::arg("threads"))
+      .def(py::init<const Settings&>(), py::arg("settings"))
       .def("submit_file", &Batch::submit_file, py::arg("path"), py::arg("num_speakers"),
            py::arg("min_speakers"), py::arg("max_speakers"))
       .def("finish", &Batch::finish)

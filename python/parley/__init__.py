@@ -152,11 +152,11 @@ class Pipeline:
                  embedding_mode: str = "shared", clustering: str = "vbx",
                  threads: int = 0) -> None:
         options = [f"{key}={value}" for key, value in (provider_options or {}).items()]
-        self._settings = dict(
+        self._settings = _parley.Settings(
             models_dir=os.fspath(models_dir) if models_dir is not None else None,
             provider=provider, provider_options=options, device_id=-1, step=float(step),
             embedding_mode=embedding_mode, clustering=clustering, threads=int(threads))
-        self._diarizer = _parley.Diarizer(**self._settings)
+        self._diarizer = _parley.Diarizer(self._settings)
 
     def __call__(self, audio: Audio, sample_rate: int = 16000,
                  num_speakers: Optional[int] = None, min_speakers: Optional[int] = None,
@@ -192,7 +192,7 @@ class Pipeline:
         order. A file that fails raises :class:`Error` naming it when its turn comes. Loads its
         own copy of the models."""
         paths = [os.fspath(path) for path in paths]
-        batch = _parley.Batch(**self._settings)
+        batch = _parley.Batch(self._settings)
         for path in paths:
             batch.submit_file(path, num_speakers, min_speakers, max_speakers)
         batch.finish()
