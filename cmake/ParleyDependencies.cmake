@@ -6,7 +6,9 @@ find_package(Threads REQUIRED)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 # LAPACK's dsygvd diagonalises the PLDA model exactly as scipy.linalg.eigh does (cluster/plda.cpp).
 find_package(LAPACK REQUIRED)
-find_package(CLI11 REQUIRED)
+if(PARLEY_BUILD_CLI)
+  find_package(CLI11 REQUIRED)
+endif()
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
@@ -23,11 +25,13 @@ pkg_check_modules(FFTW3 REQUIRED IMPORTED_TARGET fftw3)
 find_package(Protobuf REQUIRED)
 find_package(ONNX REQUIRED CONFIG)
 # cpp-httplib: a local HTTP server for the download tests (Debian ships it as a compiled library).
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+if(PARLEY_BUILD_TESTS)
+  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+endif()
 
 set(ONNXRUNTIME_ROOT "$ENV{ONNXRUNTIME_ROOT}" CACHE PATH "ONNX Runtime folder with include/ and lib/")
 if(NOT ONNXRUNTIME_ROOT)
-  set(ONNXRUNTIME_ROOT "${CMAKE_BINARY_DIR}/_deps/onnxruntime")
+  set(ONNXRUNTIME_ROOT "${PROJECT_BINARY_DIR}/_deps/onnxruntime")
 endif()
 find_path(ONNXRUNTIME_INCLUDE_DIR onnxruntime_cxx_api.h
           PATHS "${ONNXRUNTIME_ROOT}/include" "${ONNXRUNTIME_ROOT}/include/onnxruntime"

@@ -1,73 +1,210 @@
-/* parley: speaker diarization ("who spoke when"), the public C API.
+/* parley: speaker diarization ("who spoke when"), the public C API, version 1.
  *
- *   parley_params params = parley_default_params();
- *   params.segmentation_model = "segmentation-3.0.onnx";
- *   params.embedding_model = "voxceleb_resnet34_LM.onnx";
- *   params.plda_dir = "plda";
- *   char error[512];
- *   parley_diarizer* diarizer = parley_diarizer_new(&params, error, sizeof error);
- *   parley_result* result = parley_diarize_file(diarizer, "meeting.wav", error, sizeof error);
- *   for (size_t i = 0; i < parley_result_turn_count(result, 0); ++i) {
- *     parley_turn turn = parley_result_turn(result, i, 0);   // start, end, speaker index
+ *   parley_params params = parley_default_params();      // models found as the CLI finds them
+ *   parley_diarizer* diarizer = NULL;
+ *   if (parley_diarizer_new(&params, &diarizer) != PARLEY_OK) {
+ *     fprintf(stderr, "%s\n", parley_last_error());
+ *     return 1;
  *   }
- *   parley_result_free(result);
+ *   parley_result* result = NULL;
+ *   if (parley_diarize_file(diarizer, "meeting.wav", NULL, &result) == PARLEY_OK) {
+ *     for (size_t i = 0; i < parley_result_turn_count(result, 0); ++i) {
+ *       parley_turn turn = parley_result_turn(result, i, 0);   // start, end, speaker index
+ *     }
+ *     parley_result_free(result);
+ *   }
  *   parley_diarizer_free(diarizer);
  *
- * Functions that can fail return NULL (or a negative number) and write a one-line message into
- * `error` (when not NULL). Objects are independent: one diarizer per thread.
+ * Errors: every function that can fail returns a parley_status; PARLEY_OK (0) is success.
+ * On failure parley_last_error() holds a one-line message saying what to do next.
+ *
+ * Thread safety:
+ *   - a parley_diarizer runs one call at a time: use one per thread (they are independent, so
+ *     several threads may each diarize with their own at once);
+ *   - a parley_result is read-only once returned and may be read from any thread, except that
+ *     parley_result_rttm / parley_result_json write the result's text buffer (one caller at a
+ *     time per result);
+ *   - a parley_batch may be fed (submit, finish) from one thread while another takes its results
+ *     (next_result);
+ *   - parley_last_error() is per thread;
+ *   - the progress callback is called on the thread that called parley_diarize_*.
+ *
+ * ABI: the library is libparley.so.PARLEY_ABI_VERSION. Structs passed by value or pointer
+ * (parley_params, parley_run_options, ...) only change together with that number.
  */
 #ifndef PARLEY_PARLEY_H
 #define PARLEY_PARLEY_H
 
 #include <stddef.h>
 
+#if defined(PARLEY_BUILDING_LIBRARY)
+#define PARLEY_API __attribute__((visibility("default")))
+#else
+#define PARLEY_API
+#endif
+
+#define PARLEY_ABI_VERSION 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct parley_diarizer parley_diarizer;
-typedef struct parley_result parley_result;
+typedef enum parley_status {
+  PARLEY_OK = 0,
+  PARLEY_ERROR_INVALID_ARGUMENT = 1, /* a parameter or option is wrong (message names it) */
+  PARLEY_ERROR_MODELS = 2,           /* models missing, unreadable, or unusable on the provider */
+  PARLEY_ERROR_AUDIO = 3,            /* the recording cannot be read or decoded */
+  PARLEY_ERROR_CANCELLED = 4,        /* the progress callback asked to stop */
+  PARLEY_ERROR_FAILED = 5,           /* anything else (the message says what) */
+  PARLEY_DONE = 6                    /* parley_batch_next_result: every result was handed out */
+} parley_status;
+
+/* The message of the last failure on this thread ("" when none); valid until the next parley
+ * call on this thread. */
+PARLEY_API const char* parley_last_error(void);
+/* "0.1.0" */
+PARLEY_API const char* parley_version(void);
+/* A short English name of a status ("invalid argument", ...). */
+PARLEY_API const char* parley_status_name(parley_status status);
+
+/* ---- Building a diarizer ------------------------------------------------------------------ */
 
 typedef enum { PARLEY_CLUSTERING_VBX = 0, PARLEY_CLUSTERING_AHC = 1 } parley_clustering;
+typedef enum { PARLEY_EMBEDDING_SHARED = 0, PARLEY_EMBEDDING_EXACT = 1 } parley_embedding_mode;
 
 typedef struct parley_params {
-  const char* segmentation_model; /* path of the segmentation-3.0 .onnx */
-  const char* embedding_model;    /* path of the WeSpeaker ResNet34-LM .onnx */
+  /* Folder searched for the models first. NULL: $PARLEY_MODELS, then the per-user cache (where
+   * `parley models fetch` puts them), as the parley command searches. */
+  const char* models_dir;
+  /* Explicit model files; NULL: found through the search above. */
+  const char* segmentation_model; /* segmentation-3.0 .onnx */
+  const char* embedding_model;    /* WeSpeaker ResNet34-LM .onnx (or its speed twin) */
   const char* plda_dir;           /* folder with plda.npz and xvec_transform.npz (VBx only) */
-  double step_seconds;            /* between 10 s windows: 1 (default) or 2 (faster) */
-  int threads;                    /* CPU threads; output does not depend on it */
-  parley_clustering clustering;
-  int num_speakers; /* 0: unknown */
-  int min_speakers; /* 0: no lower bound */
-  int max_speakers; /* 0: no upper bound */
+  /* Execution provider: "auto" (NULL too: a GPU where it pays off, else the CPU), "cpu",
+   * "cuda", "tensorrt", "migraphx", "rocm", "coreml", "openvino", "dml". A named provider that
+   * cannot be used fails parley_diarizer_new. */
+  const char* provider;
+  /* "key=value" options for the provider, a NULL-terminated list (NULL: none). */
+  const char* const* provider_options;
+  int device_id;                        /* accelerator number; -1: the provider's default */
+  double step_seconds;                  /* between 10 s windows: 1 (default) or 2 (faster) */
+  parley_embedding_mode embedding_mode; /* shared (default, faster) or exact (pyannote's) */
+  parley_clustering clustering;         /* VBx (default, pyannote's) or AHC */
+  int threads; /* CPU threads; 0: all cores. Output does not depend on it */
 } parley_params;
 
+PARLEY_API parley_params parley_default_params(void);
+
+typedef struct parley_diarizer parley_diarizer;
+
+/* Loads the models (seconds; reuse the diarizer for many recordings). */
+PARLEY_API parley_status parley_diarizer_new(const parley_params* params,
+                                             parley_diarizer** diarizer);
+PARLEY_API void parley_diarizer_free(parley_diarizer* diarizer);
+
+/* ---- Diarizing ---------------------------------------------------------------------------- */
+
+/* Called as work advances: `fraction` (0..1) of `stage` is done. Stages come in this order:
+ * "segmentation+embedding" (or "segmentation" then "embedding"), then "clustering". Return
+ * nonzero to stop: the call then fails with PARLEY_ERROR_CANCELLED. */
+typedef int (*parley_progress_callback)(double fraction, const char* stage, void* user_data);
+
+typedef struct parley_run_options {
+  int num_speakers;                  /* exact number of speakers; 0: unknown */
+  int min_speakers;                  /* 0: no lower bound */
+  int max_speakers;                  /* 0: no upper bound */
+  parley_progress_callback progress; /* NULL: none (not used by parley_batch) */
+  void* progress_user_data;
+} parley_run_options;
+
+PARLEY_API parley_run_options parley_default_run_options(void);
+
+typedef struct parley_result parley_result;
+
+/* Any format parley reads (wav, flac, ogg, mp3, m4a, ...), at any rate and channel count.
+ * `options` may be NULL (defaults). */
+PARLEY_API parley_status parley_diarize_file(parley_diarizer* diarizer, const char* path,
+                                             const parley_run_options* options,
+                                             parley_result** result);
+/* Mono samples in [-1, 1] at `sample_rate` Hz (resampled to 16 kHz when it differs). */
+PARLEY_API parley_status parley_diarize_samples(parley_diarizer* diarizer, const float* samples,
+                                                size_t sample_count, int sample_rate,
+                                                const parley_run_options* options,
+                                                parley_result** result);
+
+/* ---- Results (all getters accept NULL and out-of-range indices, returning 0 / empty) ------- */
+
 typedef struct parley_turn {
-  double start;  /* seconds */
-  double end;    /* seconds */
-  int speaker;   /* 0, 1, ...: SPEAKER_00, SPEAKER_01, ... */
+  double start; /* seconds */
+  double end;   /* seconds */
+  int speaker;  /* 0, 1, ...: SPEAKER_00, SPEAKER_01, ...; the row of the speaker's embedding */
 } parley_turn;
 
-const char* parley_version(void);
-parley_params parley_default_params(void);
-
-parley_diarizer* parley_diarizer_new(const parley_params* params, char* error, size_t error_size);
-void parley_diarizer_free(parley_diarizer* diarizer);
-
-/* 16 kHz mono samples in [-1, 1]. */
-parley_result* parley_diarize_samples(parley_diarizer* diarizer, const float* samples,
-                                      size_t sample_count, char* error, size_t error_size);
-/* Any format parley reads (wav, flac, ogg, mp3, m4a, ...), at any rate and channel count. */
-parley_result* parley_diarize_file(parley_diarizer* diarizer, const char* path, char* error,
-                                   size_t error_size);
-
-size_t parley_result_speaker_count(const parley_result* result);
+PARLEY_API const char* parley_result_uri(const parley_result* result);
+PARLEY_API double parley_result_duration(const parley_result* result); /* seconds of audio */
+PARLEY_API size_t parley_result_speaker_count(const parley_result* result);
 /* exclusive != 0: the turns with at most one speaker at a time (for transcripts). */
-size_t parley_result_turn_count(const parley_result* result, int exclusive);
-parley_turn parley_result_turn(const parley_result* result, size_t index, int exclusive);
-/* The RTTM text of the (non-exclusive) turns, owned by the result. */
-const char* parley_result_rttm(const parley_result* result, const char* uri);
-void parley_result_free(parley_result* result);
+PARLEY_API size_t parley_result_turn_count(const parley_result* result, int exclusive);
+PARLEY_API parley_turn parley_result_turn(const parley_result* result, size_t index, int exclusive);
+/* One centroid embedding per speaker: `dimension` floats each (256 for ResNet34-LM); zeros for
+ * a speaker the count added beyond the clusters. NULL when `speaker` is out of range. */
+PARLEY_API size_t parley_result_embedding_dimension(const parley_result* result);
+PARLEY_API const float* parley_result_embedding(const parley_result* result, size_t speaker);
+/* Seconds spent per stage ("decode", "segmentation", "embedding", "clustering", ...). */
+PARLEY_API size_t parley_result_stage_count(const parley_result* result);
+PARLEY_API const char* parley_result_stage_name(const parley_result* result, size_t index);
+PARLEY_API double parley_result_stage_seconds(const parley_result* result, size_t index);
+/* Things the user should know about the result (for example a speed twin in use). */
+PARLEY_API size_t parley_result_warning_count(const parley_result* result);
+PARLEY_API const char* parley_result_warning(const parley_result* result, size_t index);
+/* The RTTM text of the (non-exclusive) turns; `uri` NULL: the result's own. Owned by the
+ * result, valid until the next call on it or its free. */
+PARLEY_API const char* parley_result_rttm(const parley_result* result, const char* uri);
+/* {"diarization": [...], "exclusive_diarization": [...]}, as `parley diarize --format json`. */
+PARLEY_API const char* parley_result_json(const parley_result* result);
+PARLEY_API void parley_result_free(parley_result* result);
+
+/* ---- Many recordings: the corpus engine ---------------------------------------------------
+ * Recordings are decoded, run through the networks and clustered in parallel stages; each
+ * result comes out as soon as it is done (completion order, not submission order). A result
+ * equals diarizing that recording alone. */
+
+typedef struct parley_batch parley_batch;
+
+PARLEY_API parley_status parley_batch_new(const parley_params* params, parley_batch** batch);
+/* Queue a recording; `index` (may be NULL) receives its number (0, 1, ... in submission order).
+ * Only the speaker counts of `options` apply; NULL: defaults. */
+PARLEY_API parley_status parley_batch_submit_file(parley_batch* batch, const char* path,
+                                                  const parley_run_options* options, size_t* index);
+PARLEY_API parley_status parley_batch_submit_samples(parley_batch* batch, const float* samples,
+                                                     size_t sample_count, int sample_rate,
+                                                     const parley_run_options* options,
+                                                     size_t* index);
+/* No more submissions: once the queued recordings are done, next_result returns PARLEY_DONE. */
+PARLEY_API void parley_batch_finish(parley_batch* batch);
+/* Waits for the next finished recording. PARLEY_OK: `result` is set (free it). A status other
+ * than PARLEY_OK and PARLEY_DONE: that recording failed (parley_last_error says why) and `result`
+ * is NULL; the batch goes on. `index` (may be NULL) says which recording it was. */
+PARLEY_API parley_status parley_batch_next_result(parley_batch* batch, size_t* index,
+                                                  parley_result** result);
+/* Stops the batch (unfinished recordings are dropped) and frees it. */
+PARLEY_API void parley_batch_free(parley_batch* batch);
+
+/* ---- Scoring ------------------------------------------------------------------------------ */
+
+typedef struct parley_der {
+  double der;         /* (missed + false_alarm + confusion) / total */
+  double missed;      /* seconds */
+  double false_alarm; /* seconds */
+  double confusion;   /* seconds */
+  double total;       /* seconds of scored reference speech */
+} parley_der;
+
+/* Diarization error rate of RTTM text `hypothesis` against RTTM text `reference`, over every
+ * file of the reference (md-eval's definition). `collar`: seconds unscored on each side of every
+ * reference boundary; skip_overlap != 0: overlapped reference speech is not scored. */
+PARLEY_API parley_status parley_score_rttm(const char* reference, const char* hypothesis,
+                                           double collar, int skip_overlap, parley_der* der);
 
 #ifdef __cplusplus
 }

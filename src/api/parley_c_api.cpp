@@ -1,145 +1,653 @@
-// The C API (include/parley/parley.h) over pipeline::Diarizer: exceptions become messages.
+// The C API (include/parley/parley.h) over pipeline::Diarizer and corpus::CorpusEngine:
+// exceptions become statuses plus a per-thread message.
 #include "parley/parley.h"
 
-#include <cstring>
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "audio/mono_resampled_stream.h"
+#include "audio/resampler.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/version.h"
+#include "corpus/corpus_engine.h"
+#include "eval/der.h"
+#include "eval/rttm.h"
+#include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/output.h"
 
 struct parley_diarizer {
   std::unique_ptr<parley::pipeline::Diarizer> diarizer;
+  std::vector<std::string> warnings;  // copied into every result
 };
 
 struct parley_result {
   parley::pipeline::DiarizationResult result;
-  // Owned storage for the text parley_result_rttm hands out; filling it does not change the result.
+  std::vector<std::string> warnings;
+  // Owned storage for the texts handed out; filling it does not change the result.
   mutable std::string rttm;
+  mutable std::string json;
 };
 
 namespace {
 
-void report(char* error, std::size_t error_size, const char* message) {
-  if (error == nullptr || error_size == 0) return;
-  std::strncpy(error, message, error_size - 1);
-  error[error_size - 1] = '\0';
-}
+using parley::pipeline::DiarizationConfig;
+using parley::pipeline::DiarizationModels;
 
-template <typename Function>
-auto guarded(char* error, std::size_t error_size, Function&& function) -> decltype(function()) {
+constexpr int kModelSampleRate = 16000;
+
+thread_local std::string last_error;
+
+// A failure that already knows its status.
+class StatusError : public std::runtime_error {
+ public:
+  StatusError(parley_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  parley_status status() const { return status_; }
+
+ private:
+  parley_status status_;
+};
+
+// Runs `work`; failures without a status of their own get `status`.
+template <typename Work>
+auto with_status(parley_status status, Work&& work) -> decltype(work()) {
   try {
-    report(error, error_size, "");
-    return function();
-  } catch (const std::exception& exception) {
-    report(error, error_size, exception.what());
-  } catch (...) {
-    report(error, error_size, "parley: unknown error");
+    return work();
+  } catch (const StatusError&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw StatusError(status, error.what());
   }
-  return nullptr;
 }
 
-int speaker_index(const std::string& label) {
-  // Labels are SPEAKER_<n>.
-  const auto underscore = label.rfind('_');
-  return underscore == std::string::npos ? -1 : std::stoi(label.substr(underscore + 1));
+[[noreturn]] void invalid(const std::string& message) {
+  throw StatusError(PARLEY_ERROR_INVALID_ARGUMENT, message);
+}
+
+// Runs the body of an API function: records its failure for parley_last_error.
+template <typename Work>
+parley_status guarded(Work&& work) {
+  last_error.clear();
+  try {
+    work();
+    return PARLEY_OK;
+  } catch (const StatusError& error) {
+    last_error = error.what();
+    return error.status();
+  } catch (const std::exception& error) {
+    last_error = error.what();
+  } catch (...) {
+    last_error = "parley: unknown error";
+  }
+  return PARLEY_ERROR_FAILED;
+}
+
+// The library's log (its own copy of spdlog, hidden inside libparley) goes to standard error,
+// warnings only: a program's standard output is its own, and routing notes are the CLI's to show.
+void set_up_logging() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto logger = spdlog::stderr_color_mt("parley");
+    logger->set_level(spdlog::level::warn);
+    spdlog::set_default_logger(std::move(logger));
+  });
+}
+
+void require(const void* pointer, const char* function, const char* name) {
+  if (pointer == nullptr) invalid(fmt::format("{}: {} is NULL", function, name));
+}
+
+std::optional<std::filesystem::path> optional_path(const char* text) {
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  return std::filesystem::path(text);
+}
+
+DiarizationModels model_paths(const parley_params& params) {
+  const auto models_dir = optional_path(params.models_dir);
+  std::error_code ec;
+  if (models_dir && !std::filesystem::is_directory(*models_dir, ec)) {
+    invalid(fmt::format(
+        "models_dir: no such folder '{}' (pass the folder that holds the models, or NULL to use "
+        "$PARLEY_MODELS and the per-user cache)",
+        models_dir->string()));
+  }
+  DiarizationModels explicit_paths;
+  explicit_paths.segmentation = optional_path(params.segmentation_model).value_or("");
+  explicit_paths.embedding = optional_path(params.embedding_model).value_or("");
+  explicit_paths.plda = optional_path(params.plda_dir).value_or("");
+  return with_status(PARLEY_ERROR_MODELS,
+                     [&] { return parley::pipeline::locate_models(explicit_paths, models_dir); });
+}
+
+// The provider request with the command line's rules (runtime/provider.h, cli/provider_options).
+parley::pipeline::ProviderRouting provider_routing(const parley_params& params) {
+  namespace runtime = parley::runtime;
+  return with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+    parley::pipeline::ProviderRouting routing;
+    routing.choice = runtime::ProviderChoice::parse(params.provider ? params.provider : "auto");
+    std::vector<std::string> option_texts;
+    for (const char* const* option = params.provider_options; option && *option; ++option) {
+      option_texts.emplace_back(*option);
+    }
+    routing.options = runtime::parse_provider_options(option_texts);
+    if (params.device_id < -1) {
+      invalid(fmt::format("device_id must be -1 (the default device) or a device number (got {})",
+                          params.device_id));
+    }
+    if (params.device_id >= 0) {
+      if (routing.options.contains("device_id")) {
+        invalid("device_id is set twice (in device_id and in provider_options); keep one");
+      }
+      routing.options["device_id"] = std::to_string(params.device_id);
+    }
+    const bool named_cpu =
+        !routing.choice.automatic && routing.choice.provider == runtime::ProviderId::kCpu;
+    if (named_cpu && !routing.options.empty()) {
+      invalid("provider_options and device_id have no effect on the cpu provider; drop them");
+    }
+    return routing;
+  });
+}
+
+DiarizationConfig diarization_config(const parley_params& params) {
+  DiarizationConfig config;
+  config.step_seconds = params.step_seconds;
+  const int max_threads = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (params.threads < 0 || params.threads > max_threads) {
+    invalid(
+        fmt::format("threads must be 0 (all cores) to {} (got {})", max_threads, params.threads));
+  }
+  config.threads = params.threads > 0
+                       ? params.threads
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  switch (params.embedding_mode) {
+    case PARLEY_EMBEDDING_SHARED:
+      config.embedding_mode = parley::pipeline::EmbeddingMode::kShared;
+      break;
+    case PARLEY_EMBEDDING_EXACT:
+      config.embedding_mode = parley::pipeline::EmbeddingMode::kExact;
+      break;
+    default:
+      invalid(
+          fmt::format("embedding_mode must be PARLEY_EMBEDDING_SHARED or "
+                      "PARLEY_EMBEDDING_EXACT (got {})",
+                      static_cast<int>(params.embedding_mode)));
+  }
+  switch (params.clustering) {
+    case PARLEY_CLUSTERING_VBX:
+      config.clustering.method = parley::cluster::ClusteringMethod::kVbx;
+      break;
+    case PARLEY_CLUSTERING_AHC:
+      config.clustering.method = parley::cluster::ClusteringMethod::kAhc;
+      break;
+    default:
+      invalid(
+          fmt::format("clustering must be PARLEY_CLUSTERING_VBX or PARLEY_CLUSTERING_AHC "
+                      "(got {})",
+                      static_cast<int>(params.clustering)));
+  }
+  config.routing = provider_routing(params);
+  with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] { config.validate(); });
+  return config;
+}
+
+std::optional<parley::cluster::SpeakerCountConstraints> speaker_counts(
+    const parley_run_options* options) {
+  if (options == nullptr) return std::nullopt;
+  parley::cluster::SpeakerCountConstraints speakers;
+  const auto bound = [](int value, const char* name) -> std::optional<int> {
+    if (value < 0)
+      invalid(fmt::format("{} must be at least 1, or 0 for none (got {})", name, value));
+    return value > 0 ? std::optional<int>(value) : std::nullopt;
+  };
+  speakers.num_speakers = bound(options->num_speakers, "num_speakers");
+  speakers.min_speakers = bound(options->min_speakers, "min_speakers");
+  speakers.max_speakers = bound(options->max_speakers, "max_speakers");
+  with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] { speakers.validate(); });
+  return speakers;
+}
+
+std::vector<std::string> model_warnings(const DiarizationModels& paths) {
+  std::vector<std::string> warnings;
+  if (parley::models::is_speed_twin(paths.embedding)) {
+    warnings.push_back(parley::models::speed_twin_warning(paths.embedding));
+  }
+  return warnings;
+}
+
+// `samples` at `sample_rate` as the 16 kHz the models take.
+std::vector<float> samples_16k(const float* samples, std::size_t sample_count, int sample_rate) {
+  if (samples == nullptr && sample_count > 0) invalid("samples is NULL");
+  if (sample_rate <= 0) invalid(fmt::format("sample_rate must be positive (got {})", sample_rate));
+  const std::span<const float> input(samples, sample_count);
+  if (const auto bad = std::find_if(input.begin(), input.end(),
+                                    [](float value) { return !std::isfinite(value); });
+      bad != input.end()) {
+    invalid(fmt::format("samples[{}] is not a finite number; pass audio in [-1, 1]",
+                        bad - input.begin()));
+  }
+  if (sample_rate == kModelSampleRate) return {input.begin(), input.end()};
+  std::vector<float> output;
+  parley::audio::Resampler resampler(sample_rate, kModelSampleRate);
+  resampler.process(input, output);
+  resampler.flush(output);
+  return output;
+}
+
+std::vector<float> load_audio(const char* path) {
+  if (path == nullptr) invalid("path is NULL");
+  return with_status(PARLEY_ERROR_AUDIO, [&] { return parley::audio::load_mono_16k(path); });
+}
+
+// Reports to a parley_progress_callback; a nonzero return stops the run by throwing (the
+// pipeline lets a progress sink's exception through to its caller).
+class CallbackProgress : public parley::ProgressSink {
+ public:
+  CallbackProgress(parley_progress_callback callback, void* user_data)
+      : callback_(callback), user_data_(user_data) {}
+
+  void begin(const std::string& stage, std::size_t total) override {
+    std::lock_guard lock(mutex_);
+    stage_ = stage;
+    total_ = total;
+    report(0.0);
+  }
+  void update(std::size_t done) override {
+    std::lock_guard lock(mutex_);
+    report(total_ > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total_))
+                      : 0.0);
+  }
+  void end() override {
+    std::lock_guard lock(mutex_);
+    report(1.0);
+  }
+
+ private:
+  void report(double fraction) {
+    if (callback_ == nullptr) return;
+    if (callback_(fraction, stage_.c_str(), user_data_) != 0) {
+      callback_ = nullptr;  // no more calls once it asked to stop
+      throw StatusError(PARLEY_ERROR_CANCELLED, "cancelled by the progress callback");
+    }
+  }
+
+  parley_progress_callback callback_;
+  void* user_data_;
+  std::mutex mutex_;
+  std::string stage_;
+  std::size_t total_ = 0;
+};
+
+parley_result* diarize(parley_diarizer& handle, std::span<const float> samples,
+                       const std::string& uri, const parley_run_options* options) {
+  const auto speakers = speaker_counts(options);
+  CallbackProgress progress(options ? options->progress : nullptr,
+                            options ? options->progress_user_data : nullptr);
+  std::vector<parley::StageTimes> times;
+  const std::span<const float> recordings[] = {samples};
+  auto result = std::make_unique<parley_result>();
+  with_status(PARLEY_ERROR_FAILED, [&] {
+    const auto intermediates = handle.diarizer->segment_and_embed(recordings, times, progress);
+    progress.begin("clustering", 1);
+    result->result = handle.diarizer->cluster(intermediates.front(), uri, times.front(), speakers);
+    progress.end();
+  });
+  result->warnings = handle.warnings;
+  return result.release();
+}
+
+parley_result* result_of(parley::corpus::RecordingOutcome& outcome,
+                         const std::vector<std::string>& warnings) {
+  auto result = std::make_unique<parley_result>();
+  result->result = std::move(*outcome.result);
+  result->warnings = warnings;
+  return result.release();
+}
+
+const parley::pipeline::Turn* turn_at(const parley_result* result, std::size_t index,
+                                      int exclusive) {
+  if (result == nullptr) return nullptr;
+  const auto& turns = exclusive ? result->result.exclusive_turns : result->result.turns;
+  return index < turns.size() ? &turns[index] : nullptr;
+}
+
+std::vector<parley::eval::Turn> parse_rttm_text(const char* text, const char* name) {
+  if (text == nullptr) invalid(fmt::format("parley_score_rttm: {} is NULL", name));
+  return with_status(PARLEY_ERROR_INVALID_ARGUMENT,
+                     [&] { return parley::eval::parse_rttm(text, name); });
 }
 
 }  // namespace
 
+// Recordings go to the corpus engine through `pending` (read by the engine's source) and come
+// back through `outcomes`; the engine runs on `runner` until the batch is finished or freed.
+struct parley_batch {
+  std::unique_ptr<parley::corpus::CorpusEngine> engine;
+  std::vector<std::string> warnings;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<parley::corpus::CorpusRecording> pending;
+  std::deque<parley::corpus::RecordingOutcome> outcomes;
+  std::size_t submitted = 0;
+  bool finished = false;     // no more submissions
+  bool engine_done = false;  // run() returned
+  std::exception_ptr engine_failure;
+  std::atomic<bool> stop{false};
+  std::thread runner;
+
+  void run() {
+    const auto next = [this]() -> std::optional<parley::corpus::CorpusRecording> {
+      std::unique_lock lock(mutex);
+      changed.wait(lock, [this] { return !pending.empty() || finished || stop; });
+      if (stop || pending.empty()) return std::nullopt;
+      auto recording = std::move(pending.front());
+      pending.pop_front();
+      return recording;
+    };
+    const auto on_result = [this](parley::corpus::RecordingOutcome outcome) {
+      std::lock_guard lock(mutex);
+      outcomes.push_back(std::move(outcome));
+      changed.notify_all();
+    };
+    std::exception_ptr failure;
+    try {
+      engine->run(next, on_result, {}, &stop);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    std::lock_guard lock(mutex);
+    engine_failure = failure;
+    engine_done = true;
+    changed.notify_all();
+  }
+
+  std::size_t submit(parley::corpus::CorpusRecording recording) {
+    std::lock_guard lock(mutex);
+    if (finished) invalid("parley_batch_submit: the batch is finished (parley_batch_finish)");
+    pending.push_back(std::move(recording));
+    changed.notify_all();
+    return submitted++;
+  }
+
+  ~parley_batch() {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+      changed.notify_all();
+    }
+    if (runner.joinable()) runner.join();
+  }
+};
+
 extern "C" {
+
+const char* parley_last_error(void) { return last_error.c_str(); }
 
 const char* parley_version(void) { return parley::kVersion; }
 
+const char* parley_status_name(parley_status status) {
+  switch (status) {
+    case PARLEY_OK:
+      return "ok";
+    case PARLEY_ERROR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case PARLEY_ERROR_MODELS:
+      return "models";
+    case PARLEY_ERROR_AUDIO:
+      return "audio";
+    case PARLEY_ERROR_CANCELLED:
+      return "cancelled";
+    case PARLEY_ERROR_FAILED:
+      return "failed";
+    case PARLEY_DONE:
+      return "done";
+  }
+  return "unknown status";
+}
+
 parley_params parley_default_params(void) {
   parley_params params{};
+  params.provider = "auto";
+  params.device_id = -1;
   params.step_seconds = 1.0;
-  params.threads = 1;
+  params.embedding_mode = PARLEY_EMBEDDING_SHARED;
   params.clustering = PARLEY_CLUSTERING_VBX;
+  params.threads = 0;
   return params;
 }
 
-parley_diarizer* parley_diarizer_new(const parley_params* params, char* error,
-                                     std::size_t error_size) {
-  return guarded(error, error_size, [&]() -> parley_diarizer* {
-    if (params == nullptr) parley::fail("parley_diarizer_new: params is NULL");
-    if (params->segmentation_model == nullptr || params->embedding_model == nullptr) {
-      parley::fail("parley_diarizer_new: set segmentation_model and embedding_model");
-    }
-    parley::pipeline::DiarizationModels models;
-    models.segmentation = params->segmentation_model;
-    models.embedding = params->embedding_model;
-    if (params->plda_dir != nullptr) models.plda = params->plda_dir;
-    parley::pipeline::DiarizationConfig config;
-    config.step_seconds = params->step_seconds;
-    config.threads = params->threads;
-    config.clustering.method = params->clustering == PARLEY_CLUSTERING_AHC
-                                   ? parley::cluster::ClusteringMethod::kAhc
-                                   : parley::cluster::ClusteringMethod::kVbx;
-    if (params->num_speakers > 0) config.speakers.num_speakers = params->num_speakers;
-    if (params->min_speakers > 0) config.speakers.min_speakers = params->min_speakers;
-    if (params->max_speakers > 0) config.speakers.max_speakers = params->max_speakers;
+parley_run_options parley_default_run_options(void) { return parley_run_options{}; }
+
+parley_status parley_diarizer_new(const parley_params* params, parley_diarizer** diarizer) {
+  return guarded([&] {
+    set_up_logging();
+    require(diarizer, "parley_diarizer_new", "diarizer");
+    *diarizer = nullptr;
+    require(params, "parley_diarizer_new", "params");
+    DiarizationConfig config = diarization_config(*params);
+    const DiarizationModels paths = model_paths(*params);
     auto handle = std::make_unique<parley_diarizer>();
-    handle->diarizer = std::make_unique<parley::pipeline::Diarizer>(models, config);
-    return handle.release();
+    with_status(PARLEY_ERROR_MODELS, [&] {
+      handle->warnings = model_warnings(paths);
+      handle->diarizer = std::make_unique<parley::pipeline::Diarizer>(paths, std::move(config));
+    });
+    *diarizer = handle.release();
   });
 }
 
 void parley_diarizer_free(parley_diarizer* diarizer) { delete diarizer; }
 
-parley_result* parley_diarize_samples(parley_diarizer* diarizer, const float* samples,
-                                      std::size_t sample_count, char* error,
-                                      std::size_t error_size) {
-  return guarded(error, error_size, [&]() -> parley_result* {
-    if (diarizer == nullptr) parley::fail("parley_diarize_samples: diarizer is NULL");
-    if (samples == nullptr && sample_count > 0) parley::fail("parley_diarize_samples: no samples");
-    parley::Progress silent(parley::Progress::Mode::kNever);
-    auto result = std::make_unique<parley_result>();
-    result->result =
-        diarizer->diarizer->diarize(std::span<const float>(samples, sample_count), "audio", silent);
-    return result.release();
+parley_status parley_diarize_samples(parley_diarizer* diarizer, const float* samples,
+                                     size_t sample_count, int sample_rate,
+                                     const parley_run_options* options, parley_result** result) {
+  return guarded([&] {
+    require(result, "parley_diarize_samples", "result");
+    *result = nullptr;
+    require(diarizer, "parley_diarize_samples", "diarizer");
+    const std::vector<float> input = samples_16k(samples, sample_count, sample_rate);
+    *result = diarize(*diarizer, input, "audio", options);
   });
 }
 
-parley_result* parley_diarize_file(parley_diarizer* diarizer, const char* path, char* error,
-                                   std::size_t error_size) {
-  return guarded(error, error_size, [&]() -> parley_result* {
-    if (path == nullptr) parley::fail("parley_diarize_file: path is NULL");
-    const std::vector<float> samples = parley::audio::load_mono_16k(path);
-    return parley_diarize_samples(diarizer, samples.data(), samples.size(), error, error_size);
+parley_status parley_diarize_file(parley_diarizer* diarizer, const char* path,
+                                  const parley_run_options* options, parley_result** result) {
+  return guarded([&] {
+    require(result, "parley_diarize_file", "result");
+    *result = nullptr;
+    require(diarizer, "parley_diarize_file", "diarizer");
+    speaker_counts(options);  // before a long decode
+    const std::vector<float> samples = load_audio(path);
+    *result = diarize(*diarizer, samples, parley::pipeline::recording_uri(path), options);
   });
 }
 
-std::size_t parley_result_speaker_count(const parley_result* result) {
+const char* parley_result_uri(const parley_result* result) {
+  return result == nullptr ? "" : result->result.uri.c_str();
+}
+
+double parley_result_duration(const parley_result* result) {
+  return result == nullptr ? 0.0 : result->result.duration_seconds;
+}
+
+size_t parley_result_speaker_count(const parley_result* result) {
   return result == nullptr ? 0 : result->result.speaker_count;
 }
 
-std::size_t parley_result_turn_count(const parley_result* result, int exclusive) {
+size_t parley_result_turn_count(const parley_result* result, int exclusive) {
   if (result == nullptr) return 0;
   return exclusive ? result->result.exclusive_turns.size() : result->result.turns.size();
 }
 
-parley_turn parley_result_turn(const parley_result* result, std::size_t index, int exclusive) {
-  parley_turn turn{0.0, 0.0, -1};
-  if (result == nullptr) return turn;
-  const auto& turns = exclusive ? result->result.exclusive_turns : result->result.turns;
-  if (index >= turns.size()) return turn;
-  turn.start = turns[index].start;
-  turn.end = turns[index].end;
-  turn.speaker = speaker_index(turns[index].speaker);
-  return turn;
+parley_turn parley_result_turn(const parley_result* result, size_t index, int exclusive) {
+  const parley::pipeline::Turn* turn = turn_at(result, index, exclusive);
+  if (turn == nullptr) return parley_turn{0.0, 0.0, -1};
+  return parley_turn{turn->start, turn->end, turn->speaker_index};
+}
+
+size_t parley_result_embedding_dimension(const parley_result* result) {
+  if (result == nullptr || result->result.speaker_embeddings.rank() != 2) return 0;
+  return result->result.speaker_embeddings.dim(1);
+}
+
+const float* parley_result_embedding(const parley_result* result, size_t speaker) {
+  const size_t dimension = parley_result_embedding_dimension(result);
+  if (dimension == 0 || speaker >= result->result.speaker_embeddings.dim(0)) return nullptr;
+  return result->result.speaker_embeddings.data() + speaker * dimension;
+}
+
+size_t parley_result_stage_count(const parley_result* result) {
+  return result == nullptr ? 0 : result->result.stage_times.entries().size();
+}
+
+const char* parley_result_stage_name(const parley_result* result, size_t index) {
+  if (index >= parley_result_stage_count(result)) return "";
+  return result->result.stage_times.entries()[index].first.c_str();
+}
+
+double parley_result_stage_seconds(const parley_result* result, size_t index) {
+  if (index >= parley_result_stage_count(result)) return 0.0;
+  return result->result.stage_times.entries()[index].second;
+}
+
+size_t parley_result_warning_count(const parley_result* result) {
+  return result == nullptr ? 0 : result->warnings.size();
+}
+
+const char* parley_result_warning(const parley_result* result, size_t index) {
+  if (index >= parley_result_warning_count(result)) return "";
+  return result->warnings[index].c_str();
 }
 
 const char* parley_result_rttm(const parley_result* result, const char* uri) {
   if (result == nullptr) return "";
-  result->rttm = parley::eval::format_rttm(
-      parley::pipeline::to_eval_turns(result->result.turns, uri != nullptr ? uri : "audio"));
+  result->rttm = parley::eval::format_rttm(parley::pipeline::to_eval_turns(
+      result->result.turns, uri != nullptr ? std::string(uri) : result->result.uri));
   return result->rttm.c_str();
 }
 
+const char* parley_result_json(const parley_result* result) {
+  if (result == nullptr) return "";
+  result->json =
+      parley::pipeline::format_json(result->result.turns, result->result.exclusive_turns);
+  return result->json.c_str();
+}
+
 void parley_result_free(parley_result* result) { delete result; }
+
+parley_status parley_batch_new(const parley_params* params, parley_batch** batch) {
+  return guarded([&] {
+    set_up_logging();
+    require(batch, "parley_batch_new", "batch");
+    *batch = nullptr;
+    require(params, "parley_batch_new", "params");
+    const DiarizationConfig config = diarization_config(*params);
+    const DiarizationModels paths = model_paths(*params);
+    auto handle = std::make_unique<parley_batch>();
+    with_status(PARLEY_ERROR_MODELS, [&] {
+      handle->warnings = model_warnings(paths);
+      handle->engine = std::make_unique<parley::corpus::CorpusEngine>(
+          paths, std::vector<DiarizationConfig>{config}, parley::corpus::CorpusConfig{});
+    });
+    handle->runner = std::thread([batch = handle.get()] { batch->run(); });
+    *batch = handle.release();
+  });
+}
+
+parley_status parley_batch_submit_file(parley_batch* batch, const char* path,
+                                       const parley_run_options* options, size_t* index) {
+  return guarded([&] {
+    require(batch, "parley_batch_submit_file", "batch");
+    require(path, "parley_batch_submit_file", "path");
+    parley::corpus::CorpusRecording recording;
+    recording.audio = path;
+    recording.uri = parley::pipeline::recording_uri(path);
+    recording.speakers = speaker_counts(options);
+    const std::size_t submitted = batch->submit(std::move(recording));
+    if (index != nullptr) *index = submitted;
+  });
+}
+
+parley_status parley_batch_submit_samples(parley_batch* batch, const float* samples,
+                                          size_t sample_count, int sample_rate,
+                                          const parley_run_options* options, size_t* index) {
+  return guarded([&] {
+    require(batch, "parley_batch_submit_samples", "batch");
+    parley::corpus::CorpusRecording recording;
+    recording.uri = "audio";
+    recording.samples =
+        std::make_shared<const std::vector<float>>(samples_16k(samples, sample_count, sample_rate));
+    recording.speakers = speaker_counts(options);
+    const std::size_t submitted = batch->submit(std::move(recording));
+    if (index != nullptr) *index = submitted;
+  });
+}
+
+void parley_batch_finish(parley_batch* batch) {
+  if (batch == nullptr) return;
+  std::lock_guard lock(batch->mutex);
+  batch->finished = true;
+  batch->changed.notify_all();
+}
+
+parley_status parley_batch_next_result(parley_batch* batch, size_t* index, parley_result** result) {
+  std::optional<parley::corpus::RecordingOutcome> outcome;
+  const parley_status status = guarded([&] {
+    require(result, "parley_batch_next_result", "result");
+    *result = nullptr;
+    require(batch, "parley_batch_next_result", "batch");
+    std::unique_lock lock(batch->mutex);
+    batch->changed.wait(lock, [batch] { return !batch->outcomes.empty() || batch->engine_done; });
+    if (batch->outcomes.empty()) {
+      if (batch->engine_failure) std::rethrow_exception(batch->engine_failure);
+      return;
+    }
+    outcome = std::move(batch->outcomes.front());
+    batch->outcomes.pop_front();
+    lock.unlock();
+    if (index != nullptr) *index = outcome->index;
+    if (!outcome->ok()) throw StatusError(PARLEY_ERROR_FAILED, outcome->error);
+    *result = result_of(*outcome, batch->warnings);
+  });
+  if (status == PARLEY_OK && !outcome) return PARLEY_DONE;
+  return status;
+}
+
+void parley_batch_free(parley_batch* batch) { delete batch; }
+
+parley_status parley_score_rttm(const char* reference, const char* hypothesis, double collar,
+                                int skip_overlap, parley_der* der) {
+  return guarded([&] {
+    require(der, "parley_score_rttm", "der");
+    if (!(collar >= 0.0))
+      invalid(fmt::format("collar must be at least 0 seconds (got {})", collar));
+    const auto reference_turns = parse_rttm_text(reference, "reference");
+    const auto hypothesis_turns = parse_rttm_text(hypothesis, "hypothesis");
+    parley::eval::ScoringOptions options;
+    options.collar = collar;
+    options.skip_overlap = skip_overlap != 0;
+    const parley::eval::DerReport report =
+        parley::eval::score_diarization(reference_turns, hypothesis_turns, nullptr, options);
+    der->der = report.overall.der();
+    der->missed = report.overall.missed;
+    der->false_alarm = report.overall.false_alarm;
+    der->confusion = report.overall.confusion;
+    der->total = report.overall.total;
+  });
+}
 
 }  // extern "C"

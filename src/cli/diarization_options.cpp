@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "models/model_locator.h"
 #include "pipeline/output.h"
 #include "runtime/provider_discovery.h"
 
@@ -152,18 +151,9 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
 
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
                                            const DiarizationFlags& flags) {
-  const models::ModelLocator locator(
-      models::Registry::builtin(),
+  return pipeline::locate_models(
+      {engine.segmentation_model, engine.embedding_model, engine.plda_dir},
       flags.models_dir ? std::optional<std::filesystem::path>(*flags.models_dir) : std::nullopt);
-  pipeline::DiarizationModels paths;
-  paths.segmentation = engine.segmentation_model.empty()
-                           ? locator.locate(models::Role::kSegmentation).path
-                           : std::filesystem::path(engine.segmentation_model);
-  paths.embedding = engine.embedding_model.empty() ? locator.locate(models::Role::kEmbedding).path
-                                                   : std::filesystem::path(engine.embedding_model);
-  paths.plda = engine.plda_dir.empty() ? locator.locate(models::Role::kPlda).path.parent_path()
-                                       : std::filesystem::path(engine.plda_dir);
-  return paths;
 }
 
 pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
@@ -275,12 +265,6 @@ std::string format_result(const pipeline::DiarizationResult& result,
   if (flags.format == "json") return pipeline::format_json(result.turns, result.exclusive_turns);
   if (flags.format == "txt") return pipeline::format_text(turns);
   return eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
-}
-
-std::string recording_uri(const std::filesystem::path& audio) {
-  std::string uri = audio.stem().string();
-  std::replace(uri.begin(), uri.end(), ' ', '_');
-  return uri.empty() ? "audio" : uri;
 }
 
 void write_output(const std::string& text, const std::string& out) {

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
+#include "models/model_locator.h"
 #include "pipeline/embedding.h"
 #include "pipeline/intermediates_io.h"
 #include "pipeline/postprocess.h"
@@ -107,6 +108,18 @@ struct Diarizer::Models {
   std::optional<cluster::Plda> plda;
 };
 
+DiarizationModels locate_models(const DiarizationModels& explicit_paths,
+                                const std::optional<std::filesystem::path>& models_dir) {
+  const models::ModelLocator locator(models::Registry::builtin(), models_dir);
+  DiarizationModels paths = explicit_paths;
+  if (paths.segmentation.empty()) {
+    paths.segmentation = locator.locate(models::Role::kSegmentation).path;
+  }
+  if (paths.embedding.empty()) paths.embedding = locator.locate(models::Role::kEmbedding).path;
+  if (paths.plda.empty()) paths.plda = locator.locate(models::Role::kPlda).path.parent_path();
+  return paths;
+}
+
 Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config)
     : model_paths_(std::move(models)), config_(std::move(config)), models_(new Models) {
   config_.validate();
@@ -127,7 +140,7 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config)
 Diarizer::~Diarizer() = default;
 
 DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::string& uri,
-                                    Progress& progress,
+                                    ProgressSink& progress,
                                     const std::optional<std::filesystem::path>& save_directory,
                                     const SamplesPassed& passed) {
   std::vector<StageTimes> times(1);
@@ -167,7 +180,7 @@ struct Diarizer::RecordingWork {
 
 std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
     std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-    Progress& progress, const SamplesPassed& passed) {
+    ProgressSink& progress, const SamplesPassed& passed) {
   using Clock = std::chrono::steady_clock;
   times.resize(recordings.size());
   std::vector<DiarizationIntermediates> intermediates(recordings.size());

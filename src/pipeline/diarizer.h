@@ -31,6 +31,12 @@ struct DiarizationModels {
   std::filesystem::path plda;          // folder with xvec_transform.npz and plda.npz
 };
 
+// The model files: each path set in `explicit_paths` as it is, the others found by
+// models::ModelLocator in `models_dir`, then $PARLEY_MODELS, then the per-user cache (an error
+// listing the places searched and the fetch command when one is missing).
+DiarizationModels locate_models(const DiarizationModels& explicit_paths,
+                                const std::optional<std::filesystem::path>& models_dir);
+
 struct DiarizationConfig {
   // Seconds between the starts of consecutive 10 s chunks: 1 (pyannote), 2 for a faster mode.
   double step_seconds = 1.0;
@@ -110,7 +116,7 @@ class Diarizer {
   // Diarizes 16 kHz mono samples. When `save_directory` is set, every stage's arrays are
   // written there (pipeline/intermediates_io.h).
   DiarizationResult diarize(std::span<const float> samples, const std::string& uri,
-                            Progress& progress,
+                            ProgressSink& progress,
                             const std::optional<std::filesystem::path>& save_directory = {},
                             const SamplesPassed& passed = {});
 
@@ -123,7 +129,7 @@ class Diarizer {
   // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
   std::vector<DiarizationIntermediates> segment_and_embed(
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-      Progress& progress, const SamplesPassed& passed = {});
+      ProgressSink& progress, const SamplesPassed& passed = {});
 
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while

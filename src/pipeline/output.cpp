@@ -1,5 +1,6 @@
 #include "pipeline/output.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +61,12 @@ std::vector<eval::Turn> to_eval_turns(std::span<const Turn> turns, std::string_v
 
 void write_text_file(const std::filesystem::path& path, std::string_view content) {
   write_file_atomically(path, content);
+}
+
+std::string recording_uri(const std::filesystem::path& audio) {
+  std::string uri = audio.stem().string();
+  std::replace(uri.begin(), uri.end(), ' ', '_');
+  return uri.empty() ? "audio" : uri;
 }
 
 }  // namespace parley::pipeline

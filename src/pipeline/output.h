@@ -21,6 +21,8 @@ struct Turn {
   double end = 0.0;
   std::string speaker;  // "SPEAKER_00", ... (empty before labelling)
   int cluster = -1;     // column of the discrete diarization this turn comes from
+  // n of SPEAKER_<n>: the row of DiarizationResult::speaker_embeddings (-1 before labelling).
+  int speaker_index = -1;
 
   double duration() const { return end - start; }
 };
@@ -32,6 +34,10 @@ std::string format_text(std::span<const Turn> turns);
 // The same turns as the scoring, transcript and RTTM code holds them (file id `uri`, start and
 // duration = end - start), times unchanged. The one conversion between the two turn types.
 std::vector<eval::Turn> to_eval_turns(std::span<const Turn> turns, std::string_view uri);
+
+// The recording id for an audio file: its name without extension, spaces replaced by '_'
+// (RTTM fields are space-separated); "audio" when that leaves nothing.
+std::string recording_uri(const std::filesystem::path& audio);
 
 // Writes `content` to `path`, failing with the path and the reason.
 void write_text_file(const std::filesystem::path& path, std::string_view content);

@@ -18,7 +18,7 @@ std::vector<Turn> to_turns(const SlidingWindowFeature<float>& discrete, double m
   options.min_duration_off = min_duration_off;
   std::vector<Turn> turns;
   for (const Region& region : binarize_regions(discrete, options)) {
-    turns.push_back({region.segment.start, region.segment.end, std::string(), region.label});
+    turns.push_back({region.segment.start, region.segment.end, std::string(), region.label, -1});
   }
   return turns;
 }
@@ -40,8 +40,9 @@ std::string speaker_label(std::size_t index) { return fmt::format("SPEAKER_{:02d
 void label_speakers(std::vector<Turn>& turns, const std::vector<int>& order) {
   for (Turn& turn : turns) {
     const auto position = std::find(order.begin(), order.end(), turn.cluster);
-    turn.speaker = position != order.end()
-                       ? speaker_label(static_cast<std::size_t>(position - order.begin()))
+    turn.speaker_index = position != order.end() ? static_cast<int>(position - order.begin()) : -1;
+    turn.speaker = turn.speaker_index >= 0
+                       ? speaker_label(static_cast<std::size_t>(turn.speaker_index))
                        : std::to_string(turn.cluster);
   }
 }

@@ -19,6 +19,18 @@ std::vector<Turn> labelled_turns(const SlidingWindowFeature<float>& discrete) {
   return turns;
 }
 
+TEST(Segments, LabellingRecordsEachTurnsSpeakerIndex) {
+  // Clusters 10 and 2 sort as text ("10" < "2"), as pyannote orders them.
+  std::vector<Turn> turns = {{0.0, 1.0, "", 2, -1}, {1.0, 2.0, "", 10, -1}, {2.0, 3.0, "", 7, -1}};
+  label_speakers(turns, {10, 2});
+  EXPECT_EQ(turns[0].speaker, "SPEAKER_01");
+  EXPECT_EQ(turns[0].speaker_index, 1);
+  EXPECT_EQ(turns[1].speaker, "SPEAKER_00");
+  EXPECT_EQ(turns[1].speaker_index, 0);
+  EXPECT_EQ(turns[2].speaker, "7");
+  EXPECT_EQ(turns[2].speaker_index, -1);
+}
+
 TEST(Segments, ReproducesPyannoteRttmFromCommunity1Reconstructions) {
   PARLEY_REQUIRE_SHARED(root, "goldens/pyannote-community1");
   const auto cases = testing::community1_cases(root);

@@ -1,0 +1,376 @@
+// parley._parley: the Python extension, a thin layer over the C API (include/parley/parley.h),
+// as every binding is. The GIL is released while parley works; the progress callback takes it
+// back. Failures raise parley.Error (parley.Cancelled when a progress callback stopped the run)
+// with the C API's one-line message.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <parley/parley.h>
+
+namespace py = pybind11;
+
+namespace {
+
+// parley.Error and its subclass parley.Cancelled, made when the module loads and kept for the
+// life of the process (a py::object would be released after the interpreter is gone).
+PyObject* error_type = nullptr;
+PyObject* cancelled_type = nullptr;
+
+class ParleyError : public std::exception {
+ public:
+  ParleyError(parley_status status, std::string message)
+      : status_(status), message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+  parley_status status() const { return status_; }
+
+ private:
+  parley_status status_;
+  std::string message_;
+};
+
+void check(parley_status status) {
+  if (status != PARLEY_OK) throw ParleyError(status, parley_last_error());
+}
+
+struct ResultDeleter {
+  void operator()(parley_result* result) const { parley_result_free(result); }
+};
+using ResultHandle = std::unique_ptr<parley_result, ResultDeleter>;
+
+// One finished diarization, read through the C API's getters.
+class Result {
+ public:
+  explicit Result(ResultHandle handle) : handle_(std::move(handle)) {}
+
+  std::string uri() const { return parley_result_uri(handle_.get()); }
+  double duration() const { return parley_result_duration(handle_.get()); }
+  std::size_t speaker_count() const { return parley_result_speaker_count(handle_.get()); }
+
+  std::vector<std::tuple<double, double, int>> turns(bool exclusive) const {
+    std::vector<std::tuple<double, double, int>> turns;
+    const std::size_t count = parley_result_turn_count(handle_.get(), exclusive ? 1 : 0);
+    for (std::size_t i = 0; i < count; ++i) {
+      const parley_turn turn = parley_result_turn(handle_.get(), i, exclusive ? 1 : 0);
+      turns.emplace_back(turn.start, turn.end, turn.speaker);
+    }
+    return turns;
+  }
+
+  py::array_t<float> embeddings() const {
+    const std::size_t speakers = speaker_count();
+    const std::size_t dimension = parley_result_embedding_dimension(handle_.get());
+    py::array_t<float> array({speakers, dimension});
+    auto rows = array.mutable_unchecked<2>();
+    for (std::size_t s = 0; s < speakers; ++s) {
+      const float* row = parley_result_embedding(handle_.get(), s);
+      for (std::size_t d = 0; d < dimension; ++d) {
+        rows(static_cast<py::ssize_t>(s), static_cast<py::ssize_t>(d)) = row[d];
+      }
+    }
+    return array;
+  }
+
+  std::vector<std::pair<std::string, double>> stage_times() const {
+    std::vector<std::pair<std::string, double>> times;
+    for (std::size_t i = 0; i < parley_result_stage_count(handle_.get()); ++i) {
+      times.emplace_back(parley_result_stage_name(handle_.get(), i),
+                         parley_result_stage_seconds(handle_.get(), i));
+    }
+    return times;
+  }
+
+  std::vector<std::string> warnings() const {
+    std::vector<std::string> warnings;
+    for (std::size_t i = 0; i < parley_result_warning_count(handle_.get()); ++i) {
+      warnings.emplace_back(parley_result_warning(handle_.get(), i));
+    }
+    return warnings;
+  }
+
+  std::string rttm(const std::optional<std::string>& uri) const {
+    return parley_result_rttm(handle_.get(), uri ? uri->c_str() : nullptr);
+  }
+  std::string json() const { return parley_result_json(handle_.get()); }
+
+ private:
+  ResultHandle handle_;
+};
+
+// What a Pipeline is made with (parley.Pipeline's arguments), as parley_params.
+struct Settings {
+  std::optional<std::string> models_dir;
+  std::string provider;
+  std::vector<std::string> provider_options;  // "key=value"
+  int device_id = -1;
+  double step = 1.0;
+  std::string embedding_mode;
+  std::string clustering;
+  int threads = 0;
+};
+
+// `settings` as parley_params; they point into `settings` and `option_pointers`.
+parley_params make_params(const Settings& settings, std::vector<const char*>& option_pointers) {
+  parley_params params = parley_default_params();
+  params.models_dir = settings.models_dir ? settings.models_dir->c_str() : nullptr;
+  params.provider = settings.provider.c_str();
+  for (const auto& option : settings.provider_options) option_pointers.push_back(option.c_str());
+  option_pointers.push_back(nullptr);
+  params.provider_options = option_pointers.data();
+  params.device_id = settings.device_id;
+  params.step_seconds = settings.step;
+  if (settings.embedding_mode == "shared") {
+    params.embedding_mode = PARLEY_EMBEDDING_SHARED;
+  } else if (settings.embedding_mode == "exact") {
+    params.embedding_mode = PARLEY_EMBEDDING_EXACT;
+  } else {
+    throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
+                      "embedding_mode must be 'shared' or 'exact' "
+                      "(got '" +
+                          settings.embedding_mode + "')");
+  }
+  if (settings.clustering == "vbx") {
+    params.clustering = PARLEY_CLUSTERING_VBX;
+  } else if (settings.clustering == "ahc") {
+    params.clustering = PARLEY_CLUSTERING_AHC;
+  } else {
+    throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
+                      "clustering must be 'vbx' or 'ahc' (got '" + settings.clustering + "')");
+  }
+  params.threads = settings.threads;
+  return params;
+}
+
+// Calls `make` (parley_diarizer_new or parley_batch_new) without the GIL.
+template <typename Handle>
+Handle* create(const Settings& settings, parley_status (*make)(const parley_params*, Handle**)) {
+  std::vector<const char*> option_pointers;
+  const parley_params params = make_params(settings, option_pointers);
+  Handle* handle = nullptr;
+  parley_status status;
+  {
+    py::gil_scoped_release release;
+    status = make(&params, &handle);
+  }
+  check(status);
+  return handle;
+}
+
+parley_run_options run_options(std::optional<int> num_speakers, std::optional<int> min_speakers,
+                               std::optional<int> max_speakers) {
+  parley_run_options options = parley_default_run_options();
+  const auto count = [](std::optional<int> value, const char* name) {
+    if (value && *value < 1) {
+      throw ParleyError(
+          PARLEY_ERROR_INVALID_ARGUMENT,
+          std::string(name) + " must be at least 1 (got " + std::to_string(*value) + ")");
+    }
+    return value.value_or(0);
+  };
+  options.num_speakers = count(num_speakers, "num_speakers");
+  options.min_speakers = count(min_speakers, "min_speakers");
+  options.max_speakers = count(max_speakers, "max_speakers");
+  return options;
+}
+
+// The Python progress callable, called with the GIL held. An exception it raises is kept and
+// re-raised once parley has stopped; a true return value stops the run as parley.Cancelled.
+struct ProgressBridge {
+  py::object callable;
+  std::optional<py::error_already_set> raised;
+
+  static int call(double fraction, const char* stage, void* user_data) {
+    auto* bridge = static_cast<ProgressBridge*>(user_data);
+    py::gil_scoped_acquire gil;
+    try {
+      return py::bool_(bridge->callable(fraction, stage)) ? 1 : 0;
+    } catch (py::error_already_set& error) {
+      bridge->raised.emplace(std::move(error));
+      return 1;
+    }
+  }
+};
+
+class Diarizer {
+ public:
+  explicit Diarizer(const Settings& settings)
+      : handle_(create<parley_diarizer>(settings, parley_diarizer_new)) {}
+  ~Diarizer() { parley_diarizer_free(handle_); }
+  Diarizer(const Diarizer&) = delete;
+  Diarizer& operator=(const Diarizer&) = delete;
+
+  Result diarize_file(const std::string& path, std::optional<int> num_speakers,
+                      std::optional<int> min_speakers, std::optional<int> max_speakers,
+                      const py::object& progress) {
+    return run(num_speakers, min_speakers, max_speakers, progress,
+               [&](const parley_run_options* options, parley_result** result) {
+                 return parley_diarize_file(handle_, path.c_str(), options, result);
+               });
+  }
+
+  Result diarize_samples(
+      const py::array_t<float, py::array::c_style | py::array::forcecast>& samples, int sample_rate,
+      std::optional<int> num_speakers, std::optional<int> min_speakers,
+      std::optional<int> max_speakers, const py::object& progress) {
+    if (samples.ndim() != 1) {
+      throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
+                        "expected mono audio, a 1-D array of samples (got " +
+                            std::to_string(samples.ndim()) +
+                            " dimensions; average the channels first)");
+    }
+    const float* data = samples.data();
+    const auto count = static_cast<std::size_t>(samples.size());
+    return run(num_speakers, min_speakers, max_speakers, progress,
+               [&](const parley_run_options* options, parley_result** result) {
+                 return parley_diarize_samples(handle_, data, count, sample_rate, options, result);
+               });
+  }
+
+ private:
+  template <typename Call>
+  Result run(std::optional<int> num_speakers, std::optional<int> min_speakers,
+             std::optional<int> max_speakers, const py::object& progress, Call&& call) {
+    parley_run_options options = run_options(num_speakers, min_speakers, max_speakers);
+    ProgressBridge bridge{progress, std::nullopt};
+    if (!progress.is_none()) {
+      options.progress = &ProgressBridge::call;
+      options.progress_user_data = &bridge;
+    }
+    parley_result* result = nullptr;
+    parley_status status;
+    {
+      py::gil_scoped_release release;
+      status = call(&options, &result);
+    }
+    if (bridge.raised) throw std::move(*bridge.raised);
+    check(status);
+    return Result(ResultHandle(result));
+  }
+
+  parley_diarizer* handle_ = nullptr;
+};
+
+class Batch {
+ public:
+  explicit Batch(const Settings& settings)
+      : handle_(create<parley_batch>(settings, parley_batch_new)) {}
+  ~Batch() {
+    py::gil_scoped_release release;
+    parley_batch_free(handle_);
+  }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  std::size_t submit_file(const std::string& path, std::optional<int> num_speakers,
+                          std::optional<int> min_speakers, std::optional<int> max_speakers) {
+    const parley_run_options options = run_options(num_speakers, min_speakers, max_speakers);
+    std::size_t index = 0;
+    check(parley_batch_submit_file(handle_, path.c_str(), &options, &index));
+    return index;
+  }
+
+  void finish() { parley_batch_finish(handle_); }
+
+  // (index, Result) for the next finished recording, (index, error message) for a failed one,
+  // None once every recording was handed out.
+  py::object next() {
+    parley_result* result = nullptr;
+    std::size_t index = 0;
+    parley_status status;
+    {
+      py::gil_scoped_release release;
+      status = parley_batch_next_result(handle_, &index, &result);
+    }
+    if (status == PARLEY_DONE) return py::none();
+    if (status != PARLEY_OK) return py::make_tuple(index, std::string(parley_last_error()));
+    return py::make_tuple(index, Result(ResultHandle(result)));
+  }
+
+ private:
+  parley_batch* handle_ = nullptr;
+};
+
+py::tuple score_rttm(const std::string& reference, const std::string& hypothesis, double collar,
+                     bool skip_overlap) {
+  parley_der der{};
+  check(
+      parley_score_rttm(reference.c_str(), hypothesis.c_str(), collar, skip_overlap ? 1 : 0, &der));
+  return py::make_tuple(der.der, der.missed, der.false_alarm, der.confusion, der.total);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_parley, module) {
+  module.doc() = "parley's C API for Python (use the parley package, not this module)";
+  module.def("version", &parley_version, "parley's version, e.g. '0.1.0'");
+  error_type = PyErr_NewExceptionWithDoc(
+      "parley.Error", "What parley could not do, in one line that says what to do next.",
+      PyExc_Exception, nullptr);
+  cancelled_type = PyErr_NewExceptionWithDoc(
+      "parley.Cancelled", "A progress callback stopped the run (it returned True).", error_type,
+      nullptr);
+  if (error_type == nullptr || cancelled_type == nullptr) throw py::error_already_set();
+  module.attr("Error") = py::handle(error_type);
+  module.attr("Cancelled") = py::handle(cancelled_type);
+  py::register_exception_translator([](std::exception_ptr pointer) {
+    try {
+      if (pointer) std::rethrow_exception(pointer);
+    } catch (const ParleyError& error) {
+      PyErr_SetString(error.status() == PARLEY_ERROR_CANCELLED ? cancelled_type : error_type,
+                      error.what());
+    }
+  });
+
+  py::class_<Result>(module, "Result")
+      .def_property_readonly("uri", &Result::uri)
+      .def_property_readonly("duration", &Result::duration)
+      .def_property_readonly("speaker_count", &Result::speaker_count)
+      .def("turns", &Result::turns, py::arg("exclusive"))
+      .def("embeddings", &Result::embeddings)
+      .def("stage_times", &Result::stage_times)
+      .def("warnings", &Result::warnings)
+      .def("rttm", &Result::rttm, py::arg("uri") = py::none())
+      .def("json", &Result::json);
+
+  py::class_<Settings>(module, "Settings")
+      .def(py::init([](std::optional<std::string> models_dir, std::string provider,
+                       std::vector<std::string> provider_options, int device_id, double step,
+                       std::string embedding_mode, std::string clustering, int threads) {
+             return Settings{std::move(models_dir),
+                             std::move(provider),
+                             std::move(provider_options),
+                             device_id,
+                             step,
+                             std::move(embedding_mode),
+                             std::move(clustering),
+                             threads};
+           }),
+           py::kw_only(), py::arg("models_dir"), py::arg("provider"), py::arg("provider_options"),
+           py::arg("device_id"), py::arg("step"), py::arg("embedding_mode"), py::arg("clustering"),
+           py::arg("threads"));
+
+  py::class_<Diarizer>(module, "Diarizer")
+      .def(py::init<const Settings&>(), py::arg("settings"))
+      .def("diarize_file", &Diarizer::diarize_file, py::arg("path"), py::arg("num_speakers"),
+           py::arg("min_speakers"), py::arg("max_speakers"), py::arg("progress"))
+      .def("diarize_samples", &Diarizer::diarize_samples, py::arg("samples"),
+           py::arg("sample_rate"), py::arg("num_speakers"), py::arg("min_speakers"),
+           py::arg("max_speakers"), py::arg("progress"));
+
+  py::class_<Batch>(module, "Batch")
+      .def(py::init<const Settings&>(), py::arg("settings"))
+      .def("submit_file", &Batch::submit_file, py::arg("path"), py::arg("num_speakers"),
+           py::arg("min_speakers"), py::arg("max_speakers"))
+      .def("finish", &Batch::finish)
+      .def("next", &Batch::next);
+
+  module.def("score_rttm", &score_rttm, py::arg("reference"), py::arg("hypothesis"),
+             py::arg("collar"), py::arg("skip_overlap"));
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# run_pytest.sh MODELS_DIR EVAL_DIR [PARLEY_CLI]: the Python suite; a run that collects no test
+# (pytest's exit status 5) fails, so a renamed file cannot pass silently.
+set -uo pipefail
+export PARLEY_TEST_MODELS=$1 PARLEY_TEST_EVAL=$2 PARLEY_TEST_CLI=${3:-}
+/usr/bin/python3 -m pytest -q -p no:cacheprovider "$(dirname "$0")"
+status=$?
+if [ "$status" -eq 5 ]; then
+  echo "FAILED: pytest collected no tests" >&2
+  exit 1
+fi
+exit "$status"

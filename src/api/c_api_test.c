@@ -1,0 +1,273 @@
+/* The C API end to end on real recordings: c_api_test MODELS_DIR EVAL_DIR.
+ * Plain C, so that the header is proven to be C. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <parley/parley.h>
+
+static int failures = 0;
+
+#define CHECK(condition)                                                                \
+  do {                                                                                  \
+    if (!(condition)) {                                                                 \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed (last error: %s)\n", __FILE__, __LINE__, \
+              #condition, parley_last_error());                                         \
+      ++failures;                                                                       \
+    }                                                                                   \
+  } while (0)
+
+static char path_buffer[4][1024];
+static const char* join(int slot, const char* folder, const char* name) {
+  snprintf(path_buffer[slot], sizeof path_buffer[slot], "%s/%s", folder, name);
+  return path_buffer[slot];
+}
+
+static char* read_text(const char* path) {
+  FILE* file = fopen(path, "rb");
+  if (file == NULL) return NULL;
+  fseek(file, 0, SEEK_END);
+  const long size = ftell(file);
+  fseek(file, 0, SEEK_SET);
+  char* text = calloc((size_t)size + 1, 1);
+  if (fread(text, 1, (size_t)size, file) != (size_t)size) text[0] = '\0';
+  fclose(file);
+  return text;
+}
+
+/* Wrong parameters fail before any model loads, with the status and a message naming them. */
+static void rejects_bad_params(const char* models) {
+  parley_diarizer* diarizer = NULL;
+  parley_params params = parley_default_params();
+  params.models_dir = models;
+  params.provider = "nonsense";
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
+  CHECK(diarizer == NULL);
+  CHECK(strstr(parley_last_error(), "unknown execution provider") != NULL);
+
+  const char* options[] = {"device_id=0", NULL};
+  params.provider = "cpu";
+  params.provider_options = options;
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(parley_last_error(), "cpu provider") != NULL);
+  const char* malformed[] = {"device_id", NULL};
+  params.provider = "auto";
+  params.provider_options = malformed;
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(parley_last_error(), "key=value") != NULL);
+
+  params = parley_default_params();
+  params.models_dir = "/no/such/folder";
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(parley_last_error(), "models_dir") != NULL);
+
+  params.models_dir = models;
+  params.threads = -1;
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
+  params.threads = 0;
+  params.step_seconds = 0.0;
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
+  params.step_seconds = 1.0;
+  params.embedding_model = "/no/such/model.onnx";
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_MODELS);
+  CHECK(diarizer == NULL);
+  CHECK(parley_diarizer_new(NULL, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
+}
+
+typedef struct {
+  int calls;
+  int stop_after;
+  double last_fraction;
+  char first_stage[64];
+} progress_log;
+
+static int record_progress(double fraction, const char* stage, void* user_data) {
+  progress_log* log = user_data;
+  if (log->calls == 0) snprintf(log->first_stage, sizeof log->first_stage, "%s", stage);
+  ++log->calls;
+  log->last_fraction = fraction;
+  return log->stop_after > 0 && log->calls >= log->stop_after;
+}
+
+static void diarizes_a_recording(parley_diarizer* diarizer, const char* eval, char** rttm) {
+  progress_log log = {0, 0, 0.0, ""};
+  parley_run_options options = parley_default_run_options();
+  options.progress = record_progress;
+  options.progress_user_data = &log;
+  parley_result* result = NULL;
+  CHECK(parley_diarize_file(diarizer, join(0, eval, "falcon-test/test.wav"), &options, &result) ==
+        PARLEY_OK);
+  if (result == NULL) return;
+  CHECK(log.calls >= 3);
+  CHECK(log.last_fraction == 1.0);
+  CHECK(strcmp(log.first_stage, "segmentation+embedding") == 0);
+  CHECK(strcmp(parley_result_uri(result), "test") == 0);
+  CHECK(parley_result_duration(result) > 18.0 && parley_result_duration(result) < 20.0);
+  const size_t speakers = parley_result_speaker_count(result);
+  CHECK(speakers >= 1);
+  const size_t turns = parley_result_turn_count(result, 0);
+  CHECK(turns >= 1);
+  CHECK(parley_result_turn_count(result, 1) >= 1);
+  for (size_t i = 0; i < turns; ++i) {
+    const parley_turn turn = parley_result_turn(result, i, 0);
+    CHECK(turn.speaker >= 0 && (size_t)turn.speaker < speakers);
+    CHECK(turn.end > turn.start);
+  }
+  CHECK(parley_result_turn(result, turns, 0).speaker == -1);
+  CHECK(parley_result_embedding_dimension(result) == 256);
+  for (size_t s = 0; s < speakers; ++s) CHECK(parley_result_embedding(result, s) != NULL);
+  CHECK(parley_result_embedding(result, speakers) == NULL);
+  int has_segmentation = 0;
+  for (size_t i = 0; i < parley_result_stage_count(result); ++i) {
+    if (strcmp(parley_result_stage_name(result, i), "segmentation") == 0) has_segmentation = 1;
+    CHECK(parley_result_stage_seconds(result, i) >= 0.0);
+  }
+  CHECK(has_segmentation);
+  CHECK(parley_result_warning_count(result) == 1);
+  CHECK(strstr(parley_result_warning(result, 0), "speed twin") != NULL);
+  CHECK(strncmp(parley_result_rttm(result, NULL), "SPEAKER test 1 ", 15) == 0);
+  CHECK(strncmp(parley_result_rttm(result, "other"), "SPEAKER other 1 ", 16) == 0);
+  CHECK(strstr(parley_result_json(result), "\"exclusive_diarization\"") != NULL);
+  *rttm = strdup(parley_result_rttm(result, NULL));
+  parley_result_free(result);
+
+  options.num_speakers = 2;
+  options.progress = NULL;
+  CHECK(parley_diarize_file(diarizer, join(0, eval, "falcon-test/test.wav"), &options, &result) ==
+        PARLEY_OK);
+  CHECK(parley_result_speaker_count(result) == 2);
+  parley_result_free(result);
+}
+
+static void reports_failures(parley_diarizer* diarizer, const char* eval) {
+  parley_result* result = NULL;
+  CHECK(parley_diarize_file(diarizer, join(0, eval, "no-such.wav"), NULL, &result) ==
+        PARLEY_ERROR_AUDIO);
+  CHECK(result == NULL);
+  CHECK(strstr(parley_last_error(), "no-such.wav") != NULL);
+
+  parley_run_options options = parley_default_run_options();
+  options.min_speakers = 3;
+  options.max_speakers = 2;
+  CHECK(parley_diarize_file(diarizer, join(0, eval, "falcon-test/test.wav"), &options, &result) ==
+        PARLEY_ERROR_INVALID_ARGUMENT);
+
+  float silence[160] = {0};
+  CHECK(parley_diarize_samples(diarizer, silence, 160, 0, NULL, &result) ==
+        PARLEY_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(parley_last_error(), "sample_rate") != NULL);
+  silence[3] = 0.0f / 0.0f;
+  CHECK(parley_diarize_samples(diarizer, silence, 160, 16000, NULL, &result) ==
+        PARLEY_ERROR_INVALID_ARGUMENT);
+
+  progress_log log = {0, 2, 0.0, ""};
+  options = parley_default_run_options();
+  options.progress = record_progress;
+  options.progress_user_data = &log;
+  CHECK(parley_diarize_file(diarizer, join(0, eval, "falcon-test/test.wav"), &options, &result) ==
+        PARLEY_ERROR_CANCELLED);
+  CHECK(result == NULL);
+  CHECK(log.calls == 2);
+  /* The diarizer is still usable after a cancelled run. */
+  CHECK(parley_diarize_file(diarizer, join(0, eval, "falcon-test/test.wav"), NULL, &result) ==
+        PARLEY_OK);
+  parley_result_free(result);
+}
+
+/* Results come out as each recording is done; a recording that fails fails alone. */
+static void runs_a_batch(const char* models, const char* eval, const char* falcon_rttm) {
+  parley_params params = parley_default_params();
+  params.models_dir = models;
+  parley_batch* batch = NULL;
+  CHECK(parley_batch_new(&params, &batch) == PARLEY_OK);
+  if (batch == NULL) return;
+  size_t index = 99;
+  CHECK(parley_batch_submit_file(batch, join(0, eval, "falcon-test/test.wav"), NULL, &index) ==
+        PARLEY_OK);
+  CHECK(index == 0);
+  CHECK(parley_batch_submit_file(batch, join(0, eval, "no-such.wav"), NULL, &index) == PARLEY_OK);
+  CHECK(index == 1);
+  parley_run_options two = parley_default_run_options();
+  two.num_speakers = 2;
+  CHECK(parley_batch_submit_file(batch, join(0, eval, "pyannote-sample/sample.wav"), &two,
+                                 &index) == PARLEY_OK);
+  parley_batch_finish(batch);
+  CHECK(parley_batch_submit_file(batch, join(0, eval, "falcon-test/test.wav"), NULL, &index) ==
+        PARLEY_ERROR_INVALID_ARGUMENT);
+  int seen[3] = {0, 0, 0};
+  for (;;) {
+    parley_result* result = NULL;
+    index = 99;
+    const parley_status status = parley_batch_next_result(batch, &index, &result);
+    if (status == PARLEY_DONE) break;
+    CHECK(index < 3);
+    if (index >= 3) break;
+    ++seen[index];
+    if (index == 1) {
+      CHECK(status == PARLEY_ERROR_FAILED);
+      CHECK(strstr(parley_last_error(), "no-such.wav") != NULL);
+    } else {
+      CHECK(status == PARLEY_OK);
+    }
+    if (index == 0 && result != NULL) {
+      CHECK(strcmp(parley_result_rttm(result, NULL), falcon_rttm) == 0);
+    }
+    if (index == 2 && result != NULL) CHECK(parley_result_speaker_count(result) == 2);
+    parley_result_free(result);
+  }
+  CHECK(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
+  parley_batch_free(batch);
+
+  /* Freed with work queued and never finished: stops without waiting for it. */
+  CHECK(parley_batch_new(&params, &batch) == PARLEY_OK);
+  CHECK(parley_batch_submit_file(batch, join(0, eval, "falcon-test/test.wav"), NULL, NULL) ==
+        PARLEY_OK);
+  parley_batch_free(batch);
+}
+
+static void scores(const char* eval, const char* falcon_rttm) {
+  char* reference = read_text(join(0, eval, "falcon-test/test.rttm"));
+  CHECK(reference != NULL);
+  if (reference == NULL) return;
+  parley_der der;
+  CHECK(parley_score_rttm(reference, reference, 0.0, 0, &der) == PARLEY_OK);
+  CHECK(der.der == 0.0 && der.total > 10.0);
+  CHECK(parley_score_rttm(reference, falcon_rttm, 0.25, 1, &der) == PARLEY_OK);
+  CHECK(der.der > 0.0 && der.der <= 1.5);
+  CHECK(der.missed + der.false_alarm + der.confusion > 0.0);
+  CHECK(parley_score_rttm(reference, "SPEAKER x 1 oops", 0.0, 0, &der) ==
+        PARLEY_ERROR_INVALID_ARGUMENT);
+  CHECK(parley_score_rttm(reference, falcon_rttm, -1.0, 0, &der) == PARLEY_ERROR_INVALID_ARGUMENT);
+  free(reference);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s MODELS_DIR EVAL_DIR\n", argv[0]);
+    return 2;
+  }
+  const char* models = argv[1];
+  const char* eval = argv[2];
+  CHECK(strlen(parley_version()) > 0);
+  CHECK(strcmp(parley_status_name(PARLEY_ERROR_CANCELLED), "cancelled") == 0);
+  rejects_bad_params(models);
+
+  parley_params params = parley_default_params();
+  params.models_dir = models;
+  params.threads = 2;
+  parley_diarizer* diarizer = NULL;
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_OK);
+  CHECK(strcmp(parley_last_error(), "") == 0);
+  if (diarizer == NULL) return 1;
+  char* falcon_rttm = NULL;
+  diarizes_a_recording(diarizer, eval, &falcon_rttm);
+  reports_failures(diarizer, eval);
+  parley_diarizer_free(diarizer);
+  if (falcon_rttm != NULL) {
+    runs_a_batch(models, eval, falcon_rttm);
+    scores(eval, falcon_rttm);
+  }
+  free(falcon_rttm);
+  if (failures > 0) fprintf(stderr, "%d check(s) failed\n", failures);
+  return failures == 0 ? 0 : 1;
+}
