@@ -18,6 +18,8 @@ import sys
 import time
 import urllib.request
 
+from serve_test_support import prepare_models
+
 parley, write_model, work = sys.argv[1:4]
 shared = os.environ.get("PARLEY_SHARED_DIR", "")
 chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -38,17 +40,11 @@ def check(condition, what):
         sys.exit(f"FAILED: {what}")
 
 
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(f"{work}/models")
-for name in ("segmentation-3.0-fp16.onnx", "plda"):
-    os.symlink(f"{shared}/models/{name}", f"{work}/models/{name}")
-subprocess.run([write_model, f"{work}/models/tiny-embedding.onnx"], check=True,
-               stdout=subprocess.DEVNULL)
+engine = prepare_models(work, shared, write_model)
 log_path = f"{work}/server.log"
 log = open(log_path, "w")
 server = subprocess.Popen(
-    [parley, "serve", "--state-dir", f"{work}/state", "--port", "0", "--models", f"{work}/models",
-     "--embedding-model", f"{work}/models/tiny-embedding.onnx", "--clustering", "ahc"],
+    [parley, "serve", "--state-dir", f"{work}/state", "--port", "0", *engine],
     stdout=log, stderr=log)
 
 

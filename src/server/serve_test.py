@@ -26,6 +26,8 @@ import wave
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from serve_test_support import prepare_models
+
 parley, write_model, work = sys.argv[1:4]
 shared = os.environ.get("PARLEY_SHARED_DIR", "")
 if not os.path.isdir(shared):
@@ -36,14 +38,7 @@ for needed in ("models/segmentation-3.0-fp16.onnx", "models/plda", "eval/falcon-
     if not os.path.exists(os.path.join(shared, needed)):
         sys.exit(f"FAILED: '{needed}' not found under the shared folder {shared}")
 
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(f"{work}/models")
-for name in ("segmentation-3.0-fp16.onnx", "plda"):
-    os.symlink(f"{shared}/models/{name}", f"{work}/models/{name}")
-subprocess.run([write_model, f"{work}/models/tiny-embedding.onnx"], check=True,
-               stdout=subprocess.DEVNULL)
-ENGINE = ["--models", f"{work}/models", "--embedding-model", f"{work}/models/tiny-embedding.onnx",
-          "--clustering", "ahc", "--threads", "2"]
+ENGINE = prepare_models(work, shared, write_model) + ["--threads", "2"]
 SAMPLE = f"{shared}/eval/pyannote-sample/sample.wav"
 
 
