@@ -24,8 +24,9 @@ pkg_check_modules(FFTW3 REQUIRED IMPORTED_TARGET fftw3)
 # ONNX protobuf classes; Debian's ONNX config expects the protobuf::libprotobuf target.
 find_package(Protobuf REQUIRED)
 find_package(ONNX REQUIRED CONFIG)
-# cpp-httplib: a local HTTP server for the download tests (Debian ships it as a compiled library).
-if(PARLEY_BUILD_TESTS)
+# cpp-httplib: `parley serve` and a local HTTP server for the download tests (Debian ships it as a
+# compiled library). The library itself does not need it.
+if(PARLEY_BUILD_TESTS OR PARLEY_BUILD_CLI)
   pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 endif()
 

@@ -31,7 +31,8 @@ namespace {
 constexpr int kMaxJobs = 256;
 constexpr int kMaxEngines = 64;
 
-// GPU numbers from --devices: "0,2" or "all" (every device of the provider the models run on).
+}  // namespace
+
 std::vector<int> parse_devices(const std::string& text, const ModelProviders& providers) {
   if (text.empty()) return {};
   const runtime::ProviderId provider = runtime::traits(providers.embedding).accelerator
@@ -66,6 +67,8 @@ std::vector<int> parse_devices(const std::string& text, const ModelProviders& pr
   }
   return devices;
 }
+
+namespace {
 
 double peak_rss_mib() {
   rusage usage{};

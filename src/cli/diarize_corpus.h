@@ -22,6 +22,10 @@ struct CorpusFlags {
 
 void add_corpus_flags(CLI::App& command, CorpusFlags& flags);
 
+// GPU numbers from --devices: "0,2" or "all" (every device of the provider the models run on);
+// none for an empty text.
+std::vector<int> parse_devices(const std::string& text, const ModelProviders& providers);
+
 // Whether these flags ask for the corpus engine even with one recording.
 bool wants_corpus(const CorpusFlags& flags);
 

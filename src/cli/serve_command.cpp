@@ -1,0 +1,168 @@
+// `parley serve`: the diarization service (src/server) behind the command line. Models load
+// once; jobs come over HTTP and are kept under --state-dir across restarts.
+#include <pthread.h>
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/diarization_options.h"
+#include "cli/diarize_corpus.h"
+#include "core/error.h"
+#include "corpus/corpus_engine.h"
+#include "models/speed_twin.h"
+#include "server/http_api.h"
+#include "server/job_queue.h"
+#include "server/job_store.h"
+#include "server/metrics.h"
+#include "server/server_config.h"
+
+namespace parley::cli {
+namespace {
+
+struct ServeArguments {
+  server::ServerConfig config;
+  DiarizationFlags flags;
+  EngineFlags engine;
+  std::string devices;
+  int engines = 1;
+  int jobs = 2;
+  double max_upload_mb = 1024.0;
+  double max_audio_hours = 4.0;
+  std::string token_file;
+};
+
+// The first line of the file, which must hold something: an empty token would let anyone in.
+std::string read_token(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) fail("--token-file {}: cannot read it", path);
+  std::string token;
+  std::getline(file, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) fail("--token-file {}: the first line is empty; put the token there", path);
+  return token;
+}
+
+void run_serve(ServeArguments& arguments) {
+  server::ServerConfig& config = arguments.config;
+  if (arguments.max_upload_mb < 1.0) fail("--max-upload-mb must be at least 1");
+  config.max_upload_bytes = static_cast<std::size_t>(arguments.max_upload_mb * 1024.0 * 1024.0);
+  config.max_audio_seconds = arguments.max_audio_hours * 3600.0;
+  if (!arguments.token_file.empty()) config.token = read_token(arguments.token_file);
+  config.step_seconds = arguments.engine.step;
+  config.clustering = arguments.flags.clustering;
+  config.embedding_mode = arguments.engine.embedding_mode;
+  config.validate();
+
+  // SIGTERM and SIGINT are taken by one thread (below), never by the engine's or the server's.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const pipeline::DiarizationModels paths = resolve_models(arguments.engine, arguments.flags);
+  models::warn_if_speed_twin(paths.embedding);
+  pipeline::DiarizationConfig diarization = diarization_config(arguments.engine, arguments.flags);
+  const ModelProviders providers = model_providers(paths, diarization);
+  const std::vector<int> devices = parse_devices(arguments.devices, providers);
+  if (arguments.engines < 1 || arguments.engines > 64) {
+    fail("--engines must be in [1, 64] (got {})", arguments.engines);
+  }
+  if (arguments.jobs < 1 || arguments.jobs > 256) {
+    fail("--jobs must be in [1, 256] (got {})", arguments.jobs);
+  }
+  if (devices.empty() && arguments.engines > 1 &&
+      !runtime::traits(providers.embedding).accelerator) {
+    diarization.threads = std::max(1, diarization.threads / arguments.engines);
+  }
+  corpus::CorpusConfig corpus_config;
+  corpus_config.decode_threads = arguments.jobs;
+  corpus_config.clustering_threads = arguments.jobs;
+
+  server::JobStore store(config.state_dir);
+  const std::size_t requeued = store.requeue_running();
+  corpus::CorpusEngine engine(
+      paths, corpus::engine_configs(diarization, devices, arguments.engines), corpus_config);
+  server::Metrics metrics;
+  server::JobQueue queue(store, engine, metrics);
+  server::EngineInfo info;
+  info.engines = engine.engine_count();
+  info.providers = providers.describe();
+  info.devices = devices;
+  const runtime::ProviderId accelerator = runtime::traits(providers.embedding).accelerator
+                                              ? providers.embedding
+                                              : providers.segmentation;
+  if (runtime::traits(accelerator).accelerator) info.accelerator = accelerator;
+  server::HttpApi api(config, info, store, queue, metrics);
+  const int port = api.bind();
+
+  std::thread signal_watcher([&] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    spdlog::info("signal {}: no new requests; finishing the jobs in the networks", signal_number);
+    api.stop();
+  });
+  queue.start();
+  if (requeued > 0) spdlog::info("{} jobs the last run left running are queued again", requeued);
+  spdlog::info("serving on http://{}:{}/ ({} engines on {}; {})", config.host, port,
+               engine.engine_count(), providers.describe(), config.to_string());
+  api.serve();
+  // Ended by something other than a signal (it cannot be): let the watcher go.
+  pthread_kill(signal_watcher.native_handle(), SIGTERM);
+  signal_watcher.join();
+  queue.stop();
+  spdlog::info("stopped; unfinished jobs stay queued in {}", config.state_dir.string());
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto arguments = std::make_shared<ServeArguments>();
+  auto* command = app.add_subcommand(
+      "serve", "Run a diarization service: an HTTP API, a job queue kept on disk, a web page");
+  auto& config = arguments->config;
+  command->add_option("--host", config.host, "address to listen on (loopback by default)")
+      ->capture_default_str();
+  command->add_option("--port", config.port, "port to listen on (0: any free port, logged)")
+      ->check(number_between(0, 65535))
+      ->capture_default_str();
+  command
+      ->add_option("--state-dir", config.state_dir,
+                   "folder for jobs, uploads and results (kept across restarts)")
+      ->required();
+  command->add_option("--max-queue", config.max_queue, "queued jobs before new ones get 429")
+      ->check(number_at_least(1))
+      ->capture_default_str();
+  command->add_option("--max-upload-mb", arguments->max_upload_mb, "largest upload (MiB)")
+      ->check(number_at_least(1))
+      ->capture_default_str();
+  command->add_option("--max-audio-hours", arguments->max_audio_hours, "longest recording")
+      ->check(number_above(0))
+      ->capture_default_str();
+  command->add_option("--token-file", arguments->token_file,
+                      "file whose first line is the bearer token every request but health needs");
+  command->add_option("--allow-paths", config.allow_paths,
+                      "folder whose files clients may name (form field 'path') instead of "
+                      "uploading");
+  command->add_option("--http-threads", config.http_threads, "connections answered at once")
+      ->check(number_between(1, 256))
+      ->capture_default_str();
+  command->add_option("--devices", arguments->devices,
+                      "GPUs to spread recordings over, one model set each: 0,1,... or all");
+  command
+      ->add_option("--engines", arguments->engines,
+                   "model sets per device (or on the CPU) taking jobs from the queue")
+      ->capture_default_str();
+  command->add_option("--jobs", arguments->jobs, "recordings decoded, and clustered, at once")
+      ->capture_default_str();
+  add_clustering_flags(*command, arguments->flags);
+  add_engine_flags(*command, arguments->engine);
+  command->callback([arguments] { run_serve(*arguments); });
+}
+
+}  // namespace parley::cli

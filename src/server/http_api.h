@@ -1,0 +1,67 @@
+#pragma once
+// The HTTP/JSON API under /v1 (described by docs/openapi.json, served at /v1/openapi.json), the
+// Prometheus metrics at /metrics and the web page at /. Every error is a JSON body
+// {"error": {"code", "message"}}. With a token, every endpoint but /v1/health and the page
+// itself wants "Authorization: Bearer <token>" (the page asks for the token).
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/provider.h"
+#include "server/job_queue.h"
+#include "server/job_store.h"
+#include "server/metrics.h"
+#include "server/server_config.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace parley::server {
+
+// What /v1/health and /metrics say about the engine.
+struct EngineInfo {
+  std::size_t engines = 1;
+  std::string providers;  // "cpu", "cuda", ...
+  std::vector<int> devices;
+  std::optional<runtime::ProviderId> accelerator;  // whose device memory /metrics reports
+};
+
+class HttpApi {
+ public:
+  HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobQueue& queue,
+          Metrics& metrics);
+  ~HttpApi();
+  HttpApi(const HttpApi&) = delete;
+  HttpApi& operator=(const HttpApi&) = delete;
+
+  // Binds config.host:config.port and returns the port (the chosen one for port 0).
+  int bind();
+  // Serves until stop(); returns after the connections in progress are answered.
+  void serve();
+  // From any thread (a signal watcher): stop accepting.
+  void stop();
+
+ private:
+  void add_routes();
+  void accept_job(const httplib::Request& request, httplib::Response& response, bool wait);
+  void answer_job(const std::string& id, httplib::Response& response);
+  void answer_result(const std::string& id, const std::string& format, httplib::Response& response);
+  void delete_job(const std::string& id, httplib::Response& response);
+  void list_jobs(const httplib::Request& request, httplib::Response& response);
+  MetricsSnapshot snapshot() const;
+
+  ServerConfig config_;
+  EngineInfo engine_;
+  JobStore& store_;
+  JobQueue& queue_;
+  Metrics& metrics_;
+  std::mutex admission_;  // the queue-full check and the insert, as one step
+  std::unique_ptr<httplib::Server> server_;
+};
+
+}  // namespace parley::server

@@ -1,0 +1,71 @@
+#pragma once
+// The worker between the job store and the corpus engine: one engine run that lasts as long as
+// the server, fed by a source that takes the oldest queued job from the store (counting the
+// attempt there before the run starts) and waits when there is none. Results are written as the
+// engine reports them, in completion order. Stopping lets the recordings already in the networks
+// finish and puts every other taken job back in the queue for the next start.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "corpus/corpus_engine.h"
+#include "server/job_store.h"
+#include "server/metrics.h"
+
+namespace parley::server {
+
+// Starts of one job that may end with the process dying before it is marked failed: the first
+// crash may be bad luck (a native teardown crash), the second is the recording.
+constexpr int kMaxJobAttempts = 2;
+
+class JobQueue {
+ public:
+  JobQueue(JobStore& store, corpus::CorpusEngine& engine, Metrics& metrics);
+  ~JobQueue();  // stop()
+  JobQueue(const JobQueue&) = delete;
+  JobQueue& operator=(const JobQueue&) = delete;
+
+  void start();
+  // No new job starts; those in the networks finish; the others go back to queued. Idempotent.
+  void stop();
+  // A job was queued (or cancelled): wakes the source.
+  void wake();
+
+  // How far a running job is (0..1) by the stage it is in; nullopt when it is not running here.
+  std::optional<double> progress(const std::string& id) const;
+  // Waits until the job is no longer queued or running, or `timeout` passes; the job as it is
+  // then (nullopt: removed).
+  std::optional<Job> wait_until_finished(const std::string& id,
+                                         std::chrono::steady_clock::duration timeout);
+
+ private:
+  struct Taken {
+    std::string id;
+    std::string stage;  // the engine's stage it is in ("" before decoding starts)
+    std::chrono::steady_clock::time_point stage_start;
+  };
+
+  void run();
+  std::optional<corpus::CorpusRecording> next_recording();
+  void on_stage(std::size_t index, std::string_view stage);
+  void on_result(corpus::RecordingOutcome outcome);
+  void finish(const Job& job, const corpus::RecordingOutcome& outcome);
+
+  JobStore& store_;
+  corpus::CorpusEngine& engine_;
+  Metrics& metrics_;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;        // the source waits for queued jobs
+  std::condition_variable finished_;    // wait_until_finished waits for results
+  std::map<std::size_t, Taken> taken_;  // by the engine's recording index
+  std::size_t next_index_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace parley::server

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""CTest: `parley serve` driven by real clients (urllib, curl) on a free loopback port.
+
+  serve_test.py PARLEY WRITE_TEST_EMBEDDING_MODEL WORK_DIR   (PARLEY_SHARED_DIR: the shared data)
+
+Upload, poll and fetch (the RTTM equals `parley diarize`'s for the same file), 20 concurrent
+uploads, every error class, auth, cancel, paging, health, OpenAPI, /metrics (parsed with
+prometheus_client), SIGTERM, and crash safety (kill -9 mid-run, restart on the same state dir:
+every job finishes once with the same result; a job that killed the server twice is failed).
+The real segmentation model with the tiny test embedding model and AHC: labels are noise, every
+stage runs. Exits 77 (skipped) without the shared folder."""
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+import wave
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from serve_test_support import prepare_models
+
+parley, write_model, work = sys.argv[1:4]
+shared = os.environ.get("PARLEY_SHARED_DIR", "")
+if not os.path.isdir(shared):
+    print(f"skipping: shared folder '{shared}' not found (set PARLEY_SHARED_DIR)")
+    sys.exit(77)
+for needed in ("models/segmentation-3.0-fp16.onnx", "models/plda", "eval/falcon-test/test.wav",
+               "eval/pyannote-sample/sample.wav"):
+    if not os.path.exists(os.path.join(shared, needed)):
+        sys.exit(f"FAILED: '{needed}' not found under the shared folder {shared}")
+
+ENGINE = prepare_models(work, shared, write_model) + ["--threads", "2"]
+SAMPLE = f"{shared}/eval/pyannote-sample/sample.wav"
+
+
+def check(condition, what):
+    if not condition:
+        sys.exit(f"FAILED: {what}")
+
+
+# 20 short recordings: 4-second pieces of the falcon test call at different offsets.
+clips_dir = f"{work}/clips"
+os.makedirs(clips_dir)
+with wave.open(f"{shared}/eval/falcon-test/test.wav") as source:
+    params = source.getparams()
+    frames = source.readframes(source.getnframes())
+bytes_per_frame = params.sampwidth * params.nchannels
+clips = []
+for k in range(20):
+    start = int((0.7 * k) * params.framerate) * bytes_per_frame
+    piece = frames[start:start + 4 * params.framerate * bytes_per_frame]
+    path = f"{clips_dir}/clip{k:02d}.wav"
+    with wave.open(path, "wb") as out:
+        out.setparams(params)
+        out.writeframes(piece)
+    clips.append(path)
+
+# What the CLI says for the same files.
+def cli_rttm(paths):
+    result = subprocess.run([parley, "diarize", *paths, *ENGINE, "-q"], check=True,
+                            capture_output=True, text=True)
+    by_uri = {}
+    for line in result.stdout.splitlines(keepends=True):
+        by_uri.setdefault(line.split()[1], []).append(line)
+    return {uri: "".join(lines) for uri, lines in by_uri.items()}
+
+
+expected = cli_rttm(clips)
+expected.update(cli_rttm([SAMPLE]))
+check(len(expected) >= 15, f"the CLI found speech in most clips ({len(expected)})")
+
+
+class Server:
+    def __init__(self, state, *flags):
+        self.state = state
+        self.flags = flags
+        self.log_path = f"{state}.log"
+        self.start()
+
+    def start(self):
+        self.log = open(self.log_path, "a")
+        logged_before = self.log.tell()
+        self.process = subprocess.Popen(
+            [parley, "serve", "--state-dir", self.state, "--port", "0", *ENGINE, *self.flags],
+            stderr=self.log, stdout=self.log)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with open(self.log_path) as log:
+                log.seek(logged_before)
+                match = re.findall(r"serving on (http://127\.0\.0\.1:\d+)/", log.read())
+            if match:
+                self.url = match[-1]
+                return
+            check(self.process.poll() is None, f"server exited: {open(self.log_path).read()}")
+            time.sleep(0.1)
+        sys.exit("FAILED: the server did not start in 60 s")
+
+    def stop(self, sig=signal.SIGTERM):
+        self.process.send_signal(sig)
+        status = self.process.wait(timeout=60)
+        self.log.close()
+        return status
+
+
+def request(server, path, method="GET", body=None, headers=None, token=None):
+    """(status, headers, body bytes); errors are answers too."""
+    headers = dict(headers or {})
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(server.url + path, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+def form(fields):
+    """multipart/form-data: fields maps a name to a str or to (filename, bytes)."""
+    boundary = uuid.uuid4().hex
+    parts = []
+    for name, value in fields.items():
+        if isinstance(value, tuple):
+            filename, content = value
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+                         f'filename="{filename}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+                         .encode() + content + b"\r\n")
+        else:
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+                         f"{value}\r\n".encode())
+    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+    return body, {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+
+
+def submit(server, audio_path, token=None, **fields):
+    with open(audio_path, "rb") as audio:
+        body, headers = form({"audio": (os.path.basename(audio_path), audio.read()), **fields})
+    return request(server, "/v1/jobs", "POST", body, headers, token)
+
+
+def error_of(status_headers_body):
+    status, _, body = status_headers_body
+    error = json.loads(body)["error"]
+    check(error["code"] and error["message"], f"error body {body!r}")
+    return status, error
+
+
+def wait_done(server, job_id, token=None, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        status, _, body = request(server, f"/v1/jobs/{job_id}", token=token)
+        check(status == 200, f"GET job {job_id}: {status}")
+        job = json.loads(body)
+        check(0.0 <= job["progress"] <= 1.0, f"progress {job['progress']}")
+        if job["state"] not in ("queued", "running"):
+            return job
+        time.sleep(0.2)
+    sys.exit(f"FAILED: job {job_id} not finished in {timeout} s")
+
+
+def result(server, job_id, fmt="rttm", token=None):
+    status, _, body = request(server, f"/v1/jobs/{job_id}/result?format={fmt}", token=token)
+    check(status == 200, f"result {job_id} {fmt}: {status} {body[:200]!r}")
+    return body.decode()
+
+
+# --- A server without a token: the API, concurrency, errors, cancel, paging, metrics.
+server = Server(f"{work}/state", "--max-upload-mb", "1")
+status, _, body = request(server, "/v1/health")
+health = json.loads(body)
+check(status == 200 and health["models_loaded"] and health["settings"]["clustering"] == "ahc",
+      f"health {body!r}")
+status, _, body = request(server, "/v1/openapi.json")
+check(status == 200 and json.loads(body)["openapi"].startswith("3."), "openapi.json parses")
+source_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+with open(f"{source_dir}/docs/openapi.json", "rb") as document:
+    check(json.loads(document.read()) == json.loads(body), "the served OpenAPI is docs/openapi.json")
+
+# curl: upload, poll, fetch; the RTTM equals the CLI's.
+accepted = json.loads(subprocess.run(
+    ["curl", "-sS", "-F", f"audio=@{SAMPLE}", "-F", "clustering=ahc", f"{server.url}/v1/jobs"],
+    check=True, capture_output=True).stdout)
+check(accepted["url"] == f"/v1/jobs/{accepted['id']}", f"accepted {accepted}")
+job = wait_done(server, accepted["id"])
+check(job["state"] == "done" and abs(job["audio_seconds"] - 30.0) < 0.01, f"sample job {job}")
+check(result(server, job["id"]) == expected["sample"], "sample RTTM equals the CLI's")
+turns = json.loads(result(server, job["id"], "json"))
+check(len(turns["diarization"]) == expected["sample"].count("\n"), "json has the same turns")
+status, error = error_of(request(server, f"/v1/jobs/{job['id']}/result?format=srt"))
+check(status == 422 and "srt" in error["message"], "srt without a transcript: 422")
+
+# The synchronous form.
+with open(clips[0], "rb") as audio:
+    body, headers = form({"audio": ("clip00.wav", audio.read()), "format": "rttm"})
+status, headers_, body = request(server, "/v1/diarize", "POST", body, headers)
+check(status == 200 and body.decode() == expected.get("clip00", ""), "sync diarize RTTM")
+
+# 20 concurrent uploads: all accepted, all done, each RTTM equal to the CLI's.
+started = time.time()
+with concurrent.futures.ThreadPoolExecutor(max_workers=20) as pool:
+    answers = list(pool.map(lambda path: submit(server, path), clips))
+check(all(status == 202 for status, _, _ in answers), f"20 uploads accepted: {[a[0] for a in answers]}")
+ids = [json.loads(body)["id"] for _, _, body in answers]
+for path, job_id in zip(clips, ids):
+    job = wait_done(server, job_id)
+    uri = os.path.splitext(os.path.basename(path))[0]
+    check(job["state"] == "done", f"{uri}: {job}")
+    check(result(server, job_id) == expected.get(uri, ""), f"{uri}: RTTM equals the CLI's")
+print(f"20 concurrent uploads done in {time.time() - started:.1f} s")
+
+# Errors: each class, each a JSON body.
+# A body past the form's limit (the upload's plus 16 MiB for a transcript) is discarded unread.
+status, error = error_of(request(server, "/v1/jobs", "POST", b"x" * (18 << 20),
+                                 {"Content-Type": "multipart/form-data; boundary=x"}))
+check(status == 413, f"18 MiB body: {status}")
+# Headers are bounded too.
+status, _, _ = request(server, "/v1/health", headers={"X-Padding": "y" * 20000})
+check(status in (400, 413, 431), f"20 kB header: {status}")
+with open(clips[0], "rb") as audio:
+    big = audio.read() * 8  # 1 MiB of audio: over --max-upload-mb 1 once the form is added
+body, headers = form({"audio": ("big.wav", big + big)})
+status, error = error_of(request(server, "/v1/jobs", "POST", body, headers))
+check(status == 413, f"big upload: {status}")
+body, headers = form({"audio": ("notes.wav", b"this is not audio at all, just text\n" * 10)})
+status, error = error_of(request(server, "/v1/jobs", "POST", body, headers))
+check(status == 415 and "notes.wav" in error["message"] and work not in error["message"],
+      f"not audio: {status} {error}")
+status, error = error_of(request(server, "/v1/jobs", "POST", b"{}", {"Content-Type": "application/json"}))
+check(status == 415, f"not a form: {status}")
+for fields, word in (({"num_speakers": "0"}, "num_speakers"), ({"step": "3"}, "step 1"),
+                     ({"clustering": "vbx"}, "ahc"), ({"embedding_mode": "exact"}, "shared"),
+                     ({"min_speakers": "3", "max_speakers": "2"}, "speakers"),
+                     ({"colour": "red"}, "colour"), ({"exclusive": "maybe"}, "exclusive")):
+    status, error = error_of(submit(server, clips[0], **fields))
+    check(status == 422 and word in error["message"], f"{fields}: {status} {error}")
+status, error = error_of(submit(server, clips[0], path="clip00.wav"))
+check(status == 422, f"audio and path: {status}")
+body, headers = form({"path": "../../etc/passwd"})
+status, error = error_of(request(server, "/v1/jobs", "POST", body, headers))
+check(status == 403, f"path without allow_paths: {status}")
+for bad in ("0" * 31, "../../jobs.sqlite3", "..%2F..%2Fjobs.sqlite3", "%2e%2e", "A" * 32,
+            ids[0] + "/../" + ids[1]):
+    status, _, body = request(server, f"/v1/jobs/{bad}")
+    check(status == 404 and json.loads(body)["error"]["code"] == "not_found", f"id {bad}: {status}")
+    status, _, _ = request(server, f"/v1/jobs/{bad}/result")
+    check(status == 404, f"result of {bad}: {status}")
+status, error = error_of(request(server, "/v1/jobs/" + "0" * 32))
+check(status == 404, "unknown id")
+status, error = error_of(request(server, "/no/such/endpoint"))
+check(status == 404, "unknown endpoint")
+status, error = error_of(request(server, "/v1/jobs?limit=5000"))
+check(status == 422, "limit over 1000")
+
+# Paging: pages of 7 cover every job once, in order.
+seen = []
+path = "/v1/jobs?limit=7"
+while path:
+    status, _, body = request(server, path)
+    page = json.loads(body)
+    check(status == 200 and len(page["jobs"]) <= 7, f"page {path}")
+    seen += [job["id"] for job in page["jobs"]]
+    path = page["next"]
+check(len(seen) == page["total"] == 22 and len(set(seen)) == 22 and set(seen[2:]) == set(ids),
+      f"paging: {len(seen)} of {page['total']}")
+
+# Cancel: a queued job is cancelled at once, a running one when its run ends; a finished job is
+# removed; a removed job is gone.
+with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+    answers = list(pool.map(lambda path: submit(server, path), clips[:6]))
+victim = json.loads(answers[-1][2])["id"]
+status, _, body = request(server, f"/v1/jobs/{victim}", "DELETE")
+check(status in (200, 202), f"cancel: {status}")
+check(wait_done(server, victim)["state"] == "cancelled", "cancelled")
+status, error = error_of(request(server, f"/v1/jobs/{victim}/result"))
+check(status == 409, f"result of a cancelled job: {status}")
+status, _, _ = request(server, f"/v1/jobs/{victim}", "DELETE")
+check(status == 204, f"remove: {status}")
+check(request(server, f"/v1/jobs/{victim}")[0] == 404, "removed job is gone")
+check(not os.path.exists(f"{work}/state/jobs/{victim}"), "its folder is gone")
+for _, _, body in answers[:-1]:
+    wait_done(server, json.loads(body)["id"])
+
+# /metrics through a Prometheus parser.
+status, _, body = request(server, "/metrics")
+families = {family.name: family for family in text_string_to_metric_families(body.decode())}
+jobs_by_state = {s.labels["state"]: s.value for s in families["parley_jobs"].samples}
+check(jobs_by_state["done"] == 27 and jobs_by_state["cancelled"] == 0, f"jobs {jobs_by_state}")
+check(families["parley_audio_seconds_processed"].samples[0].value > 100, "audio seconds")
+stages = {s.labels["stage"] for s in families["parley_stage_seconds"].samples}
+check({"decoding", "networks", "clustering"} <= stages, f"stage histograms {stages}")
+
+# SIGTERM: a clean exit.
+check(server.stop() == 0, "SIGTERM exits 0")
+check("stopped" in open(server.log_path).read(), "the log says it stopped")
+
+# --- Token, a full queue, server paths.
+token = "s3cret-token"
+with open(f"{work}/token", "w") as file:
+    file.write(token + "\n")
+allowed = f"{work}/allowed"
+os.makedirs(allowed)
+shutil.copy(clips[1], f"{allowed}/inside.wav")
+os.symlink(clips[2], f"{allowed}/link-out.wav")
+server = Server(f"{work}/state-auth", "--token-file", f"{work}/token", "--max-queue", "1",
+                "--allow-paths", allowed, "--jobs", "1")
+check(request(server, "/v1/health")[0] == 200, "health needs no token")
+status, headers_, body = request(server, "/v1/jobs")
+check(status == 401 and headers_["WWW-Authenticate"] == "Bearer", f"no token: {status}")
+check(request(server, "/v1/jobs", token="wrong")[0] == 401, "wrong token")
+check(request(server, "/metrics")[0] == 401, "metrics need the token")
+check(request(server, "/v1/jobs", token=token)[0] == 200, "right token")
+for named, want in (("../clips/clip00.wav", 403), ("/etc/passwd", 403), ("link-out.wav", 403),
+                    ("missing.wav", 404)):
+    body, headers = form({"path": named})
+    status, error = error_of(request(server, "/v1/jobs", "POST", body, headers, token))
+    check(status == want, f"path {named}: {status} {error}")
+body, headers = form({"path": "inside.wav"})
+status, _, body = request(server, "/v1/jobs", "POST", body, headers, token)
+check(status == 202, f"allowed path: {status}")
+inside = wait_done(server, json.loads(body)["id"], token)
+check(result(server, inside["id"], token=token) == expected["clip01"].replace("clip01", "inside"),
+      "a server file's RTTM")
+with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+    answers = list(pool.map(lambda path: submit(server, path, token), clips[:12]))
+statuses = [status for status, _, _ in answers]
+check(429 in statuses and 202 in statuses, f"a full queue answers 429: {statuses}")
+for status, headers_, body in answers:
+    if status == 429:
+        check(int(headers_["Retry-After"]) > 0 and json.loads(body)["error"]["code"] == "queue_full",
+              "429 with Retry-After")
+    else:
+        check(wait_done(server, json.loads(body)["id"], token)["state"] == "done", "accepted finish")
+check(server.stop() == 0, "SIGTERM exits 0")
+
+# --- Crash safety: kill -9 mid-run, restart on the same state dir.
+state = f"{work}/state-crash"
+server = Server(state, "--jobs", "1")
+submitted = {}
+for path in clips[:10] + [SAMPLE]:
+    status, _, body = submit(server, path)
+    check(status == 202, f"crash-test submit {status}")
+    submitted[json.loads(body)["id"]] = os.path.splitext(os.path.basename(path))[0]
+deadline = time.time() + 60
+while time.time() < deadline:
+    jobs = json.loads(request(server, "/v1/jobs")[2])["jobs"]
+    states = [job["state"] for job in jobs]
+    if "done" in states and "running" in states:
+        break
+    time.sleep(0.05)
+done_before = {job["id"]: job["finished"] for job in jobs if job["state"] == "done"}
+server.stop(signal.SIGKILL)
+check(len(done_before) < len(submitted), "killed mid-run")
+server.start()
+for job_id, uri in submitted.items():
+    job = wait_done(server, job_id)
+    check(job["state"] == "done" and job["attempts"] <= 2, f"after the crash {uri}: {job}")
+    check(result(server, job_id) == expected.get(uri, ""), f"after the crash {uri}: same RTTM")
+    if job_id in done_before:
+        check(job["finished"] == done_before[job_id] and job["attempts"] == 1,
+              f"{uri} finished before the kill and did not run again")
+listing = json.loads(request(server, "/v1/jobs")[2])
+check(listing["total"] == len(submitted), f"no job lost or doubled: {listing['total']}")
+check(server.stop() == 0, "SIGTERM exits 0")
+
+# A job whose runs killed the server twice (the store says two attempts, still running) is
+# failed with a message at the next start, and the queue goes on.
+crasher = next(iter(submitted))
+with sqlite3.connect(f"{state}/jobs.sqlite3") as db:
+    db.execute("UPDATE jobs SET state = 'running', attempts = 2 WHERE id = ?", (crasher,))
+server.start()
+job = wait_done(server, crasher)
+check(job["state"] == "failed" and "2 times" in job["error"], f"twice-crashed job: {job}")
+status, _, body = submit(server, clips[3])
+check(status == 202 and wait_done(server, json.loads(body)["id"])["state"] == "done",
+      "the queue goes on after a failed job")
+check(server.stop() == 0, "SIGTERM exits 0")
+print("serve test passed")

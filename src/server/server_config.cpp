@@ -1,0 +1,37 @@
+#include "server/server_config.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace parley::server {
+
+void ServerConfig::validate() const {
+  if (host.empty()) fail("server host: empty (use 127.0.0.1 for this machine only)");
+  if (port < 0 || port > 65535) fail("server port must be in [0, 65535] (got {})", port);
+  if (state_dir.empty()) fail("server state_dir: name a folder for jobs and results");
+  if (max_queue < 1) fail("server max_queue must be at least 1");
+  if (max_upload_bytes < 1024) fail("server max_upload_bytes must be at least 1024");
+  if (!(max_audio_seconds > 0.0)) fail("server max_audio_seconds must be positive");
+  if (!(max_sync_audio_seconds > 0.0)) fail("server max_sync_audio_seconds must be positive");
+  if (http_threads < 1 || http_threads > 256) {
+    fail("server http_threads must be in [1, 256] (got {})", http_threads);
+  }
+  if (!allow_paths.empty() && !std::filesystem::is_directory(allow_paths)) {
+    fail("server allow_paths {}: not a folder", allow_paths.string());
+  }
+}
+
+std::string ServerConfig::to_string() const {
+  return fmt::format(
+      "host {}, port {}, state_dir {}, max_queue {}, max_upload {:.0f} MiB, max_audio {:.2f} h, "
+      "max_sync_audio {:.0f} s, token {}, allow_paths {}, http_threads {}, step {} s, clustering "
+      "{}, embedding_mode {}",
+      host, port, state_dir.string(), max_queue,
+      static_cast<double>(max_upload_bytes) / (1024.0 * 1024.0), max_audio_seconds / 3600.0,
+      max_sync_audio_seconds, token.empty() ? "none" : "set",
+      allow_paths.empty() ? "none" : allow_paths.string(), http_threads, step_seconds, clustering,
+      embedding_mode);
+}
+
+}  // namespace parley::server

@@ -1,0 +1,32 @@
+#pragma once
+// What `parley serve` was started with: where it listens, where it keeps its jobs, the limits it
+// puts on clients, and the engine's model settings (fixed at start: a job may name them, and
+// must then name the same values).
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace parley::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";   // loopback: put a reverse proxy in front to serve others
+  int port = 8080;                  // 0: any free port (the chosen one is logged)
+  std::filesystem::path state_dir;  // jobs, uploads and results; survives restarts
+  std::size_t max_queue = 1000;     // queued jobs; more are answered 429
+  std::size_t max_upload_bytes = std::size_t{1} << 30;
+  double max_audio_seconds = 4.0 * 3600.0;
+  // POST /v1/diarize holds a connection open while it runs: longer audio goes to /v1/jobs.
+  double max_sync_audio_seconds = 600.0;
+  std::string token;                  // empty: no authentication
+  std::filesystem::path allow_paths;  // empty: clients cannot name server files
+  int http_threads = 8;
+  // The engine's settings.
+  double step_seconds = 1.0;
+  std::string clustering = "vbx";
+  std::string embedding_mode = "shared";
+
+  void validate() const;
+  std::string to_string() const;  // for the log; never shows the token
+};
+
+}  // namespace parley::server
