@@ -26,7 +26,6 @@ import math
 import os
 import queue
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -160,19 +159,26 @@ def _fingerprint(file_settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(file_settings, sort_keys=True).encode()).hexdigest()
 
 
-def _write_atomically(path: str, text: str) -> None:
-    # A reader sees the old file or the whole new one, never a part, even if we die mid-write.
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path),
-                                         prefix="." + os.path.basename(path) + ".")
+def _write_atomically(texts: dict[str, str]) -> None:
+    """Writes {path: text}: each file is whole or absent for a reader. All are written and
+    synced first and then renamed in a row, so that a worker killed meanwhile leaves an output
+    without its record (made again by the retry) only in that instant."""
+    temporaries = {}
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
+        for path, text in texts.items():
+            # One name per output: a retry after a kill reuses, and so removes, what was left.
+            temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
+            with open(temporary, "w", encoding="utf-8") as stream:
+                stream.write(text)
+                stream.flush()
+                os.fsync(stream.fileno())
+            temporaries[path] = temporary
+        for path, temporary in temporaries.items():
+            os.replace(temporary, path)
     except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        for temporary in temporaries.values():
+            if os.path.exists(temporary):
+                os.unlink(temporary)
         raise
 
 
@@ -286,7 +292,6 @@ def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
             continue
         result = parley.Diarization(outcome)
         text = result.to_rttm(job["name"]) if output_format == "rttm" else result.to_json()
-        _write_atomically(job["output"], text)
         record = {"audio": os.path.abspath(job["path"]),
                   "output": os.path.basename(job["output"]),
                   "output_sha256": hashlib.sha256(text.encode()).hexdigest(),
@@ -295,7 +300,8 @@ def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
                   "wall_seconds": wall, "stage_seconds": result.stage_times,
                   "settings": job["settings"], "run": run_id}
         os.makedirs(records_dir, exist_ok=True)
-        _write_atomically(job["record"], json.dumps(record, indent=2) + "\n")
+        _write_atomically({job["output"]: text,
+                           job["record"]: json.dumps(record, indent=2) + "\n"})
         reports.append(Report(job["path"], job["output"], "done", "", result.duration, wall))
     return reports
 

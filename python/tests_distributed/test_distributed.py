@@ -125,15 +125,15 @@ def test_worker_killed_mid_run(client, corpus, reference, tmp_path):
     seen = {}  # output name -> every (inode, mtime) it was seen with while the run went on
     stop = threading.Event()
 
+    def look():
+        for name in os.listdir(out):
+            if name.endswith(".rttm"):
+                status = os.stat(os.path.join(out, name))
+                seen.setdefault(name, set()).add((status.st_ino, status.st_mtime_ns))
+
     def watch():
         while not stop.is_set():
-            for name in os.listdir(out):
-                if name.endswith(".rttm"):
-                    try:
-                        status = os.stat(os.path.join(out, name))
-                    except FileNotFoundError:
-                        continue
-                    seen.setdefault(name, set()).add((status.st_ino, status.st_mtime_ns))
+            look()
             time.sleep(0.02)
 
     watcher = threading.Thread(target=watch)
@@ -148,9 +148,12 @@ def test_worker_killed_mid_run(client, corpus, reference, tmp_path):
     finally:
         stop.set()
         watcher.join()
+    look()  # what was written after the watcher's last look
     assert sorted(report.path for report in reports) == sorted(corpus[1])
     assert [report.status for report in reports] == ["done"] * COUNT
     assert outputs(out) == reference
     assert {name: len(versions) for name, versions in seen.items()} == {
         name: 1 for name in reference}
-    assert not [name for name in os.listdir(out) if name.startswith(".rec")]  # no temporaries
+    leftovers = [name for folder in (out, os.path.join(out, ".parley"))
+                 for name in os.listdir(folder) if name.endswith(".partial")]
+    assert not leftovers  # a retry reuses the temporary a killed worker left
