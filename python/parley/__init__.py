@@ -128,6 +128,19 @@ class Diarization:
                 f"{len(self.turns)} turns, {self.duration:.1f} s>")
 
 
+def _settings(models_dir: Optional[Union[str, "os.PathLike[str]"]] = None, provider: str = "auto",
+              provider_options: Optional[dict[str, Any]] = None, step: float = 1.0,
+              embedding_mode: str = "shared", clustering: str = "vbx",
+              threads: int = 0, device_id: int = -1) -> "_parley.Settings":
+    """The C API's settings for :class:`Pipeline`'s arguments (parley.distributed feeds a
+    corpus engine with the same)."""
+    options = [f"{key}={value}" for key, value in (provider_options or {}).items()]
+    return _parley.Settings(
+        models_dir=os.fspath(models_dir) if models_dir is not None else None,
+        provider=provider, provider_options=options, device_id=int(device_id), step=float(step),
+        embedding_mode=embedding_mode, clustering=clustering, threads=int(threads))
+
+
 class Pipeline:
     """Loads the models once; call it on as many recordings as you like.
 
@@ -151,11 +164,8 @@ class Pipeline:
                  provider_options: Optional[dict[str, Any]] = None, step: float = 1.0,
                  embedding_mode: str = "shared", clustering: str = "vbx",
                  threads: int = 0) -> None:
-        options = [f"{key}={value}" for key, value in (provider_options or {}).items()]
-        self._settings = _parley.Settings(
-            models_dir=os.fspath(models_dir) if models_dir is not None else None,
-            provider=provider, provider_options=options, device_id=-1, step=float(step),
-            embedding_mode=embedding_mode, clustering=clustering, threads=int(threads))
+        self._settings = _settings(models_dir, provider, provider_options, step, embedding_mode,
+                                   clustering, threads)
         self._diarizer = _parley.Diarizer(self._settings)
 
     def __call__(self, audio: Audio, sample_rate: int = 16000,

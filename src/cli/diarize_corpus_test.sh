@@ -54,13 +54,16 @@ run "$a/trn02.wav" "$a/dev01.wav" -q >"$work/both.rttm"
 check 'cat "$work/out/trn02.rttm" "$work/out/dev01.rttm" | cmp -s - "$work/both.rttm"' "stdout in input order"
 
 # --shard K/N: disjoint parts whose union is the whole run, names as in the whole run.
-for k in 1 2; do
+mkdir "$work/shards"
+for k in 1 2 3; do
   set +e
-  run "$a/trn03.wav" "$a/trn02.wav" --manifest "$work/list.txt" --out-dir "$work/shards" \
-    --shard "$k/2" -q 2>/dev/null
+  run "$a/trn03.wav" "$a/trn02.wav" --manifest "$work/list.txt" --out-dir "$work/shard$k" \
+    --shard "$k/3" -q 2>/dev/null
   set -e
+  cp "$work/shard$k"/*.rttm "$work/shards/"
 done
 check 'diff <(ls "$work/out") <(ls "$work/shards")' "shards together hold the whole run"
+check '[ -z "$(ls "$work"/shard[123] | grep rttm | sort | uniq -d)" ]' "no recording in two shards"
 for file in "$work"/shards/*.rttm; do
   check "cmp -s '$file' '$work/out/$(basename "$file")'" "shard output $(basename "$file") equals the whole run's"
 done

@@ -1,0 +1,159 @@
+"""parley.distributed on a LocalCluster of 2 worker processes, on 30 s recordings of
+../shared/eval copied under 20 names; run by run_pytest.sh like the bindings' suite."""
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402
+
+import parley  # noqa: E402
+import parley.distributed as pd  # noqa: E402
+
+MODELS = os.environ.get("PARLEY_TEST_MODELS", "")
+EVAL = os.environ.get("PARLEY_TEST_EVAL", "")
+CLI = os.environ.get("PARLEY_TEST_CLI", "")
+OPTIONS = dict(models_dir=MODELS, step=2, threads=1)
+COUNT = 20
+
+if not (os.path.isdir(MODELS) and os.path.isdir(os.path.join(EVAL, "ami-debug"))):
+    pytest.fail("set PARLEY_TEST_MODELS and PARLEY_TEST_EVAL (run through run_pytest.sh)",
+                pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    sources = sorted(os.path.join(EVAL, "ami-debug", name)
+                     for name in os.listdir(os.path.join(EVAL, "ami-debug"))
+                     if name.endswith(".wav"))
+    folder = tmp_path_factory.mktemp("corpus")
+    paths = []
+    for i in range(COUNT):
+        # Two folders, so that equal base names get the CLI's disambiguated names too.
+        path = folder / ("a" if i % 2 else "b") / f"rec{i // 2:02d}.wav"
+        path.parent.mkdir(exist_ok=True)
+        shutil.copyfile(sources[i % len(sources)], path)
+        paths.append(str(path))
+    manifest = folder / "files.tsv"
+    manifest.write_text("".join(f"{path}\t\n" for path in paths))
+    return str(manifest), paths
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, tmp_path_factory):
+    """What the CLI writes for the same list (the single-process Python result without it)."""
+    manifest, paths = corpus
+    out = tmp_path_factory.mktemp("reference")
+    if CLI:
+        subprocess.run([CLI, "diarize", "--quiet", "--models", MODELS, "--step", "2",
+                        "--manifest", manifest, "--out-dir", str(out)], check=True)
+    else:
+        pipeline = parley.Pipeline(**OPTIONS)
+        for path, name in zip(paths, pd.output_names(paths)):
+            (out / f"{name}.rttm").write_text(pipeline(path).to_rttm(name))
+    texts = {name: (out / name).read_text() for name in os.listdir(out) if name.endswith(".rttm")}
+    assert len(texts) == COUNT
+    return texts
+
+
+@pytest.fixture(scope="module")
+def client():
+    # As --local does: a recording that kills its worker twice is reported failed.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            with distributed.Client(cluster) as client:
+                yield client
+
+
+def outputs(folder):
+    return {name: open(os.path.join(folder, name)).read()
+            for name in os.listdir(folder) if name.endswith(".rttm")}
+
+
+@pytest.fixture(scope="module")
+def first_run(client, corpus, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("archive"))
+    reports = pd.diarize_archive(client, corpus[0], out, batch_size=3, **OPTIONS)
+    return out, reports
+
+
+def test_outputs_equal_the_command_line(first_run, reference):
+    out, reports = first_run
+    assert sorted(report.status for report in reports) == ["done"] * COUNT
+    assert all(report.audio_seconds > 25 and report.speed > 0 for report in reports)
+    assert outputs(out) == reference
+    assert len(os.listdir(os.path.join(out, ".parley"))) == COUNT
+
+
+def test_rerun_skips_everything(client, corpus, first_run):
+    out, _ = first_run
+    before = {name: os.stat(os.path.join(out, name)).st_mtime_ns for name in os.listdir(out)}
+    reports = pd.diarize_archive(client, corpus[0], out, **OPTIONS)
+    assert [report.status for report in reports] == ["skipped"] * COUNT
+    assert {name: os.stat(os.path.join(out, name)).st_mtime_ns for name in os.listdir(out)} == before
+
+
+def test_changed_setting_redoes(client, corpus, first_run):
+    out, _ = first_run
+    some = corpus[1][:4]
+    reports = pd.diarize_archive(client, some, out, **dict(OPTIONS, num_speakers=2))
+    assert [report.status for report in reports] == ["done"] * 4
+    # Back to the first settings: those four are redone, the others skipped.
+    reports = pd.diarize_archive(client, corpus[0], out, **OPTIONS)
+    assert sorted(report.status for report in reports) == ["done"] * 4 + ["skipped"] * 16
+
+
+def test_corrupt_recording_fails_alone(client, corpus, tmp_path):
+    corrupt = tmp_path / "corrupt.wav"
+    corrupt.write_bytes(b"RIFF\x10\x00\x00\x00WAVEjunkjunkjunk" * 10)
+    paths = [corpus[1][0], str(corrupt), corpus[1][1]]
+    reports = {report.path: report for report in
+               pd.diarize_archive(client, paths, tmp_path / "out", batch_size=3, **OPTIONS)}
+    assert reports[str(corrupt)].status == "failed"
+    assert "corrupt.wav" in reports[str(corrupt)].message
+    assert reports[corpus[1][0]].status == reports[corpus[1][1]].status == "done"
+
+
+def test_worker_killed_mid_run(client, corpus, reference, tmp_path):
+    out = str(tmp_path)
+    seen = {}  # output name -> every (inode, mtime) it was seen with while the run went on
+    stop = threading.Event()
+
+    def look():
+        for name in os.listdir(out):
+            if name.endswith(".rttm"):
+                status = os.stat(os.path.join(out, name))
+                seen.setdefault(name, set()).add((status.st_ino, status.st_mtime_ns))
+
+    def watch():
+        while not stop.is_set():
+            look()
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    reports = []
+    try:
+        for report in pd.iter_archive(client, corpus[0], out, batch_size=2, **OPTIONS):
+            if not reports:
+                pids = client.run(os.getpid)
+                os.kill(sorted(pids.values())[0], signal.SIGKILL)
+            reports.append(report)
+    finally:
+        stop.set()
+        watcher.join()
+    look()  # what was written after the watcher's last look
+    assert sorted(report.path for report in reports) == sorted(corpus[1])
+    assert [report.status for report in reports] == ["done"] * COUNT
+    assert outputs(out) == reference
+    assert {name: len(versions) for name, versions in seen.items()} == {
+        name: 1 for name in reference}
+    leftovers = [name for folder in (out, os.path.join(out, ".parley"))
+                 for name in os.listdir(folder) if name.endswith(".partial")]
+    assert not leftovers  # a retry reuses the temporary a killed worker left
