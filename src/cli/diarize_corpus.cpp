@@ -70,6 +70,13 @@ std::vector<int> parse_devices(const std::string& text, const ModelProviders& pr
 
 namespace {
 
+void check_engine_flags(int engines, int jobs) {
+  if (jobs < 1 || jobs > kMaxJobs) fail("--jobs must be in [1, {}] (got {})", kMaxJobs, jobs);
+  if (engines < 1 || engines > kMaxEngines) {
+    fail("--engines must be in [1, {}] (got {})", kMaxEngines, engines);
+  }
+}
+
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss is in KiB on Linux
@@ -120,6 +127,24 @@ void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
       ->capture_default_str();
 }
 
+std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
+                                                         pipeline::DiarizationConfig config,
+                                                         const ModelProviders& providers,
+                                                         const std::string& devices, int engines,
+                                                         int jobs) {
+  check_engine_flags(engines, jobs);
+  const std::vector<int> device_numbers = parse_devices(devices, providers);
+  if (device_numbers.empty() && engines > 1 && !runtime::traits(providers.embedding).accelerator) {
+    // Engines on the CPU share its cores.
+    config.threads = std::max(1, config.threads / engines);
+  }
+  corpus::CorpusConfig corpus_config;
+  corpus_config.decode_threads = jobs;
+  corpus_config.clustering_threads = jobs;
+  return std::make_unique<corpus::CorpusEngine>(
+      models, corpus::engine_configs(config, device_numbers, engines), corpus_config);
+}
+
 bool wants_corpus(const CorpusFlags& flags) {
   return !flags.manifests.empty() || !flags.shard.empty() || !flags.devices.empty() ||
          flags.engines != 1;
@@ -140,12 +165,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
                 const std::string& out_dir) {
   const auto start = std::chrono::steady_clock::now();
   const std::string format = flags.format.empty() ? "rttm" : flags.format;
-  if (corpus.jobs < 1 || corpus.jobs > kMaxJobs) {
-    fail("--jobs must be in [1, {}] (got {})", kMaxJobs, corpus.jobs);
-  }
-  if (corpus.engines < 1 || corpus.engines > kMaxEngines) {
-    fail("--engines must be in [1, {}] (got {})", kMaxEngines, corpus.engines);
-  }
+  check_engine_flags(corpus.engines, corpus.jobs);
   if (out_dir.empty() && format != "rttm") {
     fail("--format {} writes one document per recording: with several, pass --out-dir DIR", format);
   }
@@ -236,17 +256,8 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   double run_seconds = 0.0;
   if (!inputs.empty()) {
     models::warn_if_speed_twin(paths.embedding);
-    const std::vector<int> devices = parse_devices(corpus.devices, providers);
-    if (devices.empty() && corpus.engines > 1 &&
-        !runtime::traits(providers.embedding).accelerator) {
-      // Engines on the CPU share its cores.
-      config.threads = std::max(1, config.threads / corpus.engines);
-    }
-    corpus::CorpusConfig corpus_config;
-    corpus_config.decode_threads = corpus.jobs;
-    corpus_config.clustering_threads = corpus.jobs;
-    corpus::CorpusEngine corpus_engine(
-        paths, corpus::engine_configs(config, devices, corpus.engines), corpus_config);
+    const auto corpus_engine =
+        make_corpus_engine(paths, config, providers, corpus.devices, corpus.engines, corpus.jobs);
 
     // Without --out-dir the RTTM goes out in input order, each as soon as those before it are.
     std::vector<std::optional<std::string>> texts(inputs.size());
@@ -254,7 +265,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     const std::size_t failed_before = failed;
     const auto run_start = std::chrono::steady_clock::now();
     progress.begin("recordings", inputs.size());
-    corpus_engine.run(inputs, [&](corpus::RecordingOutcome outcome) {
+    corpus_engine->run(inputs, [&](corpus::RecordingOutcome outcome) {
       const std::size_t k = outcome.index;
       if (!outcome.ok()) {
         progress.note(fmt::format("parley: {}: {}", inputs[k].audio.string(), outcome.error));

@@ -5,10 +5,12 @@
 // earlier run finished with the same settings.
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/diarization_options.h"
+#include "corpus/corpus_engine.h"
 
 namespace parley::cli {
 
@@ -25,6 +27,14 @@ void add_corpus_flags(CLI::App& command, CorpusFlags& flags);
 // GPU numbers from --devices: "0,2" or "all" (every device of the provider the models run on);
 // none for an empty text.
 std::vector<int> parse_devices(const std::string& text, const ModelProviders& providers);
+
+// The corpus engine that --jobs, --devices and --engines describe (each checked, naming the
+// flag): engines on the CPU share its cores.
+std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
+                                                         pipeline::DiarizationConfig config,
+                                                         const ModelProviders& providers,
+                                                         const std::string& devices, int engines,
+                                                         int jobs);
 
 // Whether these flags ask for the corpus engine even with one recording.
 bool wants_corpus(const CorpusFlags& flags);

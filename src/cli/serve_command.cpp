@@ -69,31 +69,18 @@ void run_serve(ServeArguments& arguments) {
   models::warn_if_speed_twin(paths.embedding);
   pipeline::DiarizationConfig diarization = diarization_config(arguments.engine, arguments.flags);
   const ModelProviders providers = model_providers(paths, diarization);
-  const std::vector<int> devices = parse_devices(arguments.devices, providers);
-  if (arguments.engines < 1 || arguments.engines > 64) {
-    fail("--engines must be in [1, 64] (got {})", arguments.engines);
-  }
-  if (arguments.jobs < 1 || arguments.jobs > 256) {
-    fail("--jobs must be in [1, 256] (got {})", arguments.jobs);
-  }
-  if (devices.empty() && arguments.engines > 1 &&
-      !runtime::traits(providers.embedding).accelerator) {
-    diarization.threads = std::max(1, diarization.threads / arguments.engines);
-  }
-  corpus::CorpusConfig corpus_config;
-  corpus_config.decode_threads = arguments.jobs;
-  corpus_config.clustering_threads = arguments.jobs;
 
   server::JobStore store(config.state_dir);
   const std::size_t requeued = store.requeue_running();
-  corpus::CorpusEngine engine(
-      paths, corpus::engine_configs(diarization, devices, arguments.engines), corpus_config);
+  const auto engine_owner = make_corpus_engine(paths, diarization, providers, arguments.devices,
+                                               arguments.engines, arguments.jobs);
+  corpus::CorpusEngine& engine = *engine_owner;
   server::Metrics metrics;
   server::JobQueue queue(store, engine, metrics);
   server::EngineInfo info;
   info.engines = engine.engine_count();
   info.providers = providers.describe();
-  info.devices = devices;
+  info.devices = parse_devices(arguments.devices, providers);
   const runtime::ProviderId accelerator = runtime::traits(providers.embedding).accelerator
                                               ? providers.embedding
                                               : providers.segmentation;
