@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_names.h"
 #include "core/error.h"
 #include "models/downloader.h"
 #include "models/model_locator.h"
@@ -36,8 +37,8 @@ std::string places_text(const std::vector<models::SearchPlace>& places) {
   if (places.empty()) return "none (pass --models DIR or set PARLEY_MODELS)";
   std::vector<std::string> parts;
   for (std::size_t index = 0; index < places.size(); ++index) {
-    parts.push_back(
-        fmt::format("{}. {} ({})", index + 1, places[index].dir.string(), places[index].origin));
+    parts.push_back(fmt::format("{}. {} ({})", index + 1, places[index].dir.string(),
+                                with_flag_names(places[index].origin)));
   }
   return fmt::format("{}", fmt::join(parts, "  "));
 }

@@ -47,10 +47,10 @@ std::vector<SearchPlace> default_search_places(
   std::error_code error;
   if (models_flag && !models_flag->empty()) {
     if (!std::filesystem::is_directory(*models_flag, error)) {
-      fail("the models folder '{}' (--models) does not exist; check the path, or create it",
+      fail("the models folder '{}' (models_dir) does not exist; check the path, or create it",
            models_flag->string());
     }
-    places.push_back({*models_flag, "--models"});
+    places.push_back({*models_flag, "models_dir"});
   }
   if (auto from_environment = environment("PARLEY_MODELS")) {
     places.push_back({*from_environment, "$PARLEY_MODELS"});
@@ -107,9 +107,9 @@ LocatedModel ModelLocator::locate(Role role) const {
   }
   fail(
       "no {} model found: looked for {} in {}; run `parley models fetch --role {}` (or pass "
-      "--models DIR / set PARLEY_MODELS to a folder that has it)",
+      "models_dir / set PARLEY_MODELS to a folder that has it)",
       role_name(role), fmt::join(files, " or "),
-      searched.empty() ? std::string("no folder (--models, PARLEY_MODELS and HOME are unset)")
+      searched.empty() ? std::string("no folder (models_dir, PARLEY_MODELS and HOME are unset)")
                        : fmt::format("{}", fmt::join(searched, ", ")),
       role_name(role));
 }
@@ -118,7 +118,7 @@ std::filesystem::path ModelLocator::fetch_dir() const {
   for (const auto& place : places_) {
     if (place.takes_fetches) return place.dir;
   }
-  fail("no folder to put models in: pass --models DIR or set PARLEY_MODELS (HOME is unset)");
+  fail("no folder to put models in: set models_dir or PARLEY_MODELS (HOME is unset)");
 }
 
 }  // namespace parley::models

@@ -51,7 +51,7 @@ TEST(ModelLocator, SearchOrderIsFlagThenEnvironmentThenUserCache) {
   const auto places = default_search_places(flag_dir.path(), executable_models.path());
   ASSERT_EQ(places.size(), 3u);
   EXPECT_EQ(places[0].dir, flag_dir.path());
-  EXPECT_EQ(places[0].origin, "--models");
+  EXPECT_EQ(places[0].origin, "models_dir");
   EXPECT_EQ(places[1].dir, "/from/env");
   EXPECT_EQ(places[1].origin, "$PARLEY_MODELS");
   EXPECT_EQ(places[2].dir, "/xdg/cache/parley/models");
@@ -66,7 +66,7 @@ TEST(ModelLocator, AMissingModelsFlagFolderIsAnError) {
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_THAT(error.what(),
-                HasSubstr("'" + (parent / "typo").string() + "' (--models) does not exist"));
+                HasSubstr("'" + (parent / "typo").string() + "' (models_dir) does not exist"));
   }
 }
 
@@ -107,7 +107,7 @@ class LocatorFolders : public ::testing::Test {
   TemporaryDirectory env_dir{"env"};
   TemporaryDirectory cache_dir{"cache"};
   std::vector<SearchPlace> places() const {
-    return {{flag_dir.path(), "--models"},
+    return {{flag_dir.path(), "models_dir"},
             {env_dir.path(), "$PARLEY_MODELS"},
             {cache_dir.path(), "per-user cache"}};
   }
@@ -127,7 +127,7 @@ TEST_F(LocatorFolders, EarlierFolderWins) {
   found = locator.find(Role::kSegmentation);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->entry->id, "segmentation-3.0-fp16");
-  EXPECT_EQ(found->place->origin, "--models");
+  EXPECT_EQ(found->place->origin, "models_dir");
   EXPECT_EQ(locator.fetch_dir(), flag_dir.path());
 }
 
@@ -160,7 +160,7 @@ TEST_F(LocatorFolders, MissingModelErrorListsPlacesAndTheFetchCommand) {
     const std::string message = error.what();
     EXPECT_THAT(message, HasSubstr("no embedding model found"));
     EXPECT_THAT(message, HasSubstr("voxceleb_resnet34_LM.onnx or resnet34-speed-twin.onnx"));
-    EXPECT_THAT(message, HasSubstr(flag_dir.path().string() + " (--models)"));
+    EXPECT_THAT(message, HasSubstr(flag_dir.path().string() + " (models_dir)"));
     EXPECT_THAT(message, HasSubstr(env_dir.path().string() + " ($PARLEY_MODELS)"));
     EXPECT_THAT(message, HasSubstr(cache_dir.path().string() + " (per-user cache)"));
     EXPECT_THAT(message, HasSubstr("parley models fetch --role embedding"));
