@@ -277,12 +277,6 @@ std::string format_result(const pipeline::DiarizationResult& result,
   return eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
 }
 
-std::string recording_uri(const std::filesystem::path& audio) {
-  std::string uri = audio.stem().string();
-  std::replace(uri.begin(), uri.end(), ' ', '_');
-  return uri.empty() ? "audio" : uri;
-}
-
 void write_output(const std::string& text, const std::string& out) {
   if (out == "-" || out.empty()) {
     // A full disk or a closed pipe behind standard output must not pass for success.

@@ -114,10 +114,6 @@ void apply_diarization_flags(const DiarizationFlags& flags, pipeline::Diarizatio
 // The result in the chosen format (`uri` names the recording in RTTM).
 std::string format_result(const pipeline::DiarizationResult& result, const DiarizationFlags& flags);
 
-// The recording id for an audio file: its name without extension, spaces replaced by '_'
-// (RTTM fields are space-separated); "audio" when that leaves nothing.
-std::string recording_uri(const std::filesystem::path& audio);
-
 // Writes `text` to `out` ("-" or empty: standard output) whole or not at all: a file is
 // replaced atomically (core/atomic_file.h), and a failed write to standard output fails.
 void write_output(const std::string& text, const std::string& out);

@@ -1,16 +1,22 @@
 #include "cli/recording_list.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <map>
 #include <sstream>
 
-#include "cli/diarization_options.h"
 #include "core/error.h"
 #include "core/sha256.h"
 
 namespace parley::cli {
 namespace fs = std::filesystem;
+
+std::string recording_uri(const std::filesystem::path& audio) {
+  std::string uri = audio.stem().string();
+  std::replace(uri.begin(), uri.end(), ' ', '_');
+  return uri.empty() ? "audio" : uri;
+}
 
 std::vector<fs::path> read_recording_manifest(const fs::path& manifest) {
   std::error_code error;

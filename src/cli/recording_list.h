@@ -9,6 +9,10 @@
 
 namespace parley::cli {
 
+// The recording id for an audio file: its name without extension, spaces replaced by '_'
+// (RTTM fields are space-separated); "audio" when that leaves nothing.
+std::string recording_uri(const std::filesystem::path& audio);
+
 // Audio paths of a manifest: one per line, or `parley eval`'s TSV manifest (audio<TAB>rttm
 // [<TAB>uem]; the first field is the audio). Blank lines and lines starting with '#' are skipped;
 // relative paths are taken from the manifest's folder. Fails, naming the file and line, on a
