@@ -327,10 +327,17 @@ NpzArchive read_npz(const std::filesystem::path& path) {
     std::unique_ptr<zip_file_t, ZipFileCloser> member(
         zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0));
     if (!member) fail("{}: cannot open member '{}'", path.string(), name);
-    std::vector<std::byte> bytes(stat.size);
-    const zip_int64_t read = zip_fread(member.get(), bytes.data(), stat.size);
-    if (read < 0 || static_cast<zip_uint64_t>(read) != stat.size) {
-      fail("{}: member '{}' is truncated or corrupt", path.string(), name);
+    // The size in the archive's directory is only a claim (a damaged file may say 3 GB): read
+    // block by block so that memory follows the data that is really there.
+    constexpr zip_uint64_t kBlockBytes = 1 << 20;
+    std::vector<std::byte> bytes;
+    while (bytes.size() < stat.size) {
+      const std::size_t filled = bytes.size();
+      const zip_uint64_t wanted = std::min<zip_uint64_t>(kBlockBytes, stat.size - filled);
+      bytes.resize(filled + wanted);
+      const zip_int64_t read = zip_fread(member.get(), bytes.data() + filled, wanted);
+      if (read <= 0) fail("{}: member '{}' is truncated or corrupt", path.string(), name);
+      bytes.resize(filled + static_cast<std::size_t>(read));
     }
     if (name.size() > 4 && name.ends_with(".npy")) name.resize(name.size() - 4);
     result.emplace(name, parse_npy(bytes, path.string() + ":" + name));
