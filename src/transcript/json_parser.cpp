@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "eval/text_records.h"
 #include "transcript/parsers.h"
 
 namespace parley::transcript {
@@ -186,8 +187,9 @@ class JsonReader {
   double number(const Json& value, const JsonPath& path, double divisor = 1.0) const {
     if (!value.is_number()) fail_at(path, "is not a number");
     const double result = value.get<double>() / divisor;
-    if (!std::isfinite(result) || result < 0.0) {
-      fail_at(path, fmt::format("is {}; times must be >= 0", value.dump()));
+    if (!std::isfinite(result) || result < 0.0 || result > eval::kMaxTimeSeconds) {
+      fail_at(path, fmt::format("is {}; times must be from 0 to {:g} seconds", value.dump(),
+                                eval::kMaxTimeSeconds));
     }
     return result;
   }
