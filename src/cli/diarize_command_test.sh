@@ -33,6 +33,9 @@ check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys
 # recluster: the saved arrays give the same turns without the models running again.
 "$parley" recluster "$work/saved" --models "$work/models" --uri test -q >"$work/again.rttm"
 check 'cmp -s "$work/test.rttm" "$work/again.rttm"' "recluster reproduces diarize"
+# Without --uri the recording is named after the folder, also when it is written with a slash.
+"$parley" recluster "$work/saved/" --models "$work/models" -q >"$work/slash.rttm"
+check 'awk "\$2 != \"saved\" { bad = 1 } END { exit bad }" "$work/slash.rttm"' "file id of saved/"
 
 # recluster on pyannote's own intermediates reproduces pyannote's RTTM.
 golden="$shared/goldens/pyannote-community1/02_pyannote_sample"
