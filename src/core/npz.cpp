@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <regex>
 
@@ -65,6 +67,13 @@ void convert_into(const std::byte* bytes, std::size_t count, T* out) {
   for (std::size_t i = 0; i < count; ++i) {
     Source value;
     std::memcpy(&value, bytes + i * sizeof(Source), sizeof(Source));
+    if constexpr (std::is_floating_point_v<Source> && std::is_integral_v<T> &&
+                  !std::is_same_v<T, bool>) {
+      // Converting NaN or a float beyond T's range is undefined behaviour, not a large number.
+      const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);
+      const bool fits = value >= (std::is_signed_v<T> ? -limit : 0.0) && value < limit;
+      if (!fits) fail("npy: the value {} does not fit the integer array the reader expects", value);
+    }
     out[i] = static_cast<T>(value);
   }
 }

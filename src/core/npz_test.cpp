@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -53,6 +54,18 @@ TEST(Npy, RejectsGarbageWithMessage) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("junk.npy"), std::string::npos);
   }
+}
+
+// fuzz_npz: a float64 array of 6.5e32 read as integers was undefined behaviour.
+TEST(Npy, FloatsThatDoNotFitAnIntegerAreRefused) {
+  const auto too_large = NpyArray::from(NdArray<double>({2}, {1.0, 6.5e32}));
+  EXPECT_THROW(too_large.as<std::int64_t>(), Error);
+  const auto not_a_number = NpyArray::from(NdArray<float>({1}, {std::nanf("")}));
+  EXPECT_THROW(not_a_number.as<int>(), Error);
+  const auto negative = NpyArray::from(NdArray<double>({1}, {-1.0}));
+  EXPECT_THROW(negative.as<std::uint8_t>(), Error);
+  EXPECT_EQ(NpyArray::from(NdArray<double>({2}, {-3.0, 2.5})).as<int>().values(),
+            (std::vector<int>{-3, 2}));
 }
 
 TEST(Npz, RoundTripsSeveralArrays) {
