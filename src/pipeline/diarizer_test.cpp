@@ -137,6 +137,26 @@ TEST_F(DiarizerEndToEnd, SpeechRegionsOnEveryEvalRecording) {
   EXPECT_LE(overall_speech_error, 0.25);
 }
 
+// An embedding model that returns NaN gave a warning, one speaker and exit 0.
+TEST_F(DiarizerEndToEnd, NanEmbeddingsFailNamingTheModel) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
+  models::testing::TestEmbeddingModelOptions damaged;
+  damaged.nan_head = true;
+  std::ofstream(embedding_, std::ios::binary | std::ios::trunc)
+      << models::testing::make_test_embedding_model(damaged);
+  Diarizer diarizer = make_diarizer(1);
+  Progress quiet(Progress::Mode::kNever);
+  const auto samples = audio::load_mono_16k(audio_path);
+  try {
+    diarizer.diarize(samples, "sample", quiet);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(embedding_.string() + ": returned NaN or infinite"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 TEST_F(DiarizerEndToEnd, SameOutputForAnyThreadCountAndThroughRecluster) {
   PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
   const auto samples = audio::load_mono_16k(audio_path);
