@@ -75,6 +75,13 @@ TEST(BadAudioInput, EmptyFile) {
   EXPECT_EQ(decode_error(path), path.string() + ": the file is empty (0 bytes); it holds no audio");
 }
 
+// /proc/self/status was "the file is empty": its size says 0, yet it has content.
+TEST(BadAudioInput, ProcFileIsNotCalledEmpty) {
+  EXPECT_EQ(decode_error("/proc/self/status"),
+            "/proc/self/status: reports a size of 0 bytes but has content (a /proc or /sys "
+            "file?); it is not a recording");
+}
+
 TEST(BadAudioInput, TruncatedHeader) {
   TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "cut.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);

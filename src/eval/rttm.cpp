@@ -87,7 +87,7 @@ std::string format_rttm_line(const Turn& turn) {
   if (holds_whitespace(turn.file_id)) {
     fail(
         "cannot write RTTM: file id '{}' holds whitespace, which RTTM cannot represent; rename "
-        "the file or pass another --uri",
+        "the recording",
         turn.file_id);
   }
   if (turn.speaker.empty() || holds_whitespace(turn.speaker)) {
