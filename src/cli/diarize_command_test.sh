@@ -98,9 +98,13 @@ check '[ $status -eq 1 ] && grep -q "models fetch" "$work/err"' "missing models 
 # machine cannot use stops the run with its reason before any model loads. (Skipped where a GPU
 # provider is installed: there the routing lines say where the models run instead.)
 if ! "$parley" providers | awk '$1 == "cuda" && $3 == "available" { found = 1 } END { exit !found }'; then
-  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
+  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" --step 2 \
     >/dev/null 2>"$work/routing.err"
   check 'grep -q "segmentation-3.0-fp16: CPU" "$work/routing.err" && grep -q "resnet34-speed-twin: CPU" "$work/routing.err"' "one routing line per model"
+  # -q prints only errors (and the speed-twin notice, loud on purpose): no routing lines.
+  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
+    >/dev/null 2>"$work/quiet.err"
+  check '! grep -q ": CPU" "$work/quiet.err"' "-q hides warnings"
   set +e
   "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q \
     --segmentation-provider cuda >/dev/null 2>"$work/cuda.err"; status=$?
