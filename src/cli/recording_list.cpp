@@ -73,7 +73,10 @@ std::vector<std::string> unique_output_names(const std::vector<fs::path>& audio)
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (uses[names[i]] < 2) continue;
     const std::string where = fs::absolute(audio[i]).lexically_normal().string();
-    names[i] += "-" + sha256_text(where).substr(0, 8);
+    // Appended piece by piece: `"-" + text` trips GCC 12's false -Wrestrict (bug 105651) once
+    // recording_uri is inlined here.
+    names[i] += '-';
+    names[i] += sha256_text(where).substr(0, 8);
   }
   std::map<std::string, std::size_t> first_use;
   for (std::size_t i = 0; i < names.size(); ++i) {
