@@ -168,6 +168,12 @@ class JsonReader {
       if (colon != std::string::npos) detail = detail.substr(colon + 2);
       fail("{}:{}: not valid JSON ({}); is the file complete?", source_,
            line_of_offset(text_, byte), detail);
+    } catch (const Json::out_of_range& error) {
+      // A number such as 1e999 that no double holds; nlohmann gives no position for it.
+      std::string detail = error.what();
+      const std::size_t bracket = detail.find("] ");
+      if (bracket != std::string::npos) detail = detail.substr(bracket + 2);
+      fail("{}: {}; times must be from 0 to {:g} seconds", source_, detail, eval::kMaxTimeSeconds);
     }
   }
 
