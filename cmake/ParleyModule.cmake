@@ -28,6 +28,8 @@ function(parley_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} parley_testing GTest::gtest GTest::gtest_main)
   parley_warnings(${name})
+  # The label lets `scripts/test --targets` run one program's tests.
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES ENVIRONMENT "PARLEY_SHARED_DIR=${PARLEY_SHARED_DIR}")
+                       PROPERTIES ENVIRONMENT "PARLEY_SHARED_DIR=${PARLEY_SHARED_DIR}"
+                                  LABELS ${name})
 endfunction()

@@ -1,6 +1,7 @@
 #include "audio/audio_source.h"
 
 #include <algorithm>
+#include <fstream>
 #include <system_error>
 #include <utility>
 
@@ -49,7 +50,16 @@ void check_is_nonempty_regular_file(const std::filesystem::path& path) {
   if (error) {
     fail("{}: cannot read: {}; check the path and its permissions", path.string(), error.message());
   }
-  if (bytes == 0) fail("{}: the file is empty (0 bytes); it holds no audio", path.string());
+  if (bytes == 0) {
+    // /proc and /sys files report a size of 0 and still have content.
+    if (std::ifstream(path, std::ios::binary).peek() != std::char_traits<char>::eof()) {
+      fail(
+          "{}: reports a size of 0 bytes but has content (a /proc or /sys file?); it is not a "
+          "recording",
+          path.string());
+    }
+    fail("{}: the file is empty (0 bytes); it holds no audio", path.string());
+  }
 }
 
 // Bounds on what a real recording declares; outside them the header is damaged, and decoding

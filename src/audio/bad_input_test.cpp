@@ -75,6 +75,13 @@ TEST(BadAudioInput, EmptyFile) {
   EXPECT_EQ(decode_error(path), path.string() + ": the file is empty (0 bytes); it holds no audio");
 }
 
+// /proc/self/status was "the file is empty": its size says 0, yet it has content.
+TEST(BadAudioInput, ProcFileIsNotCalledEmpty) {
+  EXPECT_EQ(decode_error("/proc/self/status"),
+            "/proc/self/status: reports a size of 0 bytes but has content (a /proc or /sys "
+            "file?); it is not a recording");
+}
+
 TEST(BadAudioInput, TruncatedHeader) {
   TemporaryDirectory temp;
   const auto path = write_tone_wav(temp, "cut.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);
@@ -178,6 +185,59 @@ TEST(BadAudioInput, RandomBytes) {
   for (auto& byte : bytes) byte = static_cast<std::uint8_t>(random());
   testing::write_bytes(path, bytes);
   EXPECT_EQ(decode_error(path), not_audio_message(path));
+}
+
+// A data chunk that claims less than follows it dropped audio without a word: 0 bytes with 10 s
+// following gave an empty RTTM, 1,000 bytes diarized 31 ms of a 10 s file.
+TEST(BadAudioInput, AudioBeyondTheDeclaredDataIsNotDropped) {
+  TemporaryDirectory temp;
+  const auto path = write_tone_wav(temp, "claims-less.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+  const auto original = testing::read_bytes(path);
+  for (const std::uint32_t claimed : {0u, 1000u}) {
+    auto bytes = original;
+    for (std::size_t i = 0; i < 4; ++i)
+      bytes[40 + i] = static_cast<std::uint8_t>(claimed >> (8 * i));
+    testing::write_bytes(path, bytes);
+    EXPECT_NE(decode_error(path).find("the file goes on for"), std::string::npos) << claimed;
+  }
+  // Chunks after the audio (LIST metadata) are fine.
+  auto with_list = original;
+  for (const char c : std::string_view("LIST\4\0\0\0INFO", 12))
+    with_list.push_back(static_cast<std::uint8_t>(c));
+  testing::write_bytes(path, with_list);
+  EXPECT_EQ(decode_error(path), "");
+}
+
+// bits=7 and a block size that disagrees with the channels were decoded as something.
+TEST(BadAudioInput, ImpossibleSampleLayoutIsRefused) {
+  TemporaryDirectory temp;
+  const auto path = write_tone_wav(temp, "layout.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+  const auto original = testing::read_bytes(path);
+  auto seven_bits = original;
+  seven_bits[34] = 7;  // fmt chunk: bits per sample
+  testing::write_bytes(path, seven_bits);
+  EXPECT_EQ(decode_error(path),
+            path.string() +
+                ": the WAV header declares 7 bits per sample, which its sample format cannot hold; "
+                "the file is damaged (rewrite it with sox or ffmpeg)");
+  auto block_align = original;
+  block_align[32] = 3;  // fmt chunk: bytes per frame
+  testing::write_bytes(path, block_align);
+  EXPECT_NE(decode_error(path).find("declares 3 bytes per frame, but 1 channels of 16 bits take 2"),
+            std::string::npos);
+}
+
+// A chunk size larger than the file was reported as a "truncated WAV header".
+TEST(BadAudioInput, AbsurdChunkSizeIsNamed) {
+  TemporaryDirectory temp;
+  const auto path = write_tone_wav(temp, "absurd.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+  auto bytes = testing::read_bytes(path);
+  bytes[16] = bytes[17] = bytes[18] = 0x7F;  // fmt chunk's size: 0x007F7F7F
+  testing::write_bytes(path, bytes);
+  EXPECT_NE(decode_error(path).find("the WAV header's 'fmt ' chunk claims 8355711 bytes, more "
+                                    "than the 32044 bytes of the whole file"),
+            std::string::npos)
+      << decode_error(path);
 }
 
 TEST(BadAudioInput, ZeroSampleRate) {

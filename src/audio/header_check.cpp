@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -38,6 +41,19 @@ double extended_to_double(const unsigned char* bytes) {
   if (exponent == 0 && mantissa == 0) return 0.0;
   const double magnitude = std::ldexp(static_cast<double>(mantissa), exponent - 16383 - 63);
   return (bytes[0] & 0x80) != 0 ? -magnitude : magnitude;
+}
+
+// A chunk id as text, with bytes that are not printable ASCII shown as '?'.
+std::string printable(std::string_view id) {
+  std::string text(id);
+  for (char& c : text) {
+    if (c < 0x20 || c > 0x7E) c = '?';
+  }
+  return text;
+}
+
+bool is_chunk_id(std::string_view id) {
+  return std::all_of(id.begin(), id.end(), [](char c) { return c >= 0x20 && c <= 0x7E; });
 }
 
 class HeaderReader {
@@ -82,6 +98,19 @@ class HeaderReader {
     }
   }
 
+  // A chunk whose size runs past the end of the file: a cut-short file or a damaged size.
+  [[noreturn]] void chunk_past_end(std::string_view chunk_id, std::int64_t chunk_bytes) const {
+    fail(
+        "{}: the {} header's '{}' chunk claims {} bytes, more than the {} bytes of the whole "
+        "file; the header is damaged or the file was cut short",
+        path_.string(), format_, printable(chunk_id), chunk_bytes, file_bytes_);
+  }
+
+  [[noreturn]] void damaged(const std::string& what) const {
+    fail("{}: the {} header {}; the file is damaged (rewrite it with sox or ffmpeg)",
+         path_.string(), format_, what);
+  }
+
   std::int64_t file_bytes() const { return file_bytes_; }
 
  private:
@@ -90,6 +119,49 @@ class HeaderReader {
   std::int64_t file_bytes_;
   std::string_view format_;
 };
+
+// The sample layout of a WAV format chunk: libsndfile decodes an impossible one (7-bit PCM, a
+// block size that disagrees with the channels) as something rather than refusing it.
+void check_wave_format(HeaderReader& reader, const std::array<unsigned char, 16>& format) {
+  constexpr std::uint16_t kPcm = 1, kFloat = 3, kAlaw = 6, kMulaw = 7, kExtensible = 0xFFFE;
+  const std::uint16_t tag = u16_le(format.data());
+  const std::int64_t channels = u16_le(format.data() + 2);
+  const std::int64_t block_align = u16_le(format.data() + 12);
+  const std::int64_t bits = u16_le(format.data() + 14);
+  if (tag != kPcm && tag != kFloat && tag != kAlaw && tag != kMulaw && tag != kExtensible) return;
+  const bool bits_valid = tag == kFloat                   ? bits == 32 || bits == 64
+                          : tag == kAlaw || tag == kMulaw ? bits == 8
+                          : tag == kPcm ? bits == 8 || bits == 16 || bits == 24 || bits == 32
+                                        : bits % 8 == 0 && bits >= 8 && bits <= 64;
+  if (!bits_valid) {
+    reader.damaged(
+        fmt::format("declares {} bits per sample, which its sample format cannot hold", bits));
+  }
+  if (block_align != channels * (bits / 8)) {
+    reader.damaged(fmt::format("declares {} bytes per frame, but {} channels of {} bits take {}",
+                               block_align, channels, bits, channels * (bits / 8)));
+  }
+}
+
+// Audio beyond the data chunk's declared size would be dropped without a word (a data chunk
+// claiming 0 bytes with 10 s following decoded as silence). Only chunks may follow it.
+void check_nothing_after_data(HeaderReader& reader, std::int64_t offset) {
+  while (offset + 8 <= reader.file_bytes()) {
+    std::array<unsigned char, 8> chunk{};
+    reader.read(offset, chunk.data(), chunk.size());
+    const std::string_view chunk_id(reinterpret_cast<const char*>(chunk.data()), 4);
+    const std::int64_t chunk_bytes = u32_le(chunk.data() + 4);
+    const std::int64_t next = offset + 8 + chunk_bytes + (chunk_bytes & 1);
+    if (!is_chunk_id(chunk_id) || next > reader.file_bytes() + 1) {
+      reader.damaged(fmt::format(
+          "declares a data chunk that ends at byte {}, but the file goes on for {} more bytes "
+          "that are not a chunk; decoding would drop them (to decode everything, rewrite it "
+          "with `sox --ignore-length IN OUT`)",
+          offset, reader.file_bytes() - offset));
+    }
+    offset = next;
+  }
+}
 
 void check_riff_wave(HeaderReader& reader, bool rf64) {
   bool have_format = false;
@@ -105,17 +177,21 @@ void check_riff_wave(HeaderReader& reader, bool rf64) {
       if (chunk_bytes < 16) reader.truncated_header();
       reader.read(payload_offset, format.data(), format.size());
       reader.check_layout(u16_le(format.data() + 2), u32_le(format.data() + 4));
+      check_wave_format(reader, format);
       have_format = true;
     } else if (chunk_id == "data") {
       // A data chunk before any format chunk is for the decoders to judge. Writers that stream
       // to a pipe put 0 or 0xFFFFFFFF in the size, and RF64 keeps the real size elsewhere.
-      const bool size_unknown = chunk_bytes == 0 || chunk_bytes == 0xFFFFFFFF || rf64;
-      if (have_format && !size_unknown) reader.check_data_size(chunk_bytes, payload_offset);
+      const bool size_unknown = chunk_bytes == 0xFFFFFFFF || rf64;
+      if (have_format && !size_unknown) {
+        reader.check_data_size(chunk_bytes, payload_offset);
+        check_nothing_after_data(reader, payload_offset + chunk_bytes + (chunk_bytes & 1));
+      }
       return;
     }
     // Chunks are padded to an even length.
     offset = payload_offset + chunk_bytes + (chunk_bytes & 1);
-    if (offset >= reader.file_bytes()) reader.truncated_header();
+    if (offset >= reader.file_bytes()) reader.chunk_past_end(chunk_id, chunk_bytes);
   }
 }
 
@@ -140,7 +216,7 @@ void check_aiff(HeaderReader& reader) {
       return;
     }
     offset = payload_offset + chunk_bytes + (chunk_bytes & 1);
-    if (offset >= reader.file_bytes()) reader.truncated_header();
+    if (offset >= reader.file_bytes()) reader.chunk_past_end(chunk_id, chunk_bytes);
   }
 }
 

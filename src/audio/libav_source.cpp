@@ -328,7 +328,8 @@ std::unique_ptr<AudioSource> open_libav_source(const std::filesystem::path& path
   if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0) {
     info.frames = av_rescale_q(stream->duration, stream->time_base, per_sample);
   } else if (format->duration != AV_NOPTS_VALUE && format->duration > 0) {
-    info.frames = av_rescale_q(format->duration, AV_TIME_BASE_Q, per_sample);
+    // Not AV_TIME_BASE_Q: that is a C compound literal, which clang refuses in C++.
+    info.frames = av_rescale_q(format->duration, AVRational{1, AV_TIME_BASE}, per_sample);
   }
   return std::make_unique<LibavSource>(path, std::move(format), std::move(codec), stream_index,
                                        std::move(info));

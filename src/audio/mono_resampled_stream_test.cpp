@@ -219,5 +219,29 @@ TEST(MonoResampledStream, ReadsEverySharedEvalRecording) {
   EXPECT_GE(files, 14);
 }
 
+// 100 kB of a 133 s MP3 was diarized as 4.1 s without a word: a file that decodes to far less
+// than its header announces is reported.
+TEST(MonoResampledStream, WarnsWhenAnMp3IsCutShort) {
+  TemporaryDirectory temp;
+  const auto path = temp / "cut.mp3";
+  testing::write_sndfile(path, SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 16000, 1,
+                         testing::sine(400.0, 16000, 16000 * 20, 0.5f));
+  const auto bytes = testing::read_bytes(path);
+  testing::write_bytes(path, std::span(bytes).first(bytes.size() / 4));
+
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+  const auto samples = load_mono_16k(path);
+  const auto messages = sink->last_formatted();
+  spdlog::set_default_logger(previous);
+
+  EXPECT_LT(samples.size(), 16000u * 10);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_NE(messages[0].find(path.string() + ": decoded "), std::string::npos) << messages[0];
+  EXPECT_NE(messages[0].find("s of the 20.0 s its header announces"), std::string::npos)
+      << messages[0];
+}
+
 }  // namespace
 }  // namespace parley::audio

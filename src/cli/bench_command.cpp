@@ -19,6 +19,7 @@
 #include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
+#include "cli/recording_list.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/sample_stats.h"

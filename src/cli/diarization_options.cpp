@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "pipeline/output.h"
@@ -95,7 +96,10 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
                 text);
           },
           "DIR"));
-  command.add_flag("-q,--quiet", flags.quiet, "no progress or summary on standard error");
+  command
+      .add_flag("-q,--quiet", flags.quiet,
+                "only errors on standard error: no progress, summary or warnings")
+      ->each([](const std::string&) { spdlog::set_level(spdlog::level::err); });
 }
 
 void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {

@@ -33,6 +33,9 @@ check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys
 # recluster: the saved arrays give the same turns without the models running again.
 "$parley" recluster "$work/saved" --models "$work/models" --uri test -q >"$work/again.rttm"
 check 'cmp -s "$work/test.rttm" "$work/again.rttm"' "recluster reproduces diarize"
+# Without --uri the recording is named after the folder, also when it is written with a slash.
+"$parley" recluster "$work/saved/" --models "$work/models" -q >"$work/slash.rttm"
+check 'awk "\$2 != \"saved\" { bad = 1 } END { exit bad }" "$work/slash.rttm"' "file id of saved/"
 
 # recluster on pyannote's own intermediates reproduces pyannote's RTTM.
 golden="$shared/goldens/pyannote-community1/02_pyannote_sample"
@@ -95,9 +98,13 @@ check '[ $status -eq 1 ] && grep -q "models fetch" "$work/err"' "missing models 
 # machine cannot use stops the run with its reason before any model loads. (Skipped where a GPU
 # provider is installed: there the routing lines say where the models run instead.)
 if ! "$parley" providers | awk '$1 == "cuda" && $3 == "available" { found = 1 } END { exit !found }'; then
-  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
+  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" --step 2 \
     >/dev/null 2>"$work/routing.err"
   check 'grep -q "segmentation-3.0-fp16: CPU" "$work/routing.err" && grep -q "resnet34-speed-twin: CPU" "$work/routing.err"' "one routing line per model"
+  # -q prints only errors (and the speed-twin notice, loud on purpose): no routing lines.
+  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
+    >/dev/null 2>"$work/quiet.err"
+  check '! grep -q ": CPU" "$work/quiet.err"' "-q hides warnings"
   set +e
   "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q \
     --segmentation-provider cuda >/dev/null 2>"$work/cuda.err"; status=$?

@@ -22,6 +22,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/sha256.h"
 #include "core/stage_timer.h"
 #include "eval/der.h"
 #include "eval/eval_results.h"
@@ -158,6 +159,8 @@ class EvalRunner {
       if (!arguments_.out_dir.empty()) {
         nlohmann::ordered_json record = eval::file_result_json(result);
         record["settings"] = settings;
+        // What a resumed run checks before it trusts files/<uri>.rttm (emptied or edited since).
+        record["hypothesis_sha256"] = sha256_text(hypothesis);
         write_file_atomically(record_path(file.uri), record.dump(2) + "\n");
       }
       say("{}: DER {:.2f} %, {:.1f} s of audio in {:.2f} s ({:.1f}x real time){}", file.uri,
@@ -219,13 +222,20 @@ class EvalRunner {
       say("{}: --redo: diarizing again", file.uri);
       return false;
     }
+    std::string earlier_hypothesis = eval::read_text_file(rttm_file, "hypothesis RTTM");
+    if (record.value("hypothesis_sha256", std::string()) != sha256_text(earlier_hypothesis)) {
+      say("{}: the earlier hypothesis {} does not match its record (changed or damaged since); "
+          "diarizing again",
+          file.uri, rttm_file.string());
+      return false;
+    }
     const eval::EvalFileResult earlier = eval::file_result_from_json(record, record_file.string());
     result.audio_seconds = earlier.audio_seconds;
     result.wall_seconds = earlier.wall_seconds;
     result.stage_seconds = earlier.stage_seconds;
     result.speakers = earlier.speakers;
     result.resumed = true;
-    hypothesis = eval::read_text_file(rttm_file, "hypothesis RTTM");
+    hypothesis = std::move(earlier_hypothesis);
     return true;
   }
 

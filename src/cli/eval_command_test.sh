@@ -44,6 +44,13 @@ cat "$work/run/files/"*.rttm >"$work/hyp.rttm"
 check '[ "$(grep -c "from the earlier run" "$work/stderr")" -eq 2 ]' "resume skips finished files"
 check 'json "$work/collar.json" "d[\"files\"][0][\"wall_seconds\"] == json.load(open(\"$work/first.json\"))[\"files\"][0][\"wall_seconds\"] and d[\"files\"][0][\"resumed\"] and d[\"scoring\"][\"collar\"] == 0.25"' "resumed record keeps its timing"
 check 'json "$work/collar.json" "d[\"total\"][\"der\"] <= json.load(open(\"$work/first.json\"))[\"total\"][\"der\"]"' "a collar forgives errors"
+# An emptied hypothesis is not scored as 100 % missed "from the earlier run": it is redone.
+: >"$work/run/files/dev00.rttm"
+"$parley" eval --list "$ami/debug.development.lst" --audio-dir "$ami" \
+  --rttm "$ami/debug.development.rttm" --uem "$ami/debug.development.uem" "${engine[@]}" \
+  --out "$work/run" --collar 0.25 >/dev/null 2>"$work/stderr"
+check 'grep -q "dev00: the earlier hypothesis .* does not match its record" "$work/stderr"' "emptied hypothesis redone"
+check '[ -s "$work/run/files/dev00.rttm" ] && grep -q "dev01:.*from the earlier run" "$work/stderr"' "only the damaged file redone"
 # A changed setting redoes the file and says what changed; threads are not a setting that matters.
 rm "$work/run/files/dev01.json"
 "$parley" eval --list "$ami/debug.development.lst" --audio-dir "$ami" \

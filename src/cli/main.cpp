@@ -1,5 +1,7 @@
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <string>
 
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -39,6 +41,19 @@ int main(int argc, char** argv) {
     // --help and --version end here too (exit status 0).
     if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);
     // Usage errors (an unknown flag, a value out of range) exit 2, failures 1.
+    // CLI11 takes a file named "-dash.wav" for a flag and then says the audio is missing.
+    for (int i = 1; i < argc; ++i) {
+      const std::string argument = argv[i];
+      std::error_code ec;
+      if (argument.size() > 1 && argument[0] == '-' &&
+          std::filesystem::is_regular_file(argument, ec)) {
+        fmt::print(stderr,
+                   "parley: error: '{}' reads as an option because its name starts with '-': "
+                   "write ./{} (or put -- before the files)\n",
+                   argument, argument);
+        return 2;
+      }
+    }
     fmt::print(stderr, "parley: error: {} (see --help)\n", error.what());
     return 2;
   } catch (const parley::Error& error) {

@@ -40,7 +40,13 @@ void run_recluster(const ReclusterArguments& arguments) {
     plda = cluster::Plda::load(plda_dir);
   }
   std::string uri = arguments.uri;
-  if (uri.empty()) uri = std::filesystem::path(arguments.directory).filename().string();
+  if (uri.empty()) {
+    // "out/rec/" names the folder "rec" too (its filename() is empty).
+    std::filesystem::path folder =
+        std::filesystem::absolute(arguments.directory).lexically_normal();
+    if (!folder.has_filename()) folder = folder.parent_path();
+    uri = folder.filename().string();
+  }
   if (uri.empty()) uri = "audio";
   StageTimes times;
   const pipeline::DiarizationResult result =

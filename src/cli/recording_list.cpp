@@ -1,13 +1,14 @@
 #include "cli/recording_list.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <map>
 #include <sstream>
 
-#include "cli/diarization_options.h"
 #include "core/error.h"
 #include "core/sha256.h"
+#include "pipeline/output.h"
 
 namespace parley::cli {
 namespace fs = std::filesystem;
@@ -61,13 +62,16 @@ std::vector<std::string> unique_output_names(const std::vector<fs::path>& audio)
   std::vector<std::string> names;
   std::map<std::string, int> uses;
   for (const auto& path : audio) {
-    names.push_back(recording_uri(path));
+    names.push_back(pipeline::recording_uri(path));
     ++uses[names.back()];
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (uses[names[i]] < 2) continue;
     const std::string where = fs::absolute(audio[i]).lexically_normal().string();
-    names[i] += "-" + sha256_text(where).substr(0, 8);
+    // Appended piece by piece: `"-" + text` trips GCC 12's false -Wrestrict (bug 105651) once
+    // recording_uri is inlined here.
+    names[i] += '-';
+    names[i] += sha256_text(where).substr(0, 8);
   }
   std::map<std::string, std::size_t> first_use;
   for (std::size_t i = 0; i < names.size(); ++i) {

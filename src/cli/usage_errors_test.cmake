@@ -39,6 +39,15 @@ expect_usage_error("--models: no such folder '${WORK_DIR}/nonexistent'"
                    diarize "${WORK_DIR}/audio.wav" --models "${WORK_DIR}/nonexistent")
 expect_usage_error("--no-such-flag" diarize "${WORK_DIR}/audio.wav" --no-such-flag)
 
+# A file named -dash.wav reads as an option; the message says how to name it (not "audio is
+# required").
+file(WRITE "${WORK_DIR}/-dash.wav" "")
+execute_process(COMMAND "${PARLEY}" diarize -dash.wav WORKING_DIRECTORY "${WORK_DIR}"
+                RESULT_VARIABLE status ERROR_VARIABLE err)
+if(NOT status EQUAL 2 OR NOT err MATCHES "'-dash.wav' reads as an option.*write ./-dash.wav")
+  message(FATAL_ERROR "parley diarize -dash.wav: exit status ${status}, stderr:\n${err}")
+endif()
+
 # --help still exits 0.
 execute_process(COMMAND "${PARLEY}" diarize --help RESULT_VARIABLE status OUTPUT_QUIET)
 if(NOT status EQUAL 0)

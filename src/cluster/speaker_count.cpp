@@ -21,6 +21,13 @@ void SpeakerCountConstraints::validate() const {
         std::pair{"max_speakers", max_speakers}}) {
     if (value && *value < 1) fail("{} must be at least 1 (got {})", name, *value);
   }
+  if (num_speakers && ((min_speakers && *min_speakers > *num_speakers) ||
+                       (max_speakers && *max_speakers < *num_speakers))) {
+    fail(
+        "--num-speakers {} contradicts --min-speakers {} / --max-speakers {}; pass either the "
+        "exact number or the bounds",
+        *num_speakers, optional_text(min_speakers), optional_text(max_speakers));
+  }
   const std::optional<int> max = resolved_max();
   if (max && resolved_min() > *max) {
     fail("min_speakers ({}) must not exceed max_speakers ({})", resolved_min(), *max);

@@ -40,6 +40,10 @@ TEST(SpeakerCountConstraints, ResolveLikePyannote) {
   EXPECT_THROW(inverted.validate(), Error);
   SpeakerCountConstraints zero{0, std::nullopt, std::nullopt};
   EXPECT_THROW(zero.validate(), Error);
+  // --num-speakers 3 --min-speakers 5 was accepted (the exact number silently won).
+  EXPECT_THROW((SpeakerCountConstraints{3, 5, std::nullopt}.validate()), Error);
+  EXPECT_THROW((SpeakerCountConstraints{3, std::nullopt, 2}.validate()), Error);
+  EXPECT_NO_THROW((SpeakerCountConstraints{3, 3, 3}.validate()));
 }
 
 TEST(VbxClusteringConfig, DefaultsAreCommunity1s) {

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <regex>
 
@@ -65,6 +67,13 @@ void convert_into(const std::byte* bytes, std::size_t count, T* out) {
   for (std::size_t i = 0; i < count; ++i) {
     Source value;
     std::memcpy(&value, bytes + i * sizeof(Source), sizeof(Source));
+    if constexpr (std::is_floating_point_v<Source> && std::is_integral_v<T> &&
+                  !std::is_same_v<T, bool>) {
+      // Converting NaN or a float beyond T's range is undefined behaviour, not a large number.
+      const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);
+      const bool fits = value >= (std::is_signed_v<T> ? -limit : 0.0) && value < limit;
+      if (!fits) fail("npy: the value {} does not fit the integer array the reader expects", value);
+    }
     out[i] = static_cast<T>(value);
   }
 }
@@ -327,10 +336,17 @@ NpzArchive read_npz(const std::filesystem::path& path) {
     std::unique_ptr<zip_file_t, ZipFileCloser> member(
         zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0));
     if (!member) fail("{}: cannot open member '{}'", path.string(), name);
-    std::vector<std::byte> bytes(stat.size);
-    const zip_int64_t read = zip_fread(member.get(), bytes.data(), stat.size);
-    if (read < 0 || static_cast<zip_uint64_t>(read) != stat.size) {
-      fail("{}: member '{}' is truncated or corrupt", path.string(), name);
+    // The size in the archive's directory is only a claim (a damaged file may say 3 GB): read
+    // block by block so that memory follows the data that is really there.
+    constexpr zip_uint64_t kBlockBytes = 1 << 20;
+    std::vector<std::byte> bytes;
+    while (bytes.size() < stat.size) {
+      const std::size_t filled = bytes.size();
+      const zip_uint64_t wanted = std::min<zip_uint64_t>(kBlockBytes, stat.size - filled);
+      bytes.resize(filled + wanted);
+      const zip_int64_t read = zip_fread(member.get(), bytes.data() + filled, wanted);
+      if (read <= 0) fail("{}: member '{}' is truncated or corrupt", path.string(), name);
+      bytes.resize(filled + static_cast<std::size_t>(read));
     }
     if (name.size() > 4 && name.ends_with(".npy")) name.resize(name.size() - 4);
     result.emplace(name, parse_npy(bytes, path.string() + ":" + name));

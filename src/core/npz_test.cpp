@@ -1,6 +1,12 @@
 #include "core/npz.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
@@ -50,6 +56,18 @@ TEST(Npy, RejectsGarbageWithMessage) {
   }
 }
 
+// fuzz_npz: a float64 array of 6.5e32 read as integers was undefined behaviour.
+TEST(Npy, FloatsThatDoNotFitAnIntegerAreRefused) {
+  const auto too_large = NpyArray::from(NdArray<double>({2}, {1.0, 6.5e32}));
+  EXPECT_THROW(too_large.as<std::int64_t>(), Error);
+  const auto not_a_number = NpyArray::from(NdArray<float>({1}, {std::nanf("")}));
+  EXPECT_THROW(not_a_number.as<int>(), Error);
+  const auto negative = NpyArray::from(NdArray<double>({1}, {-1.0}));
+  EXPECT_THROW(negative.as<std::uint8_t>(), Error);
+  EXPECT_EQ(NpyArray::from(NdArray<double>({2}, {-3.0, 2.5})).as<int>().values(),
+            (std::vector<int>{-3, 2}));
+}
+
 TEST(Npz, RoundTripsSeveralArrays) {
   NpzArchive archive;
   archive["scores"] = NpyArray::from(NdArray<double>({2, 2}, {0.5, -1.0, 2.0, 3.25}));
@@ -63,6 +81,49 @@ TEST(Npz, RoundTripsSeveralArrays) {
             (std::vector<double>{0.5, -1.0, 2.0, 3.25}));
   EXPECT_EQ(npz_get(back, "labels", path).as<int>().values(), (std::vector<int>{2, 0, 1}));
   EXPECT_THROW(npz_get(back, "missing", path), Error);
+}
+
+// Sets a zip member's uncompressed size in the local header and the central directory.
+void claim_member_size(const std::filesystem::path& archive, std::uint32_t size) {
+  std::ifstream in(archive, std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  in.close();
+  const auto patch = [&](std::string_view signature, std::size_t offset) {
+    const auto at = bytes.find(signature);
+    ASSERT_NE(at, std::string::npos);
+    for (std::size_t i = 0; i < 4; ++i) bytes[at + offset + i] = static_cast<char>(size >> (8 * i));
+  };
+  patch("PK\x03\x04", 22);
+  patch("PK\x01\x02", 24);
+  std::ofstream(archive, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The sizes in an archive's directory are claims. fuzz_npz found a 1.5 kB file that made
+// read_npz allocate the 3 GB it claimed; under a 1 GiB address-space limit that allocation
+// throws std::bad_alloc, where reading what is there fails with parley's own message.
+TEST(NpzDeathTest, AClaimedSizeIsNotAllocatedBeforeTheDataIsThere) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve more address space than the limit allows";
+#endif
+  NpzArchive archive;
+  archive["scores"] = NpyArray::from(NdArray<double>({2, 2}, {0.5, -1.0, 2.0, 3.25}));
+  const testing::TemporaryDirectory temp("npz-test");
+  const auto path = temp / "claims.npz";
+  write_npz(path, archive);
+  claim_member_size(path, 0xC0000000u);
+  const auto read_under_a_memory_limit = [&] {
+    const rlimit limit{1u << 30, 1u << 30};
+    setrlimit(RLIMIT_AS, &limit);
+    try {
+      read_npz(path);
+    } catch (const Error& error) {
+      std::_Exit(std::string(error.what()).find("truncated") != std::string::npos ? 0 : 3);
+    } catch (...) {
+      std::_Exit(1);
+    }
+    std::_Exit(2);
+  };
+  EXPECT_EXIT(read_under_a_memory_limit(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(Npz, ReadsPyannoteGolden) {

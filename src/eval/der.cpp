@@ -169,7 +169,15 @@ FileScore score_file(std::string file_id, std::span<const Turn> reference,
     }
     scored = subtract(scored, make_timeline(std::move(collars)));
   }
-  if (options.skip_overlap) scored = subtract(scored, covered_by_at_least(ref.speech, 2));
+  if (options.skip_overlap) {
+    // Every reference turn on its own: where one speaker's turns overlap each other, md-eval.pl
+    // (and pyannote.metrics' get_overlap) skip the stretch too, as for two speakers at once.
+    std::vector<Timeline> turn_spans;
+    turn_spans.reserve(reference.size());
+    for (const Turn& turn : reference)
+      turn_spans.push_back(make_timeline({{turn.start, turn.end()}}));
+    scored = subtract(scored, covered_by_at_least(turn_spans, 2));
+  }
 
   // Between consecutive boundaries nobody starts or stops, so the counts at the midpoint hold
   // for the whole stretch.

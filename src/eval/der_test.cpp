@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "eval/der_report.h"
+#include "eval/uem.h"
 #include "testing/shared_data.h"
 
 namespace parley::eval {
@@ -93,6 +94,30 @@ TEST(Der, OverlapCountsEverySpeakerUnlessSkipped) {
   EXPECT_DOUBLE_EQ(skipped.total, 11.0);
   EXPECT_DOUBLE_EQ(skipped.missed, 0.0);
   EXPECT_DOUBLE_EQ(skipped.confusion, 5.0);
+}
+
+// md-eval.pl skips a stretch where one reference speaker's turns overlap each other, like one
+// where two speakers talk (checked against md-eval in md_eval_agreement_test.cpp); parley skipped
+// only the latter (53.33 % where md-eval said 50.00 %).
+TEST(Der, SkipOverlapAlsoSkipsASpeakersOverlappingTurns) {
+  const auto ref = turns({{0, 6, "A"}, {4, 10, "A"}, {8, 12, "B"}});
+  const auto hyp = turns({{0, 12, "x"}});
+  ScoringOptions options;
+  options.skip_overlap = true;
+  const ErrorTimes skipped = score(ref, hyp, options).times;
+  EXPECT_DOUBLE_EQ(skipped.total, 8.0);  // 4-6 (A with A) and 8-10 (A with B) are skipped
+  EXPECT_DOUBLE_EQ(skipped.confusion, 2.0);
+}
+
+// ami-debug's UEMs give the channel as NA. md-eval.pl matches UEM lines to the RTTM's channel
+// (1), so it ignores such a UEM and scores everything; parley, like pyannote.metrics and dscore,
+// ignores the channel and applies it. A documented difference (docs/reliability.md).
+TEST(Der, UemLinesApplyWhateverTheirChannel) {
+  const auto ref = turns({{0, 6, "A"}, {8, 12, "B"}});
+  const auto hyp = turns({{0, 12, "x"}});
+  const Uem uem = parse_uem("f NA 0 6\n", "na.uem");
+  const ErrorTimes times = score(ref, hyp, ScoringOptions{}, &uem.at("f")).times;
+  EXPECT_DOUBLE_EQ(times.total, 6.0);
 }
 
 TEST(Der, SpeakersAreMappedBeforeCollarsAreRemovedAsInMdEval) {

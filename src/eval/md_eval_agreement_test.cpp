@@ -20,6 +20,7 @@
 #include "eval/text_records.h"
 #include "eval/uem.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::eval {
 namespace {
@@ -294,6 +295,44 @@ TEST(MdEvalAgreement, DamagedHypothesesOnSharedRecordings) {
   ::testing::Test::RecordProperty("worst_percentage_points",
                                   fmt::format("{:.6f}", agreement.worst_percentage_points));
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work_dir);
+}
+
+// The two places parley and md-eval.pl disagreed (issue 17). A reference speaker whose turns
+// overlap each other under -1 (skip overlap): now the same. UEM lines whose channel is NA, as in
+// ami-debug's UEMs: md-eval matches channels and ignores them, parley applies them as
+// pyannote.metrics does, so parley equals md-eval given the same UEM with channel 1.
+TEST(MdEvalAgreement, SelfOverlappingSpeakerAndUemChannelNa) {
+  const parley::testing::TemporaryDirectory temp("md-eval-edges");
+  std::string why_not;
+  const auto md_eval = MdEvalRunner::locate(temp.path(), why_not);
+  if (!md_eval) GTEST_SKIP() << why_not;
+  const std::vector<Turn> reference = {
+      {"f", 0.0, 6.0, "A"}, {"f", 4.0, 6.0, "A"}, {"f", 8.0, 4.0, "B"}, {"f", 13.0, 2.0, "B"}};
+  const std::vector<Turn> hypothesis = {{"f", 0.0, 9.0, "x"}, {"f", 9.0, 6.0, "y"}};
+  write_rttm(temp / "ref.rttm", reference);
+  write_rttm(temp / "hyp.rttm", hypothesis);
+  std::ofstream(temp / "na.uem") << "f NA 1.0 14.0\n";
+  std::ofstream(temp / "one.uem") << "f 1 1.0 14.0\n";
+  Agreement agreement;
+  for (const bool skip_overlap : {false, true}) {
+    ScoringOptions options = scoring_options(Convention::strict);
+    options.skip_overlap = skip_overlap;
+    const std::string where = skip_overlap ? "skip overlap" : "overlap scored";
+    const Uem uem = read_uem(temp / "na.uem");
+    expect_same(
+        score_diarization(reference, hypothesis, &uem, options),
+        md_eval->score(temp / "ref.rttm", temp / "hyp.rttm", temp / "one.uem", 0.0, skip_overlap),
+        where + ", UEM channel NA (md-eval given channel 1)", agreement);
+    ScoringOptions reference_region = options;
+    reference_region.implicit_uem = ImplicitUem::reference;
+    expect_same(score_diarization(reference, hypothesis, nullptr, reference_region),
+                md_eval->score(temp / "ref.rttm", temp / "hyp.rttm", {}, 0.0, skip_overlap),
+                where + ", no UEM", agreement);
+  }
+  // md-eval itself ignores the NA lines: it scores the reference's whole extent.
+  const ErrorTimes ignored =
+      md_eval->score(temp / "ref.rttm", temp / "hyp.rttm", temp / "na.uem", 0.0, false).overall;
+  EXPECT_NEAR(ignored.total, 16.0, 1e-6);
 }
 
 }  // namespace

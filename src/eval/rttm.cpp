@@ -61,17 +61,17 @@ std::vector<Turn> parse_rttm(std::string_view text, std::string_view source) {
     }
     Turn turn;
     turn.file_id = std::string(record.fields[1]);
-    turn.start = parse_number(record.fields[3], "start time", location);
-    turn.duration = parse_number(record.fields[4], "duration", location);
     turn.speaker = std::string(record.fields[7]);
-    if (turn.start < 0.0) {
+    if (parse_number(record.fields[3], "start time", location) < 0.0) {
       fail("{}: negative start time {} (times are seconds from the start of the recording)",
            location, record.fields[3]);
     }
-    if (turn.duration < 0.0) {
+    if (parse_number(record.fields[4], "duration", location) < 0.0) {
       fail("{}: negative duration {}; the fifth field is a duration, not an end time", location,
            record.fields[4]);
     }
+    turn.start = parse_time(record.fields[3], "start time", location);
+    turn.duration = parse_time(record.fields[4], "duration", location);
     turns.push_back(std::move(turn));
   }
   return turns;

@@ -151,5 +151,27 @@ TEST(Rttm, ReadsAmiDebugReference) {
                           [](const Turn& turn) { return turn.speaker == "MÉO069"; }));
 }
 
+// A time beyond any recording is a damaged file: it once turned a hypothesis into 100 % missed
+// speech in `score` and negative timestamps in `fuse`.
+TEST(Rttm, RefusesTimesBeyondTheLimit) {
+  EXPECT_NE(error_of("SPEAKER a 1 1e308 1 <NA> <NA> s <NA> <NA>\n").find("outside 0 to 1e+07"),
+            std::string::npos);
+  EXPECT_NE(error_of("SPEAKER a 1 0 2e7 <NA> <NA> s <NA> <NA>\n").find("REF.rttm:1: duration"),
+            std::string::npos);
+  EXPECT_EQ(error_of("SPEAKER a 1 86400 3600 <NA> <NA> s <NA> <NA>\n"), "no error");
+}
+
+// `score --ref /dev/zero` read until memory ran out: devices are refused before reading.
+TEST(Rttm, RefusesADeviceInsteadOfAFile) {
+  try {
+    read_rttm("/dev/zero");
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("'/dev/zero' is not a regular file"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 }  // namespace
 }  // namespace parley::eval

@@ -1,11 +1,11 @@
 #include "eval/text_records.h"
 
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 
@@ -20,17 +20,34 @@ bool is_field_separator(char c) {
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::directory) {
     fail("{} '{}' is a folder; pass the path of a file", what, path.string());
+  }
+  if (!ec && type != std::filesystem::file_type::regular &&
+      type != std::filesystem::file_type::fifo) {
+    fail("{} '{}' is not a regular file (a device or socket); pass the path of a file", what,
+         path.string());
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     fail("cannot open {} '{}': {}; check the path", what, path.string(), std::strerror(errno));
   }
-  std::ostringstream content;
-  content << in.rdbuf();
+  // Block by block, so that a pipe that never ends stops at the limit too.
+  std::string content;
+  std::array<char, 1 << 16> block;
+  while (in && content.size() <= kMaxTextFileBytes) {
+    in.read(block.data(), block.size());
+    content.append(block.data(), static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) fail("cannot read {} '{}'", what, path.string());
-  return std::move(content).str();
+  if (content.size() > kMaxTextFileBytes) {
+    fail(
+        "{} '{}' is larger than {} MiB; that is not a {} parley can use (split it, or check the "
+        "path)",
+        what, path.string(), kMaxTextFileBytes >> 20, what);
+  }
+  return content;
 }
 
 std::vector<TextRecord> split_records(std::string_view text) {
@@ -69,6 +86,15 @@ double parse_number(std::string_view field, std::string_view what, std::string_v
   const auto [stop, error] = std::from_chars(field.data(), end, value);
   if (error != std::errc() || stop != end || !std::isfinite(value)) {
     fail("{}: {} '{}' is not a number", location, what, field);
+  }
+  return value;
+}
+
+double parse_time(std::string_view field, std::string_view what, std::string_view location) {
+  const double value = parse_number(field, what, location);
+  if (value < 0.0 || value > kMaxTimeSeconds) {
+    fail("{}: {} {} is outside 0 to {:g} seconds; the file is damaged", location, what, field,
+         kMaxTimeSeconds);
   }
   return value;
 }

@@ -27,9 +27,11 @@ Uem parse_uem(std::string_view text, std::string_view source) {
       fail("{}: expected {} fields in UEM line (file channel start end), got {}", location,
            kUemFields, record.fields.size());
     }
-    const double start = parse_number(record.fields[2], "start time", location);
-    const double end = parse_number(record.fields[3], "end time", location);
-    if (start < 0.0) fail("{}: negative start time {}", location, record.fields[2]);
+    if (parse_number(record.fields[2], "start time", location) < 0.0) {
+      fail("{}: negative start time {}", location, record.fields[2]);
+    }
+    const double start = parse_time(record.fields[2], "start time", location);
+    const double end = parse_time(record.fields[3], "end time", location);
     if (!(end > start)) {
       fail(
           "{}: end time {} is not after start time {}; the fourth field is an end time, not a "

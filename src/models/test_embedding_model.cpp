@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
@@ -192,15 +193,16 @@ std::string make_test_embedding_model(const TestEmbeddingModelOptions& options) 
   const auto stats_dim = static_cast<std::int64_t>(2 * kTestPooledFeatures);
   const auto embedding_dim = static_cast<std::int64_t>(kTestEmbeddingDim);
   const float scale = 1.0f / std::sqrt(static_cast<float>(stats_dim));
+  const float bias_scale = options.nan_head ? std::numeric_limits<float>::quiet_NaN() : 0.1f;
   std::string embedding;
   if (options.matmul_head) {
     auto weight = b.random_initializer("seg_1.weight_t", {stats_dim, embedding_dim}, scale);
-    auto bias = b.random_initializer("seg_1.bias", {embedding_dim}, 0.1f);
+    auto bias = b.random_initializer("seg_1.bias", {embedding_dim}, bias_scale);
     auto product = b.node("MatMul", {stats->output(0), weight})->output(0);
     embedding = b.node("Add", {product, bias})->output(0);
   } else {
     auto weight = b.random_initializer("seg_1.weight", {embedding_dim, stats_dim}, scale);
-    auto bias = b.random_initializer("seg_1.bias", {embedding_dim}, 0.1f);
+    auto bias = b.random_initializer("seg_1.bias", {embedding_dim}, bias_scale);
     auto* gemm = b.node("Gemm", {stats->output(0), weight, bias});
     Builder::integer(gemm, "transB", 1);
     embedding = gemm->output(0);

@@ -15,6 +15,7 @@ struct TestEmbeddingModelOptions {
   bool reshape_to_3d = false;      // pool a [B, C*F, T'] reshape instead of [B, C, F, T']
   bool matmul_head = false;        // MatMul + Add instead of Gemm
   bool std_first = false;          // Concat(std, mean): a layout parley must refuse
+  bool nan_head = false;           // a damaged model: NaN biases, so every embedding is NaN
   std::uint32_t seed = 7;
 };
 

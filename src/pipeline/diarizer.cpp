@@ -351,9 +351,49 @@ bool Diarizer::embeds_in_graph_passes() const {
          shared_trunk_pools_in_graph(config_.shared_trunk, *models_->embedding);
 }
 
+namespace {
+
+// A speaker who speaks in a chunk gets a finite embedding from a sound model; NaN or infinity
+// there (all-NaN weights) would otherwise cluster into one speaker with only a warning. Silent
+// speakers may get NaN (pooling over no frames), as in pyannote.
+const NdArray<float>& require_finite_for_speech(const NdArray<float>& embeddings,
+                                                const NdArray<float>& segmentations,
+                                                const std::string& model_name) {
+  const std::size_t chunks = segmentations.dim(0);
+  const std::size_t frames = segmentations.dim(1);
+  const std::size_t speakers = segmentations.dim(2);
+  const std::size_t dimension = embeddings.dim(2);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (std::size_t s = 0; s < speakers; ++s) {
+      bool speaks = false;
+      for (std::size_t f = 0; f < frames && !speaks; ++f) speaks = segmentations(c, f, s) > 0.0f;
+      const float* embedding = embeddings.data() + (c * speakers + s) * dimension;
+      if (speaks && !std::all_of(embedding, embedding + dimension,
+                                 [](float value) { return std::isfinite(value); })) {
+        fail(
+            "{}: returned NaN or infinite embeddings for speech; the model is damaged (check "
+            "it with `parley models verify`, or fetch it again)",
+            model_name);
+      }
+    }
+  }
+  return embeddings;
+}
+
+}  // namespace
+
 NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
                                            std::size_t first_chunk,
                                            const NdArray<float>& range_segmentations) {
+  NdArray<float> embeddings =
+      embed_chunk_range_unchecked(samples, plan, first_chunk, range_segmentations);
+  require_finite_for_speech(embeddings, range_segmentations, models_->embedding->model_name());
+  return embeddings;
+}
+
+NdArray<float> Diarizer::embed_chunk_range_unchecked(std::span<const float> samples,
+                                                     const ChunkPlan& plan, std::size_t first_chunk,
+                                                     const NdArray<float>& range_segmentations) {
   const std::size_t count = range_segmentations.dim(0);
   if (config_.embedding_mode == EmbeddingMode::kShared) {
     if (first_chunk == 0 || !models_->shared_trunk) {

@@ -144,10 +144,14 @@ class Diarizer {
   struct RecordingWork;
   // Shared mode pooling inside the graph: embedding ranges are whole passes.
   bool embeds_in_graph_passes() const;
+  NdArray<float> embed_chunk_range_unchecked(std::span<const float> samples, const ChunkPlan& plan,
+                                             std::size_t first_chunk,
+                                             const NdArray<float>& range_segmentations);
   // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) of one
   // recording from their binarized segmentations [count, frames, speakers]. Called with
   // ascending, contiguous ranges per recording, one recording after the other, never
   // concurrently.
+  // Fails, naming the model, when a speaking speaker's embedding is NaN or infinite.
   NdArray<float> embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
                                    std::size_t first_chunk,
                                    const NdArray<float>& range_segmentations);

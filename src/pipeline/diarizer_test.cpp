@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "audio/mono_resampled_stream.h"
@@ -134,6 +135,26 @@ TEST_F(DiarizerEndToEnd, SpeechRegionsOnEveryEvalRecording) {
   const double overall_speech_error = overall.rate(overall.missed + overall.false_alarm);
   std::printf("overall missed + false alarm: %.2f %%\n", 100 * overall_speech_error);
   EXPECT_LE(overall_speech_error, 0.25);
+}
+
+// An embedding model that returns NaN gave a warning, one speaker and exit 0.
+TEST_F(DiarizerEndToEnd, NanEmbeddingsFailNamingTheModel) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
+  models::testing::TestEmbeddingModelOptions damaged;
+  damaged.nan_head = true;
+  std::ofstream(embedding_, std::ios::binary | std::ios::trunc)
+      << models::testing::make_test_embedding_model(damaged);
+  Diarizer diarizer = make_diarizer(1);
+  Progress quiet(Progress::Mode::kNever);
+  const auto samples = audio::load_mono_16k(audio_path);
+  try {
+    diarizer.diarize(samples, "sample", quiet);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(embedding_.string() + ": returned NaN or infinite"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST_F(DiarizerEndToEnd, SameOutputForAnyThreadCountAndThroughRecluster) {
@@ -278,6 +299,50 @@ TEST(DiarizerConfig, SharedEmbeddingsNeedAStepOnTheFbankGrid) {
   config.embedding_mode = EmbeddingMode::kShared;
   EXPECT_NO_THROW(config.validate());
   EXPECT_NE(config.to_string().find("embedding_mode=shared"), std::string::npos);
+}
+
+// Intermediates as `diarize --save-intermediates` writes them: 3 chunks of 10 s every 1 s.
+DiarizationIntermediates small_intermediates() {
+  DiarizationIntermediates intermediates;
+  intermediates.duration_seconds = 12.0;
+  intermediates.chunks = SlidingWindow(0.0, 10.0, 1.0);
+  intermediates.segmentations = NdArray<float>({3, 4, 3}, 0.0f);
+  intermediates.segmentations(0, 1, 2) = 1.0f;
+  intermediates.embeddings = NdArray<float>({3, 3, 2}, 0.5f);
+  return intermediates;
+}
+
+std::string read_error(const std::filesystem::path& directory) {
+  try {
+    read_model_intermediates(directory);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+// recluster accepted segmentations x1000 (255 speakers), NaN, a chunk step of 1e-9 s and a
+// negative duration.
+TEST(DiarizerIntermediates, ImpossibleValuesAreRefused) {
+  const testing::TemporaryDirectory temp("intermediates");
+  write_model_intermediates(temp.path(), small_intermediates());
+  EXPECT_EQ(read_error(temp.path()), "no error");
+
+  for (const float bad : {1000.0f, -0.5f, std::numeric_limits<float>::quiet_NaN()}) {
+    auto damaged = small_intermediates();
+    damaged.segmentations(1, 2, 0) = bad;
+    write_model_intermediates(temp.path(), damaged);
+    EXPECT_NE(read_error(temp.path()).find("activations lie between 0 and 1"), std::string::npos)
+        << bad;
+  }
+  auto tiny_step = small_intermediates();
+  tiny_step.chunks = SlidingWindow(0.0, 10.0, 1e-9);
+  write_model_intermediates(temp.path(), tiny_step);
+  EXPECT_NE(read_error(temp.path()).find("are not a chunk window"), std::string::npos);
+  auto negative = small_intermediates();
+  negative.duration_seconds = -4.0;
+  write_model_intermediates(temp.path(), negative);
+  EXPECT_NE(read_error(temp.path()).find("duration_seconds -4"), std::string::npos);
 }
 
 TEST(DiarizerIntermediates, MissingFolderSaysWhatWasExpected) {

@@ -89,6 +89,8 @@ class EmbeddingExtractor {
   const EmbeddingConfig& config() const { return config_; }
   const models::StatisticsPoolingSplit& split() const { return split_; }
   std::size_t dimension() const { return split_.head.output_dim(); }
+  // The model's file (or the name it was given), for messages.
+  const std::string& model_name() const { return model_name_; }
 
   // Fbank features for a batch of waveforms [batch, samples] in [-1, 1]: [batch, frames, bins].
   NdArray<float> features(const NdArray<float>& waveforms) const;

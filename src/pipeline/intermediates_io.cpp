@@ -1,5 +1,6 @@
 #include "pipeline/intermediates_io.h"
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/npz.h"
+#include "eval/text_records.h"
 
 namespace parley::pipeline {
 namespace {
@@ -19,6 +21,31 @@ double scalar(const NpzArchive& archive, const std::string& key,
   const auto values = npz_get(archive, key, source).as<double>();
   if (values.size() != 1) fail("{}: '{}' should hold one number", source.string(), key);
   return values(0);
+}
+
+// The chunk window and duration as `diarize` writes them: 10 s chunks every 1 s or so. A step
+// of 1e-9 s would make reconstruction allocate frames for 10^9 chunks per second.
+void validate_chunking(const DiarizationIntermediates& intermediates, std::size_t chunk_count,
+                       const std::filesystem::path& directory) {
+  constexpr double kMinChunkStepSeconds = 1e-3;
+  const SlidingWindow& chunks = intermediates.chunks;
+  if (!std::isfinite(chunks.start()) || !std::isfinite(chunks.duration()) ||
+      !(chunks.step() >= kMinChunkStepSeconds) || !std::isfinite(chunks.step()) ||
+      chunks.duration() > eval::kMaxTimeSeconds || chunks.step() > chunks.duration()) {
+    fail(
+        "{}: chunk_start {}, chunk_duration {}, chunk_step {} are not a chunk window (steps of "
+        "at least {} s, no longer than the chunks); the folder is damaged",
+        directory.string(), chunks.start(), chunks.duration(), chunks.step(), kMinChunkStepSeconds);
+  }
+  const double duration = intermediates.duration_seconds;
+  if (!(duration >= 0.0) || duration > eval::kMaxTimeSeconds) {
+    fail("{}: duration_seconds {} is not a recording's duration; the folder is damaged",
+         directory.string(), duration);
+  }
+  if (static_cast<double>(chunk_count - 1) * chunks.step() > eval::kMaxTimeSeconds) {
+    fail("{}: {} chunks every {} s reach past any recording; the folder is damaged",
+         directory.string(), chunk_count, chunks.step());
+  }
 }
 
 }  // namespace
@@ -92,6 +119,15 @@ DiarizationIntermediates read_model_intermediates(const std::filesystem::path& d
         directory.string());
   }
   const std::size_t chunk_count = intermediates.segmentations.dim(0);
+  if (chunk_count == 0) fail("{}: holds no chunks", segmentations_path.string());
+  // Activations are probabilities (0 or 1 once binarized); anything else, NaN included, is a
+  // damaged or hand-edited file that would otherwise turn into hundreds of speakers.
+  for (const float value : intermediates.segmentations.values()) {
+    if (!(value >= 0.0f && value <= 1.0f)) {
+      fail("{}: holds the activation {}; activations lie between 0 and 1 (the file is damaged)",
+           segmentations_path.string(), value);
+    }
+  }
 
   const auto recording_path = directory / "recording.json";
   const auto reconstruction_path = directory / "reconstruction.npz";
@@ -119,6 +155,7 @@ DiarizationIntermediates read_model_intermediates(const std::filesystem::path& d
     fail("{}: neither recording.json nor reconstruction.npz says how the chunks were cut",
          directory.string());
   }
+  validate_chunking(intermediates, chunk_count, directory);
   return intermediates;
 }
 

@@ -1,6 +1,7 @@
 #include "pipeline/output.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -65,7 +66,9 @@ void write_text_file(const std::filesystem::path& path, std::string_view content
 
 std::string recording_uri(const std::filesystem::path& audio) {
   std::string uri = audio.stem().string();
-  std::replace(uri.begin(), uri.end(), ' ', '_');
+  // RTTM fields are separated by white space of any kind.
+  std::replace_if(
+      uri.begin(), uri.end(), [](unsigned char c) { return std::isspace(c) != 0; }, '_');
   return uri.empty() ? "audio" : uri;
 }
 

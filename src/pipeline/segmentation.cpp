@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -278,6 +279,12 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
 
   const std::size_t frames = batch_count == 0 ? 0 : batch_outputs.front().dim(1);
   const std::size_t classes = static_cast<std::size_t>(signature_.classes);
+  if (batch_count > 0 && frames == 0) {
+    fail(
+        "{}: returned 0 frames for a chunk of {} samples; the model is not a segmentation model "
+        "or is damaged (check it with `parley models verify`)",
+        model_path_.string(), config_.samples_per_chunk);
+  }
   NdArray<float> result({chunk_count, frames, classes});
   std::size_t offset = 0;
   for (const auto& output : batch_outputs) {
@@ -285,8 +292,17 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
       fail("{}: returned {} frames for one batch and {} for another of equal-length chunks",
            model_path_.string(), output.dim(1), frames);
     }
-    std::memcpy(result.data() + offset, output.data(), output.size() * sizeof(float));
+    std::copy_n(output.data(), output.size(), result.data() + offset);
     offset += output.size();
+  }
+  // Log-probabilities are at most 0 (-inf is possible); NaN or +inf comes from a damaged model
+  // and decoded as silence: exit 0 with no turns.
+  if (std::any_of(result.values().begin(), result.values().end(),
+                  [](float value) { return std::isnan(value) || value == HUGE_VALF; })) {
+    fail(
+        "{}: returned NaN or infinite scores; the model is damaged (check it with `parley models "
+        "verify`, or fetch it again)",
+        model_path_.string());
   }
   return result;
 }

@@ -5,9 +5,15 @@
 #include <cmath>
 #include <cstring>
 
+#include <fstream>
+#include <functional>
+
 #include "core/error.h"
+#include "models/graph_edit.h"
+#include "models/onnx_graph.h"
 #include "pipeline/segmentation_test_support.h"
 #include "testing/shared_data.h"
+#include "testing/temporary_directory.h"
 
 namespace parley::pipeline {
 namespace {
@@ -113,6 +119,79 @@ TEST(SegmentationModel, NoChunksGiveEmptyOutput) {
   const auto output = model.run(NdArray<float>({0, 160000}));
   EXPECT_EQ(output.dim(0), 0u);
   EXPECT_EQ(output.size(), 0u);
+}
+
+// The segmentation model with its output passed through nodes that `damage` adds between the
+// original output (renamed `raw`) and the graph's output name: a stand-in for a broken model.
+std::filesystem::path damaged_model(
+    const std::filesystem::path& source, const std::filesystem::path& target,
+    const std::function<void(onnx::GraphProto&, const std::string&, const std::string&)>& damage) {
+  onnx::ModelProto model = models::parse_model(models::read_model_bytes(source), source.string());
+  onnx::GraphProto& graph = *model.mutable_graph();
+  const std::string output = graph.output(0).name();
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& name : *node.mutable_output()) {
+      if (name == output) name = "raw";
+    }
+  }
+  damage(graph, "raw", output);
+  std::ofstream(target, std::ios::binary) << models::serialize_model(model, target.string());
+  return target;
+}
+
+void add_node(onnx::GraphProto& graph, const std::string& type,
+              std::initializer_list<std::string> inputs, const std::string& output) {
+  auto* node = graph.add_node();
+  node->set_op_type(type);
+  for (const auto& input : inputs) node->add_input(input);
+  node->add_output(output);
+}
+
+std::string error_running(const std::filesystem::path& model_path) {
+  try {
+    SegmentationModel model(model_path, SegmentationConfig{});
+    model.run(NdArray<float>({1, model.config().samples_per_chunk}, 0.1f));
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+// All-NaN scores decoded as silence (exit 0, no turns).
+TEST(SegmentationModel, NanScoresFailNamingTheModel) {
+  PARLEY_REQUIRE_SHARED(fp16, "models/segmentation-3.0-fp16.onnx");
+  const testing::TemporaryDirectory temp("segmentation-nan");
+  const auto nan_model =
+      damaged_model(fp16, temp / "nan.onnx",
+                    [](onnx::GraphProto& graph, const std::string& raw, const std::string& out) {
+                      add_node(graph, "Sub", {raw, raw}, "zero");
+                      add_node(graph, "Div", {"zero", "zero"}, out);  // 0/0
+                    });
+  EXPECT_NE(error_running(nan_model).find(nan_model.string() + ": returned NaN or infinite"),
+            std::string::npos)
+      << error_running(nan_model);
+}
+
+// A model that returns 0 frames reached memcpy with a null pointer (UBSan).
+TEST(SegmentationModel, NoFramesFailNamingTheModel) {
+  PARLEY_REQUIRE_SHARED(fp16, "models/segmentation-3.0-fp16.onnx");
+  const testing::TemporaryDirectory temp("segmentation-empty");
+  const auto empty_model = damaged_model(
+      fp16, temp / "empty.onnx",
+      [](onnx::GraphProto& graph, const std::string& raw, const std::string& out) {
+        for (const auto& [name, value] :
+             {std::pair{"zero_index", 0L}, std::pair{"frame_axis", 1L}}) {
+          auto* tensor = graph.add_initializer();
+          tensor->set_name(name);
+          tensor->set_data_type(onnx::TensorProto::INT64);
+          tensor->add_dims(1);
+          tensor->add_int64_data(value);
+        }
+        add_node(graph, "Slice", {raw, "zero_index", "zero_index", "frame_axis"}, out);
+      });
+  EXPECT_NE(error_running(empty_model).find(empty_model.string() + ": returned 0 frames"),
+            std::string::npos)
+      << error_running(empty_model);
 }
 
 TEST(SegmentationModel, ReturnsPowersetLogProbabilities) {

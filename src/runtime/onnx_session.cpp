@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -322,7 +323,8 @@ std::vector<NdArray<float>> OnnxSession::run(
     const std::size_t count = shape_info.GetElementCount();
     switch (shape_info.GetElementType()) {
       case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
-        std::memcpy(result.data(), output_values[i].GetTensorData<float>(), count * sizeof(float));
+        // An empty output may come with a null data pointer, which memcpy must not be given.
+        std::copy_n(output_values[i].GetTensorData<float>(), count, result.data());
         break;
       case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: {
         const auto* halves = output_values[i].GetTensorData<std::uint16_t>();

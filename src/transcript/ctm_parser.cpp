@@ -34,13 +34,15 @@ Transcript parse_ctm(std::string_view text, std::string_view source) {
           location, record.fields[0], file_id);
     }
     Word word;
-    word.start = eval::parse_number(record.fields[2], "start time", location);
-    const double duration = eval::parse_number(record.fields[3], "duration", location);
-    if (word.start < 0.0) fail("{}: negative start time {}", location, word.start);
-    if (duration < 0.0) {
-      fail("{}: negative duration {}; the fourth field is a duration, not an end time", location,
-           duration);
+    if (eval::parse_number(record.fields[2], "start time", location) < 0.0) {
+      fail("{}: negative start time {}", location, record.fields[2]);
     }
+    if (eval::parse_number(record.fields[3], "duration", location) < 0.0) {
+      fail("{}: negative duration {}; the fourth field is a duration, not an end time", location,
+           record.fields[3]);
+    }
+    word.start = eval::parse_time(record.fields[2], "start time", location);
+    const double duration = eval::parse_time(record.fields[3], "duration", location);
     word.end = word.start + duration;
     word.text = std::string(record.fields[4]);
     if (!transcript.empty() && word.start < transcript.back().words.back().start) {

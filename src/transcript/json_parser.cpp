@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "eval/text_records.h"
 #include "transcript/parsers.h"
 
 namespace parley::transcript {
@@ -47,6 +48,12 @@ class JsonReader {
       if (colon != std::string::npos) detail = detail.substr(colon + 2);
       fail("{}:{}: not valid JSON ({}); is the file complete?", source_,
            line_of_offset(text_, byte), detail);
+    } catch (const Json::out_of_range& error) {
+      // A number such as 1e999 that no double holds; nlohmann gives no position for it.
+      std::string detail = error.what();
+      const std::size_t bracket = detail.find("] ");
+      if (bracket != std::string::npos) detail = detail.substr(bracket + 2);
+      fail("{}: {}; times must be from 0 to {:g} seconds", source_, detail, eval::kMaxTimeSeconds);
     }
   }
 
@@ -64,8 +71,9 @@ class JsonReader {
   double number(const Json& value, const JsonPath& path, double divisor = 1.0) const {
     if (!value.is_number()) fail_at(path, "is not a number");
     const double result = value.get<double>() / divisor;
-    if (!std::isfinite(result) || result < 0.0) {
-      fail_at(path, fmt::format("is {}; times must be >= 0", value.dump()));
+    if (!std::isfinite(result) || result < 0.0 || result > eval::kMaxTimeSeconds) {
+      fail_at(path, fmt::format("is {}; times must be from 0 to {:g} seconds", value.dump(),
+                                eval::kMaxTimeSeconds));
     }
     return result;
   }

@@ -217,7 +217,7 @@ TEST(OpenAiJsonTest, MalformedInputSaysWhere) {
   EXPECT_THAT(parse_error("{\"segments\": [{\"start\": 0, \"end\": 1, \"text\": \"a\",\n"
                           "\"words\": [\n{\"word\": \"a\", \"start\": -1, \"end\": 1}]}]}",
                           TranscriptFormat::openai_json),
-              HasSubstr("t: /segments/0/words/0/start is -1; times must be >= 0"));
+              HasSubstr("t: /segments/0/words/0/start is -1; times must be from 0 to 1e+07 seconds"));
   EXPECT_THAT(parse_error("{\"segments\": [{\"start\": 0, \"end\": 1, \"text\": \"a\",\n"
                           "\"words\": [{\"word\": \"a\",\n \"start\": 0}]}]}",
                           TranscriptFormat::openai_json),
@@ -238,6 +238,29 @@ TEST(FormatTest, DetectsFromContentThenExtension) {
   EXPECT_EQ(parse_transcript_format("vtt"), TranscriptFormat::webvtt);
   EXPECT_THROW(parse_transcript_format("docx"), Error);
 }
+
+// Times beyond any recording overflowed the writers' milliseconds (`fuse` printed
+// -2562047788015:-12:-55,-808 and "end": -9.2e15): every reader refuses them.
+TEST(TranscriptLimits, TimesBeyondTheLimitAreRefused) {
+  EXPECT_THAT(
+      parse_error("1\n00:00:00,000 --> 9999999999999:00:00,000\nhi\n", TranscriptFormat::srt),
+      HasSubstr("t:2: end time"));
+  EXPECT_THAT(parse_error("rec 1 0.5 1e300 a\n", TranscriptFormat::ctm),
+              HasSubstr("t:1: duration 1e300 is outside 0 to 1e+07 seconds"));
+  EXPECT_THAT(parse_error(R"({"transcription":[{"offsets":{"from":0,"to":1e300},"text":"a"}]})",
+                          TranscriptFormat::whisper_cpp_json),
+              HasSubstr("times must be from 0 to 1e+07 seconds"));
+  EXPECT_THAT(parse_error(R"({"segments":[{"start":0,"end":1e300,"text":"a"}]})",
+                          TranscriptFormat::openai_json),
+              HasSubstr("times must be from 0 to 1e+07 seconds"));
+  // 1e999 overflows a double inside nlohmann::json: it was an "internal error".
+  EXPECT_THAT(parse_error(R"({"segments":[{"start":0,"end":1e999,"text":"a"}]})",
+                          TranscriptFormat::openai_json),
+              HasSubstr("t: number overflow parsing '1e999'; times must be from 0 to 1e+07"));
+}
+
+// `fuse --transcript /dev/zero` never ended.
+TEST(TranscriptLimits, ADeviceIsRefused) { EXPECT_THROW(read_transcript("/dev/zero"), Error); }
 
 }  // namespace
 }  // namespace parley::transcript

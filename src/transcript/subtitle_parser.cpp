@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "eval/text_records.h"
 #include "transcript/parsers.h"
 
 namespace parley::transcript {
@@ -42,6 +43,8 @@ bool read_digits(std::string_view& text, long& value, std::size_t& count) {
   value = 0;
   count = 0;
   while (!text.empty() && std::isdigit(static_cast<unsigned char>(text.front()))) {
+    // More digits than any timestamp field holds would overflow `value`.
+    if (count == 12) return false;
     value = value * 10 + (text.front() - '0');
     text.remove_prefix(1);
     ++count;
@@ -96,6 +99,10 @@ void parse_timing_line(const Line& line, std::string_view source, std::string_vi
   if (!parse_timestamp(end_text, end)) {
     fail("{}:{}: end time '{}' is not a {} timestamp like 00:01:02{}500", source, line.number,
          end_text, format, format == "SRT" ? "," : ".");
+  }
+  if (end > eval::kMaxTimeSeconds) {
+    fail("{}:{}: end time '{}' is later than {:g} seconds; the file is damaged", source,
+         line.number, end_text, eval::kMaxTimeSeconds);
   }
   if (end < start) {
     fail("{}:{}: cue ends ({}) before it starts ({}); fix the timing line", source, line.number,
