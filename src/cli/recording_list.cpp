@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
-#include "pipeline/output.h"
+#include "eval/rttm.h"
 
 namespace parley::cli {
 namespace fs = std::filesystem;
@@ -62,7 +62,7 @@ std::vector<std::string> unique_output_names(const std::vector<fs::path>& audio)
   std::vector<std::string> names;
   std::map<std::string, int> uses;
   for (const auto& path : audio) {
-    names.push_back(pipeline::recording_uri(path));
+    names.push_back(eval::recording_uri(path));
     ++uses[names.back()];
   }
   for (std::size_t i = 0; i < names.size(); ++i) {

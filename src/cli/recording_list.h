@@ -28,7 +28,7 @@ struct Shard {
   bool holds(std::size_t position) const { return position % count == index; }
 };
 
-// An output name per recording: the recording id of its file name (pipeline::recording_uri), and
+// An output name per recording: the recording id of its file name (eval::recording_uri), and
 // where two recordings of the list share it (talks/a.wav, music/a.flac), that id followed by '-'
 // and 8 hex digits of its absolute path's sha256. Names depend on the whole list only, so every
 // shard of one list names a recording alike.

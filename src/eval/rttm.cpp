@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 
@@ -105,6 +106,13 @@ std::string format_rttm_line(const Turn& turn) {
   const double duration = turn.duration > kSegmentPrecision ? turn.duration : 0.0;
   return fmt::format("SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> {} <NA> <NA>\n", file_id, turn.start,
                      duration, turn.speaker);
+}
+
+std::string recording_uri(const std::filesystem::path& audio) {
+  std::string uri = audio.stem().string();
+  std::replace_if(
+      uri.begin(), uri.end(), [](unsigned char c) { return std::isspace(c) != 0; }, '_');
+  return uri.empty() ? "audio" : uri;
 }
 
 std::string format_rttm(std::span<const Turn> turns) {

@@ -52,6 +52,10 @@ std::string format_rttm_line(const Turn& turn);
 // format_rttm_line of every turn, in order.
 std::string format_rttm(std::span<const Turn> turns);
 
+// The recording id for an audio file: its name without extension, white space replaced by '_'
+// (RTTM fields are separated by white space); "audio" when that leaves nothing.
+std::string recording_uri(const std::filesystem::path& audio);
+
 void write_rttm(const std::filesystem::path& path, std::span<const Turn> turns);
 
 // Turns grouped by file id (ids in byte order), each group in input order.

@@ -1,7 +1,6 @@
 #include "pipeline/output.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -62,14 +61,6 @@ std::vector<eval::Turn> to_eval_turns(std::span<const Turn> turns, std::string_v
 
 void write_text_file(const std::filesystem::path& path, std::string_view content) {
   write_file_atomically(path, content);
-}
-
-std::string recording_uri(const std::filesystem::path& audio) {
-  std::string uri = audio.stem().string();
-  // RTTM fields are separated by white space of any kind.
-  std::replace_if(
-      uri.begin(), uri.end(), [](unsigned char c) { return std::isspace(c) != 0; }, '_');
-  return uri.empty() ? "audio" : uri;
 }
 
 }  // namespace parley::pipeline

@@ -35,9 +35,8 @@ std::string format_text(std::span<const Turn> turns);
 // duration = end - start), times unchanged. The one conversion between the two turn types.
 std::vector<eval::Turn> to_eval_turns(std::span<const Turn> turns, std::string_view uri);
 
-// The recording id for an audio file: its name without extension, spaces replaced by '_'
-// (RTTM fields are space-separated); "audio" when that leaves nothing.
-std::string recording_uri(const std::filesystem::path& audio);
+// The recording id for an audio file (eval/rttm.h).
+using eval::recording_uri;
 
 // Writes `content` to `path`, failing with the path and the reason.
 void write_text_file(const std::filesystem::path& path, std::string_view content);
