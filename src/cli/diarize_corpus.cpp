@@ -70,13 +70,6 @@ std::vector<int> parse_devices(const std::string& text, const ModelProviders& pr
 
 namespace {
 
-void check_engine_flags(int engines, int jobs) {
-  if (jobs < 1 || jobs > kMaxJobs) fail("--jobs must be in [1, {}] (got {})", kMaxJobs, jobs);
-  if (engines < 1 || engines > kMaxEngines) {
-    fail("--engines must be in [1, {}] (got {})", kMaxEngines, engines);
-  }
-}
-
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss is in KiB on Linux
@@ -115,16 +108,7 @@ void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
                      "manifest); may be repeated");
   command.add_option("--shard", flags.shard,
                      "K/N: diarize only the K-th of N parts of the list (one job of a job array)");
-  command
-      .add_option("--jobs", flags.jobs,
-                  "with several recordings: how many are decoded, and clustered, at once")
-      ->capture_default_str();
-  command.add_option("--devices", flags.devices,
-                     "GPUs to spread recordings over, one model set each: 0,1,... or all");
-  command
-      .add_option("--engines", flags.engines,
-                  "model sets per device (or on the CPU) taking recordings from one queue")
-      ->capture_default_str();
+  add_engine_layout_flags(command, flags.devices, flags.engines, flags.jobs);
 }
 
 std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
@@ -132,7 +116,6 @@ std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::Diariza
                                                          const ModelProviders& providers,
                                                          const std::string& devices, int engines,
                                                          int jobs) {
-  check_engine_flags(engines, jobs);
   const std::vector<int> device_numbers = parse_devices(devices, providers);
   if (device_numbers.empty() && engines > 1 && !runtime::traits(providers.embedding).accelerator) {
     // Engines on the CPU share its cores.
@@ -143,6 +126,21 @@ std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::Diariza
   corpus_config.clustering_threads = jobs;
   return std::make_unique<corpus::CorpusEngine>(
       models, corpus::engine_configs(config, device_numbers, engines), corpus_config);
+}
+
+void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engines, int& jobs) {
+  command.add_option("--devices", devices,
+                     "GPUs to spread recordings over, one model set each: 0,1,... or all");
+  command
+      .add_option("--engines", engines,
+                  "model sets per device (or on the CPU) taking recordings from one queue")
+      ->check(number_between(1, kMaxEngines))
+      ->capture_default_str();
+  command
+      .add_option("--jobs", jobs,
+                  "with several recordings: how many are decoded, and clustered, at once")
+      ->check(number_between(1, kMaxJobs))
+      ->capture_default_str();
 }
 
 bool wants_corpus(const CorpusFlags& flags) {
@@ -165,7 +163,6 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
                 const std::string& out_dir) {
   const auto start = std::chrono::steady_clock::now();
   const std::string format = flags.format.empty() ? "rttm" : flags.format;
-  check_engine_flags(corpus.engines, corpus.jobs);
   if (out_dir.empty() && format != "rttm") {
     fail("--format {} writes one document per recording: with several, pass --out-dir DIR", format);
   }

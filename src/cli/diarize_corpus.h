@@ -24,12 +24,16 @@ struct CorpusFlags {
 
 void add_corpus_flags(CLI::App& command, CorpusFlags& flags);
 
+// --devices, --engines and --jobs, with their bounds: how a corpus engine is laid out (the
+// commands that run one: diarize and serve).
+void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engines, int& jobs);
+
 // GPU numbers from --devices: "0,2" or "all" (every device of the provider the models run on);
 // none for an empty text.
 std::vector<int> parse_devices(const std::string& text, const ModelProviders& providers);
 
-// The corpus engine that --jobs, --devices and --engines describe (each checked, naming the
-// flag): engines on the CPU share its cores.
+// The corpus engine that --jobs, --devices and --engines describe (--devices checked here,
+// naming the flag): engines on the CPU share its cores.
 std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
                                                          pipeline::DiarizationConfig config,
                                                          const ModelProviders& providers,

@@ -139,14 +139,7 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--http-threads", config.http_threads, "connections answered at once")
       ->check(number_between(1, 256))
       ->capture_default_str();
-  command->add_option("--devices", arguments->devices,
-                      "GPUs to spread recordings over, one model set each: 0,1,... or all");
-  command
-      ->add_option("--engines", arguments->engines,
-                   "model sets per device (or on the CPU) taking jobs from the queue")
-      ->capture_default_str();
-  command->add_option("--jobs", arguments->jobs, "recordings decoded, and clustered, at once")
-      ->capture_default_str();
+  add_engine_layout_flags(*command, arguments->devices, arguments->engines, arguments->jobs);
   add_clustering_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);
   command->callback([arguments] { run_serve(*arguments); });
