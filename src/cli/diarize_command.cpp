@@ -94,34 +94,25 @@ void run_diarize(const DiarizeArguments& arguments) {
         "--manifest, --shard, --devices and --engines diarize recordings without a transcript "
         "or saved intermediates; run those one recording at a time");
   }
+  // What is left works on one recording: a transcript to fuse or intermediates to keep.
+  if (arguments.audio.size() != 1) {
+    fail("--transcript, --asr-cmd and --save-intermediates take one recording at a time");
+  }
+  const std::filesystem::path audio_path(arguments.audio.front());
   const std::string output_format = flags.format.empty() ? "rttm" : flags.format;
-  if (arguments.audio.size() > 1 && output_format != "rttm" && arguments.out_dir.empty()) {
-    fail("--format {} writes one document per recording: with several files, pass --out-dir DIR",
-         output_format);
-  }
-  if (!arguments.save_intermediates.empty() && arguments.audio.size() > 1) {
-    fail("--save-intermediates takes one recording at a time");
-  }
-  if (with_transcript && arguments.audio.size() > 1) {
-    fail("--transcript and --asr-cmd take one recording at a time");
-  }
   if (!arguments.transcript.empty() && !arguments.asr_command.empty()) {
     fail("give either --transcript (an existing transcript) or --asr-cmd (a recognizer to run)");
   }
-  // Every input is checked before any model loads, so a typo fails in milliseconds.
-  double longest_input = 0.0;  // what the provider routing weighs
-  for (const auto& audio_argument : arguments.audio) {
-    const auto duration = audio::open_audio_source(audio_argument)->info().duration_seconds();
-    longest_input = std::max(longest_input, duration.value_or(0.0));
-  }
+  // The input is checked before any model loads, so a typo fails in milliseconds; its length is
+  // what the provider routing weighs.
+  const auto duration = audio::open_audio_source(audio_path)->info().duration_seconds();
   const pipeline::DiarizationConfig config =
-      diarization_config(arguments.engine, flags, longest_input);
+      diarization_config(arguments.engine, flags, duration.value_or(0.0));
 
   // The recognizer starts first so that it runs while parley loads its models and diarizes.
   std::unique_ptr<transcript::RecognizerProcess> recognizer;
   if (!arguments.asr_command.empty()) {
-    recognizer = std::make_unique<transcript::RecognizerProcess>(
-        arguments.asr_command, std::filesystem::path(arguments.audio.front()));
+    recognizer = std::make_unique<transcript::RecognizerProcess>(arguments.asr_command, audio_path);
   }
 
   const pipeline::DiarizationModels paths = resolve_models(arguments.engine, flags);
@@ -130,60 +121,55 @@ void run_diarize(const DiarizeArguments& arguments) {
   pipeline::Diarizer diarizer(paths, config);
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
-  std::string combined;
-  for (const auto& audio_argument : arguments.audio) {
-    const std::filesystem::path audio_path(audio_argument);
-    const auto start = std::chrono::steady_clock::now();
-    StageTimes decode_time;
-    audio::DecodedAudio audio;
-    {
-      ScopedStageTimer timer(decode_time, "decode");
-      audio = audio::DecodedAudio::decode(audio_path);
-    }
-    std::optional<std::filesystem::path> save_directory;
-    if (!arguments.save_intermediates.empty()) save_directory = arguments.save_intermediates;
-    pipeline::DiarizationResult result = diarizer.diarize(
-        audio.samples(), recording_uri(audio_path), progress, save_directory,
-        [&audio](std::size_t, std::size_t sample) { audio.release_before(sample); });
-    StageTimes times = decode_time;
-    for (const auto& [stage, seconds] : result.stage_times.entries()) times.add(stage, seconds);
-    result.stage_times = times;
-    const double wall = seconds_since(start);
-
-    std::string text;
-    if (with_transcript) {
-      std::filesystem::path transcript_path = arguments.transcript;
-      if (recognizer) {
-        try {
-          std::optional<std::chrono::duration<double>> timeout;
-          if (arguments.asr_timeout > 0.0)
-            timeout = std::chrono::duration<double>(arguments.asr_timeout);
-          transcript_path = recognizer->wait(timeout);
-        } catch (const Error& error) {
-          // Nothing lost: the diarization is written before the recognizer's failure is reported.
-          std::filesystem::path rttm_path = flags.out == "-"
-                                                ? std::filesystem::path(result.uri + ".rttm")
-                                                : std::filesystem::path(flags.out);
-          if (flags.out != "-") rttm_path.replace_extension(".rttm");
-          eval::write_rttm(rttm_path, pipeline::to_eval_turns(result.turns, result.uri));
-          fail("{}; the diarization was written to {}", error.what(), rttm_path.string());
-        }
-      }
-      text = fused_transcript(result, transcript_path, arguments);
-    } else {
-      text = format_result(result, flags);
-    }
-    if (!arguments.out_dir.empty()) {
-      std::filesystem::create_directories(arguments.out_dir);
-      write_output(
-          text,
-          (std::filesystem::path(arguments.out_dir) / (result.uri + "." + output_format)).string());
-    } else {
-      combined += text;
-    }
-    if (!flags.quiet) fmt::print(stderr, "{}\n", summary(result, wall));
+  const auto start = std::chrono::steady_clock::now();
+  StageTimes decode_time;
+  audio::DecodedAudio audio;
+  {
+    ScopedStageTimer timer(decode_time, "decode");
+    audio = audio::DecodedAudio::decode(audio_path);
   }
-  if (arguments.out_dir.empty()) write_output(combined, flags.out);
+  std::optional<std::filesystem::path> save_directory;
+  if (!arguments.save_intermediates.empty()) save_directory = arguments.save_intermediates;
+  pipeline::DiarizationResult result =
+      diarizer.diarize(audio.samples(), recording_uri(audio_path), progress, save_directory,
+                       [&audio](std::size_t, std::size_t sample) { audio.release_before(sample); });
+  StageTimes times = decode_time;
+  for (const auto& [stage, seconds] : result.stage_times.entries()) times.add(stage, seconds);
+  result.stage_times = times;
+  const double wall = seconds_since(start);
+
+  std::string text;
+  if (with_transcript) {
+    std::filesystem::path transcript_path = arguments.transcript;
+    if (recognizer) {
+      try {
+        std::optional<std::chrono::duration<double>> timeout;
+        if (arguments.asr_timeout > 0.0)
+          timeout = std::chrono::duration<double>(arguments.asr_timeout);
+        transcript_path = recognizer->wait(timeout);
+      } catch (const Error& error) {
+        // Nothing lost: the diarization is written before the recognizer's failure is reported.
+        std::filesystem::path rttm_path = flags.out == "-"
+                                              ? std::filesystem::path(result.uri + ".rttm")
+                                              : std::filesystem::path(flags.out);
+        if (flags.out != "-") rttm_path.replace_extension(".rttm");
+        eval::write_rttm(rttm_path, pipeline::to_eval_turns(result.turns, result.uri));
+        fail("{}; the diarization was written to {}", error.what(), rttm_path.string());
+      }
+    }
+    text = fused_transcript(result, transcript_path, arguments);
+  } else {
+    text = format_result(result, flags);
+  }
+  if (!arguments.out_dir.empty()) {
+    std::filesystem::create_directories(arguments.out_dir);
+    write_output(
+        text,
+        (std::filesystem::path(arguments.out_dir) / (result.uri + "." + output_format)).string());
+  } else {
+    write_output(text, flags.out);
+  }
+  if (!flags.quiet) fmt::print(stderr, "{}\n", summary(result, wall));
 }
 
 }  // namespace

@@ -102,4 +102,9 @@ if ! "$parley" providers | awk '$1 == "cuda" && $3 == "available" { found = 1 } 
   set -e
   check '[ $status -ne 0 ] && grep -q "needs a GPU provider" "$work/err"' "--devices on the CPU refused"
 fi
+# A transcript or saved intermediates belong to one recording.
+set +e
+run "$a/trn03.wav" "$a/trn02.wav" --save-intermediates "$work/saved" -q 2>"$work/err"; status=$?
+set -e
+check '[ $status -eq 1 ] && grep -q "one recording at a time" "$work/err" && [ ! -e "$work/saved" ]' "--save-intermediates with two recordings refused"
 echo "diarize corpus: all checks passed"
