@@ -274,7 +274,7 @@ Registry Registry::parse(const std::string& json_text, const std::string& source
   json document;
   try {
     document = json::parse(json_text);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // syntax, or a number no double holds (1e5007)
     fail("{}: not valid JSON ({}); fix the manifest", source_name, error.what());
   }
   if (!document.is_object()) fail("{}: the manifest must be a JSON object", source_name);

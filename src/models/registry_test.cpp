@@ -177,3 +177,14 @@ TEST(Registry, GetNamesTheKnownIds) {
 
 }  // namespace
 }  // namespace parley::models
+
+namespace parley::models {
+namespace {
+
+// Found by fuzz_model_manifest: a number no double holds is a manifest error, not a crash.
+TEST(RegistryNumbers, AnOverflowingNumberIsAManifestError) {
+  EXPECT_THROW(Registry::parse("{\"format_version\": 1e5007}", "m.json"), Error);
+}
+
+}  // namespace
+}  // namespace parley::models
