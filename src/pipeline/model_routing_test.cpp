@@ -111,6 +111,9 @@ TEST_F(ModelRoutingTest, WithoutRoutingTheExplicitProvidersAreUsedAsGiven) {
   EXPECT_EQ(sessions.segmentation.batch_size, 2u);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.embedding.session.intra_op_threads, 3);
+  // The CPU trunk runs with ONNX Runtime's layout optimizations; segmentation keeps its level.
+  EXPECT_EQ(sessions.embedding.session.optimization, runtime::GraphOptimization::kAll);
+  EXPECT_EQ(sessions.segmentation.optimization, runtime::GraphOptimization::kExtended);
   EXPECT_TRUE(said_.empty());
 }
 
@@ -153,6 +156,7 @@ TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentati
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCuda);
   EXPECT_EQ(sessions.embedding.session.provider_options.at("device_id"), "0");
   EXPECT_EQ(sessions.embedding.batch_size, 32u);
+  EXPECT_EQ(sessions.embedding.session.optimization, runtime::GraphOptimization::kExtended);
   EXPECT_NE(sessions.segmentation_route->reason.find("cuda (provider cuda requested)"),
             std::string::npos)
       << sessions.segmentation_route->reason;
