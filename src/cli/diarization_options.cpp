@@ -177,6 +177,7 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                                     engine.model_providers, expected_audio_seconds);
   config.segmentation_accelerator_sessions =
       engine.model_providers.accelerator_segmentation_sessions;
+  config.accelerator_float16 = engine.model_providers.accelerator_float16;
   return config;
 }
 
@@ -213,6 +214,9 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
                   "does not depend on it")
       ->check(number_at_least(1))
       ->capture_default_str();
+  command.add_flag("--gpu-float16", flags.accelerator_float16,
+                   "run the models in float16 on a CUDA/ROCm GPU (tensor cores; not exact: "
+                   "agreement with float32 in docs/benchmarks.md); no effect on the CPU");
 }
 
 pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,

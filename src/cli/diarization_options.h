@@ -54,6 +54,7 @@ struct ModelProviderFlags {
   std::string embedding_provider;
   std::size_t accelerator_segmentation_batch = 128;
   int accelerator_segmentation_sessions = 4;
+  bool accelerator_float16 = false;
 };
 void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags);
 

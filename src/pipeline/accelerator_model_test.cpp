@@ -1,6 +1,7 @@
 // The segmentation model as accelerators get it (models/accelerator_rewrite.h), checked on the
 // CPU with real audio: the rewrite must not change what the model computes.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include "core/sha256.h"
 #include "models/accelerator_rewrite.h"
 #include "models/constant_if_inlining.h"
+#include "models/float16_graph.h"
 #include "models/onnx_graph.h"
 #include "pipeline/output.h"
 #include "pipeline/segmentation_test_support.h"
@@ -213,6 +215,27 @@ TEST(AcceleratorModel, RewrittenModelFileIsKeptOnceUnderItsDigest) {
   EXPECT_EQ(unchanged.path, vad_path);
   EXPECT_EQ(unchanged.sha256, sha256_file(vad_path));
   std::filesystem::remove_all(directory);
+}
+
+// The segmentation model as an accelerator gets it converts whole, LSTMs and casts included.
+// (What it computes is measured on a GPU: ONNX Runtime's CPU provider has no float16 LSTM.)
+TEST(AcceleratorModel, FoldedSegmentationModelConvertsToFloat16) {
+  PARLEY_REQUIRE_SHARED(model_path, "models/segmentation-3.0-fp16.onnx");
+  PARLEY_REQUIRE_DERIVED_MODEL(path, "fold_sincnet_filters.py", model_path,
+                               "segmentation-3.0-fp16-folded.onnx");
+  const auto rewrite =
+      models::rewrite_for_accelerator(models::read_model_bytes(path), path.string());
+  const auto converted = models::convert_to_float16(rewrite.model, path.string());
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(converted.model));
+  for (const auto& initializer : model.graph().initializer()) {
+    EXPECT_NE(initializer.data_type(), onnx::TensorProto::FLOAT) << initializer.name();
+  }
+  for (const auto& node : model.graph().node()) {
+    if (node.op_type() != "Cast" || node.output(0) == model.graph().output(0).name()) continue;
+    EXPECT_NE(node.attribute(0).i(), onnx::TensorProto::FLOAT) << node.name();
+  }
+  EXPECT_EQ(model.graph().output(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT);
 }
 
 }  // namespace

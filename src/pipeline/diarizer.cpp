@@ -89,14 +89,15 @@ std::string DiarizationConfig::to_string() const {
       "DiarizationConfig(step={}s, threads={}, segmentation_batch={}, "
       "segmentation_accelerator_sessions={}, embedding_batch={}, "
       "exclude_overlap={}, min_duration_off={}, clustering={}, speakers={}, "
-      "embedding_provider={}, segmentation_provider={}{}, streaming={}, embedding_mode={}{})",
+      "embedding_provider={}, segmentation_provider={}{}, streaming={}, embedding_mode={}{}{})",
       step_seconds, threads, segmentation_batch_size, segmentation_accelerator_sessions,
       embedding_batch_size, embedding_exclude_overlap, min_duration_off, clustering.describe(),
       speakers.describe(), runtime::provider_name(embedding_provider),
       runtime::provider_name(segmentation_provider),
       routing ? fmt::format(", routed from provider {}", routing->choice.to_string()) : "",
       streaming, embedding_mode_name(embedding_mode),
-      embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "");
+      embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "",
+      accelerator_float16 ? ", accelerator_float16=true" : "");
 }
 
 struct Diarizer::Models {

@@ -52,6 +52,10 @@ struct DiarizationConfig {
   // 2.1 s, 4 1.8 s, 6 1.8 s. Routed (`routing` set), fewer when they would not fit in the free
   // device memory, and one on a static-shape provider.
   int segmentation_accelerator_sessions = 4;
+  // Models routed to a dynamic-shape GPU provider (CUDA, ROCm) run in float16 between float32
+  // inputs and outputs (models/float16_graph.h): tensor-core speed, not exact; the agreement
+  // with float32 is measured in docs/benchmarks.md. Ignored for models on the CPU.
+  bool accelerator_float16 = false;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
   // Embed chunks while later ones are still being segmented (a bounded queue between the two
   // stages). Results are identical either way.

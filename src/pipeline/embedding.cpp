@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/parallel_for.h"
+#include "models/float16_graph.h"
 #include "models/pooled_trunk_graph.h"
 #include "pipeline/embedding_graphs.h"
 #include "pipeline/stats_pooling.h"
@@ -44,6 +45,13 @@ void EmbeddingConfig::validate() const {
   }
   fbank.validate();
   session.validate();
+  if (trunk_float16 && (session.provider == runtime::ProviderId::kCpu ||
+                        runtime::traits(session.provider).static_shapes)) {
+    fail(
+        "embedding config: trunk_float16 runs on a dynamic-shape GPU provider such as cuda (got "
+        "{}); a static-shape provider has its own float16 option (docs/providers.md)",
+        runtime::provider_name(session.provider));
+  }
 }
 
 std::string EmbeddingConfig::to_string() const {
@@ -107,6 +115,9 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
     : config_(config), model_name_(model_name), fbank_(config.fbank) {
   config_.validate();
   split_ = models::split_before_statistics_pooling(model_bytes, model_name);
+  if (config_.trunk_float16) {
+    split_.trunk_model = models::convert_to_float16(split_.trunk_model, model_name).model;
+  }
   std::string input_name;
   std::vector<std::int64_t> input_dims;
   if (config_.batch_buckets || runtime::traits(config_.session.provider).static_shapes) {

@@ -43,6 +43,9 @@ struct EmbeddingConfig {
   // Threads computing fbank features (one chunk per task). Features are identical for any value.
   int feature_threads = 1;
   runtime::SessionConfig session;
+  // Run the trunk in float16 (models/float16_graph.h); only on a dynamic-shape accelerator.
+  // Pooling and the head stay float32.
+  bool trunk_float16 = false;
   // Pads every trunk call to one of these batch sizes (the padding rows are zeros, their outputs
   // dropped) and opens one session per input shape through the compiled-graph cache, trunk and
   // pooled graph alike (pipeline/embedding_graphs.h). Unset: on a static-shape provider

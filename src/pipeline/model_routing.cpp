@@ -43,7 +43,14 @@ std::uintmax_t file_bytes(const std::filesystem::path& path) {
 // kernels): on AVX-512 about a third less trunk time, embeddings within cosine 0.9999999 of
 // the default level and the same RTTM (docs/benchmarks.md, "Toward the hardware limit").
 // Segmentation keeps the default: its 1-D convolutions and LSTMs gain nothing there.
-ModelSessionPlan with_session_tuning(ModelSessionPlan plan) {
+// Float16 where the config asks for it and the model runs on a dynamic-shape accelerator.
+ModelSessionPlan with_session_tuning(ModelSessionPlan plan, bool accelerator_float16) {
+  const auto float16_capable = [](runtime::ProviderId provider) {
+    return provider != runtime::ProviderId::kCpu && !runtime::traits(provider).static_shapes;
+  };
+  plan.segmentation.float16 = accelerator_float16 && float16_capable(plan.segmentation.provider);
+  plan.embedding.trunk_float16 =
+      accelerator_float16 && float16_capable(plan.embedding.session.provider);
   if (plan.embedding.session.provider != runtime::ProviderId::kCpu) {
     plan.embedding.session.intra_op_threads = 1;
   } else {
@@ -175,7 +182,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   embedding.session.intra_op_threads = config.threads;
   embedding.session.provider = config.embedding_provider;
   embedding.session.provider_options = config.embedding_provider_options;
-  if (!config.routing) return with_session_tuning(std::move(plan));
+  if (!config.routing) return with_session_tuning(std::move(plan), config.accelerator_float16);
 
   const ProviderRouting& routing = *config.routing;
   const auto& statuses =
@@ -278,7 +285,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
     embedding.session.provider_options.clear();
   }
   plan.embedding_route = embedding_route;
-  return with_session_tuning(std::move(plan));
+  return with_session_tuning(std::move(plan), config.accelerator_float16);
 }
 
 }  // namespace parley::pipeline

@@ -163,6 +163,24 @@ TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentati
   EXPECT_TRUE(said_.empty());
 }
 
+// Float16 reaches only models on a dynamic-shape accelerator; on the CPU the flag changes nothing.
+TEST_F(ModelRoutingTest, Float16OnlyWhereAModelRunsOnTheGpu) {
+  DiarizationConfig config = routed("cuda");
+  config.accelerator_float16 = true;
+  auto sessions = plan(config, gpu_statuses_);
+  EXPECT_TRUE(sessions.segmentation.float16);
+  EXPECT_TRUE(sessions.embedding.trunk_float16);
+  config.routing->embedding_choice = ProviderChoice::parse("cpu");
+  sessions = plan(config, gpu_statuses_);
+  EXPECT_TRUE(sessions.segmentation.float16);
+  EXPECT_FALSE(sessions.embedding.trunk_float16);
+  DiarizationConfig on_cpu = routed("auto");
+  on_cpu.accelerator_float16 = true;
+  sessions = plan(on_cpu, cpu_statuses_);
+  EXPECT_FALSE(sessions.segmentation.float16);
+  EXPECT_FALSE(sessions.embedding.trunk_float16);
+}
+
 // Several segmentation sessions feed a GPU at once, as many as the free memory holds: each of
 // 128 chunks needs about 670 MB by the estimate (runtime/device_memory.h).
 TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {

@@ -1,6 +1,7 @@
 #include "pipeline/segmentation.h"
 
 #include "models/accelerator_rewrite.h"
+#include "models/float16_graph.h"
 #include "models/onnx_graph.h"
 
 #include <fmt/format.h>
@@ -44,6 +45,13 @@ void SegmentationConfig::validate() const {
     fail("segmentation: accelerator sessions must be at least 1 (got {})", accelerator_sessions);
   }
   if (samples_per_chunk < 1) fail("segmentation: chunks must hold at least one sample");
+  if (float16 &&
+      (provider == runtime::ProviderId::kCpu || runtime::traits(provider).static_shapes)) {
+    fail(
+        "segmentation: float16 runs on a dynamic-shape GPU provider such as cuda (got {}); a "
+        "static-shape provider has its own float16 option (docs/providers.md)",
+        runtime::provider_name(provider));
+  }
 }
 
 SegmentationSignature SegmentationSignature::from(const runtime::OnnxSession& session) {
@@ -130,6 +138,9 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
                                                          model_path_.string());
     if (rewrite.changed()) rewritten_model_ = rewrite.model;
     batch_made_dynamic = rewrite.batch_dynamic;
+    if (config_.float16) {
+      rewritten_model_ = models::convert_to_float16(rewrite.model, model_path_.string()).model;
+    }
     spdlog::debug("{}: for {}: {}", model_path_.string(), runtime::provider_name(config_.provider),
                   rewrite.describe());
   }

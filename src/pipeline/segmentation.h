@@ -38,6 +38,8 @@ struct SegmentationConfig {
   // pyannote segmentation-3.0 reads 10 s at 16 kHz.
   std::size_t samples_per_chunk = 160000;
   runtime::GraphOptimization optimization = runtime::GraphOptimization::kExtended;
+  // Run the model in float16 (models/float16_graph.h); only on a dynamic-shape accelerator.
+  bool float16 = false;
   // Execution provider of every worker's session; for accelerators the model is rewritten first
   // (models/accelerator_rewrite.h: constant If inlined, zero LSTM states removed, batch dynamic).
   runtime::ProviderId provider = runtime::ProviderId::kCpu;
