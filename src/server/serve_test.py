@@ -349,20 +349,37 @@ for path in clips[:10] + [SAMPLE]:
     status, _, body = submit(server, path)
     check(status == 202, f"crash-test submit {status}")
     submitted[json.loads(body)["id"]] = os.path.splitext(os.path.basename(path))[0]
+# Killed while one job is in the networks and another, taken by the engine (decoded, progress
+# above 0), waits for them: only a job the networks started is running and has used an attempt.
 deadline = time.time() + 60
 while time.time() < deadline:
     jobs = json.loads(request(server, "/v1/jobs")[2])["jobs"]
     states = [job["state"] for job in jobs]
-    if "done" in states and "running" in states:
+    waiting = [job["id"] for job in jobs if job["state"] == "queued" and job["progress"] > 0]
+    if "done" in states and "running" in states and waiting:
         break
     time.sleep(0.05)
+check(waiting, f"a job waits in the engine before it runs: {jobs}")
+for job in jobs:
+    check(job["state"] != "running" or (job["progress"] >= 0.15 and job["attempts"] == 1),
+          f"running only once in the networks: {job}")
 done_before = {job["id"]: job["finished"] for job in jobs if job["state"] == "done"}
 server.stop(signal.SIGKILL)
 check(len(done_before) < len(submitted), "killed mid-run")
+with sqlite3.connect(f"{state}/jobs.sqlite3") as db:
+    after_kill = {job_id: (state_, attempts) for job_id, state_, attempts in db.execute(
+        "SELECT id, state, attempts FROM jobs WHERE id IN (%s)" % ",".join("?" * len(waiting)),
+        waiting)}
+for job_id, (state_, attempts) in after_kill.items():
+    check(state_ != "queued" or attempts == 0, f"a queued job has used no attempt: {attempts}")
 server.start()
 for job_id, uri in submitted.items():
     job = wait_done(server, job_id)
     check(job["state"] == "done" and job["attempts"] <= 2, f"after the crash {uri}: {job}")
+    if job_id in waiting:
+        # It may have started between the snapshot and the kill; if not, the crash cost nothing.
+        check(job["attempts"] == after_kill[job_id][1] + 1,
+              f"{uri} waited in the engine when it was killed and used no attempt: {job}")
     check(result(server, job_id) == expected.get(uri, ""), f"after the crash {uri}: same RTTM")
     if job_id in done_before:
         check(job["finished"] == done_before[job_id] and job["attempts"] == 1,
