@@ -38,6 +38,10 @@ struct SegmentationConfig {
   // pyannote segmentation-3.0 reads 10 s at 16 kHz.
   std::size_t samples_per_chunk = 160000;
   runtime::GraphOptimization optimization = runtime::GraphOptimization::kExtended;
+  // On the CPU, a batch-1 call's output depends only on its input: the first all-zero chunk
+  // (digital silence) is run and its output reused for every other in the same run, which
+  // gives the same result. False: every chunk runs (a test compares the two).
+  bool reuse_silent_chunks = true;
   // Execution provider of every worker's session; for accelerators the model is rewritten first
   // (models/accelerator_rewrite.h: constant If inlined, zero LSTM states removed, batch dynamic).
   runtime::ProviderId provider = runtime::ProviderId::kCpu;
