@@ -37,18 +37,30 @@ struct HttpError {
   throw HttpError{status, std::move(code), std::move(message)};
 }
 
+// Answers echo what clients sent (a field name, a file name), which need not be UTF-8: invalid
+// bytes become U+FFFD instead of nlohmann::json throwing (a 500, found by fuzz_http).
+std::string json_text(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// A client's text as valid UTF-8 (invalid bytes as U+FFFD), before it is kept: the store, the
+// results and the answers are JSON.
+std::string valid_utf8(const std::string& text) {
+  return nlohmann::json::parse(json_text(text)).get<std::string>();
+}
+
 void write_error(httplib::Response& response, const HttpError& error) {
   response.status = error.status;
   if (error.retry_after_seconds > 0) {
     response.set_header("Retry-After", std::to_string(error.retry_after_seconds));
   }
   const nlohmann::json body = {{"error", {{"code", error.code}, {"message", error.message}}}};
-  response.set_content(body.dump() + "\n", "application/json");
+  response.set_content(json_text(body), "application/json");
 }
 
 void write_json(httplib::Response& response, int status, const nlohmann::json& body) {
   response.status = status;
-  response.set_content(body.dump() + "\n", "application/json");
+  response.set_content(json_text(body), "application/json");
 }
 
 // The short code of a status httplib answers by itself (unknown route, oversized body).
@@ -468,9 +480,9 @@ void HttpApi::accept_job(const httplib::Request& request, httplib::Response& res
       refuse(404, "not_found", fmt::format("path: no file '{}' in the allowed folder", named));
     }
     server_file = resolved;
-    filename = named;
+    filename = valid_utf8(named);
   } else {
-    filename = request.get_file_value("audio").filename;
+    filename = valid_utf8(request.get_file_value("audio").filename);
   }
 
   // Queue full: refused before anything is written.
