@@ -253,6 +253,15 @@ for name, filename in ((b"colo\xfcr", b"clip.wav"), (b"audio", b"caf\xe9 \xff.wa
           job["uri"] == "caf\ufffd_\ufffd", f"non-UTF-8 file name: {job}")
     json.loads(result(server, job["id"], "json"))
     check(request(server, f"/v1/jobs/{job['id']}", "DELETE")[0] == 204, "remove it again")
+# A transcript that is not UTF-8 (found by fuzz_http): the JSON result has U+FFFD.
+status, _, answer = submit(server, clips[0],
+                           transcript=("t.srt", b"1\n00:00:00,000 --> 00:00:03,000\ncaf\xe9\n"))
+check(status == 202, f"non-UTF-8 transcript: {status} {answer[:200]!r}")
+job = wait_done(server, json.loads(answer)["id"])
+check(job["state"] == "done", f"non-UTF-8 transcript: {job}")
+check("caf\ufffd" in json.dumps(json.loads(result(server, job["id"], "json")), ensure_ascii=False),
+      "non-UTF-8 transcript in the JSON result")
+check(request(server, f"/v1/jobs/{job['id']}", "DELETE")[0] == 204, "remove it again")
 status, error = error_of(request(server, "/v1/jobs", "POST", b"{}", {"Content-Type": "application/json"}))
 check(status == 415, f"not a form: {status}")
 for fields, word in (({"num_speakers": "0"}, "num_speakers"), ({"step": "3"}, "step 1"),
