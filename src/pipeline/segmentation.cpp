@@ -229,6 +229,12 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   std::size_t chunks_done = 0;
   std::size_t next_batch_to_report = 0;
   std::exception_ptr first_error;
+  // Accelerators and batches of several chunks may pick kernels by what else is in the call, so
+  // only the CPU's batch-1 calls reuse (config_.reuse_silent_chunks).
+  const bool reuse_silence = config_.reuse_silent_chunks &&
+                             config_.provider == runtime::ProviderId::kCpu && !static_shapes_;
+  std::mutex silence_mutex;
+  NdArray<float> silent_output;  // [1, frames, classes] of an all-zero chunk, once it has run
 
   auto work = [&](Worker& worker) {
     try {
@@ -244,9 +250,22 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
         for (std::size_t i = 0; i < call.count; ++i) {
           source(call.offset + i, std::span<float>(worker.input.data() + i * samples, samples));
         }
-        runtime::OnnxSession& session = session_for(worker, call.bucket);
-        auto outputs =
-            session.run({{signature_.input_name, &worker.input}}, {signature_.output_name});
+        const bool silent = reuse_silence && call.bucket == 1 &&
+                            std::all_of(worker.input.values().begin(), worker.input.values().end(),
+                                        [](float value) { return value == 0.f; });
+        std::vector<NdArray<float>> outputs;
+        if (silent) {
+          const std::lock_guard lock(silence_mutex);
+          if (!silent_output.empty()) outputs.push_back(silent_output);
+        }
+        if (outputs.empty()) {
+          outputs = session_for(worker, call.bucket)
+                        .run({{signature_.input_name, &worker.input}}, {signature_.output_name});
+          if (silent) {
+            const std::lock_guard lock(silence_mutex);
+            silent_output = outputs.front();
+          }
+        }
         NdArray<float>& output = outputs.front();
         if (output.rank() != 3 || output.dim(0) != call.bucket ||
             output.dim(2) != static_cast<std::size_t>(signature_.classes)) {

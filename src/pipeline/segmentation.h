@@ -40,6 +40,10 @@ struct SegmentationConfig {
   runtime::GraphOptimization optimization = runtime::GraphOptimization::kExtended;
   // Run the model in float16 (models/float16_graph.h); only on a dynamic-shape accelerator.
   bool float16 = false;
+  // On the CPU, a batch-1 call's output depends only on its input: the first all-zero chunk
+  // (digital silence) is run and its output reused for every other in the same run, which
+  // gives the same result. False: every chunk runs (a test compares the two).
+  bool reuse_silent_chunks = true;
   // Execution provider of every worker's session; for accelerators the model is rewritten first
   // (models/accelerator_rewrite.h: constant If inlined, zero LSTM states removed, batch dynamic).
   runtime::ProviderId provider = runtime::ProviderId::kCpu;

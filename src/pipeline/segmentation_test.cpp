@@ -223,6 +223,28 @@ TEST(SegmentationModel, ChunkSourceIsZeroPadded) {
   EXPECT_TRUE(bitwise_equal(from_source, from_array));
 }
 
+TEST(SegmentationModel, ReusingSilentChunksChangesNoOutput) {
+  PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
+  PARLEY_REQUIRE_SHARED(clip, kClip);
+  // 25 s of digital silence, the three-speaker clip (40 s), 12 s of silence.
+  const auto speech = parley::audio::load_mono_16k(clip);
+  std::vector<float> audio(25 * 16000, 0.f);
+  audio.insert(audio.end(), speech.begin(), speech.end());
+  audio.resize(audio.size() + 12 * 16000, 0.f);
+  // All-zero chunks (0, 3, 5, 15, 66, 67) between chunks with speech, some of it after silence.
+  const std::vector<std::size_t> positions = {0, 20, 3, 30, 15, 66, 40, 67, 5};
+  const auto run = [&](bool reuse, int threads) {
+    SegmentationConfig config;
+    config.reuse_silent_chunks = reuse;
+    config.threads = threads;
+    SegmentationModel model(model_path, config);
+    return model.run(positions.size(), chunk_source(audio, positions));
+  };
+  const auto every_chunk_run = run(false, 1);
+  EXPECT_TRUE(bitwise_equal(run(true, 1), every_chunk_run));
+  EXPECT_TRUE(bitwise_equal(run(true, 2), every_chunk_run));
+}
+
 TEST(SegmentationModel, ThreadCountDoesNotChangeOutput) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);

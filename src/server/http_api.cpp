@@ -37,18 +37,30 @@ struct HttpError {
   throw HttpError{status, std::move(code), std::move(message)};
 }
 
+// Answers echo what clients sent (a field name, a file name), which need not be UTF-8: invalid
+// bytes become U+FFFD instead of nlohmann::json throwing (a 500, found by fuzz_http).
+std::string json_text(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// A client's text as valid UTF-8 (invalid bytes as U+FFFD), before it is kept: the store, the
+// results and the answers are JSON.
+std::string valid_utf8(const std::string& text) {
+  return nlohmann::json::parse(json_text(text)).get<std::string>();
+}
+
 void write_error(httplib::Response& response, const HttpError& error) {
   response.status = error.status;
   if (error.retry_after_seconds > 0) {
     response.set_header("Retry-After", std::to_string(error.retry_after_seconds));
   }
   const nlohmann::json body = {{"error", {{"code", error.code}, {"message", error.message}}}};
-  response.set_content(body.dump() + "\n", "application/json");
+  response.set_content(json_text(body), "application/json");
 }
 
 void write_json(httplib::Response& response, int status, const nlohmann::json& body) {
   response.status = status;
-  response.set_content(body.dump() + "\n", "application/json");
+  response.set_content(json_text(body), "application/json");
 }
 
 // The short code of a status httplib answers by itself (unknown route, oversized body).
@@ -176,24 +188,35 @@ std::size_t queued_jobs(const JobStore& store) {
 
 }  // namespace
 
-HttpApi::HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobQueue& queue,
+HttpApi::HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
                  Metrics& metrics)
+    : HttpApi(std::move(config), std::move(engine), store, runner, metrics,
+              std::make_unique<httplib::Server>()) {}
+
+HttpApi::HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
+                 Metrics& metrics, httplib::Server& server)
     : config_(std::move(config)),
       engine_(std::move(engine)),
       store_(store),
-      queue_(queue),
+      queue_(runner),
       metrics_(metrics),
-      server_(std::make_unique<httplib::Server>()) {
+      server_(server) {
   config_.validate();
   add_routes();
+}
+
+HttpApi::HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
+                 Metrics& metrics, std::unique_ptr<httplib::Server> server)
+    : HttpApi(std::move(config), std::move(engine), store, runner, metrics, *server) {
+  own_server_ = std::move(server);
 }
 
 HttpApi::~HttpApi() = default;
 
 int HttpApi::bind() {
   const int port = config_.port == 0
-                       ? server_->bind_to_any_port(config_.host)
-                       : (server_->bind_to_port(config_.host, config_.port) ? config_.port : -1);
+                       ? server_.bind_to_any_port(config_.host)
+                       : (server_.bind_to_port(config_.host, config_.port) ? config_.port : -1);
   if (port < 0) {
     fail("cannot listen on {}:{} (in use, or not an address of this machine?)", config_.host,
          config_.port);
@@ -201,12 +224,12 @@ int HttpApi::bind() {
   return port;
 }
 
-void HttpApi::serve() { server_->listen_after_bind(); }
+void HttpApi::serve() { server_.listen_after_bind(); }
 
-void HttpApi::stop() { server_->stop(); }
+void HttpApi::stop() { server_.stop(); }
 
 void HttpApi::add_routes() {
-  httplib::Server& server = *server_;
+  httplib::Server& server = server_;
   const int threads = config_.http_threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // The form carries the recording and a transcript: room for both, each checked on its own.
@@ -321,10 +344,14 @@ void HttpApi::add_routes() {
 
 namespace {
 
-nlohmann::json job_json(const Job& job, std::optional<double> running_progress) {
+// `engine_progress`: where the engine holds the job. A queued job it holds is being decoded
+// (or waits, decoded, for an engine); it is running once the networks start on it.
+nlohmann::json job_json(const Job& job, std::optional<double> engine_progress) {
   double progress = 0.0;
   if (job.state == JobState::kDone) progress = 1.0;
-  if (job.state == JobState::kRunning) progress = running_progress.value_or(0.0);
+  if (job.state == JobState::kQueued || job.state == JobState::kRunning) {
+    progress = engine_progress.value_or(0.0);
+  }
   nlohmann::json body = {
       {"id", job.id},
       {"url", "/v1/jobs/" + job.id},
@@ -453,9 +480,9 @@ void HttpApi::accept_job(const httplib::Request& request, httplib::Response& res
       refuse(404, "not_found", fmt::format("path: no file '{}' in the allowed folder", named));
     }
     server_file = resolved;
-    filename = named;
+    filename = valid_utf8(named);
   } else {
-    filename = request.get_file_value("audio").filename;
+    filename = valid_utf8(request.get_file_value("audio").filename);
   }
 
   // Queue full: refused before anything is written.

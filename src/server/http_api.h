@@ -33,8 +33,13 @@ struct EngineInfo {
 
 class HttpApi {
  public:
-  HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobQueue& queue,
+  // With a server of its own, for bind(), serve() and stop().
+  HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
           Metrics& metrics);
+  // The routes on `server`, which the caller owns and drives (the HTTP fuzzer hands it requests
+  // without a socket); it must outlive this.
+  HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
+          Metrics& metrics, httplib::Server& server);
   ~HttpApi();
   HttpApi(const HttpApi&) = delete;
   HttpApi& operator=(const HttpApi&) = delete;
@@ -47,6 +52,8 @@ class HttpApi {
   void stop();
 
  private:
+  HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
+          Metrics& metrics, std::unique_ptr<httplib::Server> server);
   void add_routes();
   void accept_job(const httplib::Request& request, httplib::Response& response, bool wait);
   void answer_job(const std::string& id, httplib::Response& response);
@@ -58,10 +65,11 @@ class HttpApi {
   ServerConfig config_;
   EngineInfo engine_;
   JobStore& store_;
-  JobQueue& queue_;
+  JobRunner& queue_;
   Metrics& metrics_;
-  std::mutex admission_;  // the queue-full check and the insert, as one step
-  std::unique_ptr<httplib::Server> server_;
+  std::mutex admission_;                         // the queue-full check and the insert, as one step
+  std::unique_ptr<httplib::Server> own_server_;  // unset when the caller owns the server
+  httplib::Server& server_;
 };
 
 }  // namespace parley::server

@@ -65,7 +65,8 @@ void JobQueue::run() {
       spdlog::error("the engine stopped: {}; starting it again", error.what());
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }
-    // Taken but never reported (stopped before the networks, or the run failed): not run.
+    // Taken but never reported: stopped before the networks (still queued), or the run failed
+    // (running, but the run did not crash the process, so its attempt is given back).
     const std::lock_guard lock(mutex_);
     for (const auto& [index, taken] : taken_) store_.requeue(taken.id);
     taken_.clear();
@@ -77,7 +78,9 @@ std::optional<corpus::CorpusRecording> JobQueue::next_recording() {
   while (!stop_) {
     std::optional<Job> job;
     try {
-      job = store_.start_next(kMaxJobAttempts);
+      std::vector<std::string> held;
+      for (const auto& [index, taken] : taken_) held.push_back(taken.id);
+      job = store_.oldest_queued(kMaxJobAttempts, held);
     } catch (const std::exception& error) {
       spdlog::error("cannot take the next job: {}", error.what());
     }
@@ -113,6 +116,15 @@ void JobQueue::on_stage(std::size_t index, std::string_view stage) {
   }
   taken.stage = std::string(stage);
   taken.stage_start = now;
+  // Running, and its attempt counted, only now: a job that waited for an engine (decoded, or
+  // behind another recording) when the process died has not been tried.
+  if (stage == "networks") {
+    try {
+      store_.start(taken.id);
+    } catch (const std::exception& error) {
+      spdlog::error("job {}: cannot mark it running: {}", taken.id, error.what());
+    }
+  }
 }
 
 void JobQueue::on_result(corpus::RecordingOutcome outcome) {
@@ -129,7 +141,12 @@ void JobQueue::on_result(corpus::RecordingOutcome outcome) {
                                             .count());
   }
   try {
-    if (const auto job = store_.find(taken.id)) finish(*job, outcome);
+    // Cancelled or removed while it waited for an engine: its result is not wanted. A job that
+    // never reached the networks (undecodable) is still queued and ends here.
+    const auto job = store_.find(taken.id);
+    if (job && (job->state == JobState::kQueued || job->state == JobState::kRunning)) {
+      finish(*job, outcome);
+    }
   } catch (const std::exception& error) {
     spdlog::error("job {}: {}", taken.id, error.what());
     try {

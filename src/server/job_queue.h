@@ -1,9 +1,11 @@
 #pragma once
 // The worker between the job store and the corpus engine: one engine run that lasts as long as
-// the server, fed by a source that takes the oldest queued job from the store (counting the
-// attempt there before the run starts) and waits when there is none. Results are written as the
-// engine reports them, in completion order. Stopping lets the recordings already in the networks
-// finish and puts every other taken job back in the queue for the next start.
+// the server, fed by a source that takes the oldest queued job from the store and waits when
+// there is none. A taken job stays queued in the store until the engine's networks start on it;
+// only then is it running and its attempt counted (before the run, so a crash in it counts).
+// Results are written as the engine reports them, in completion order. Stopping lets the recordings
+// already in the networks finish and puts every other taken job back in the queue for the next
+// start.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "corpus/corpus_engine.h"
 #include "server/job_store.h"
@@ -23,25 +26,37 @@ namespace parley::server {
 // crash may be bad luck (a native teardown crash), the second is the recording.
 constexpr int kMaxJobAttempts = 2;
 
-class JobQueue {
+// What the HTTP API needs of whatever runs the jobs: the JobQueue below in the server, a stand-in
+// without models in the HTTP fuzzer (fuzz/http_fuzzer.cpp).
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // A job was queued (or cancelled).
+  virtual void wake() = 0;
+  // How far a running job is (0..1); nullopt when it is not running here.
+  virtual std::optional<double> progress(const std::string& id) const = 0;
+  // Waits until the job is no longer queued or running, or `timeout` passes; the job as it is
+  // then (nullopt: removed).
+  virtual std::optional<Job> wait_until_finished(const std::string& id,
+                                                 std::chrono::steady_clock::duration timeout) = 0;
+};
+
+class JobQueue : public JobRunner {
  public:
   JobQueue(JobStore& store, corpus::CorpusEngine& engine, Metrics& metrics);
-  ~JobQueue();  // stop()
+  ~JobQueue() override;  // stop()
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
 
   void start();
   // No new job starts; those in the networks finish; the others go back to queued. Idempotent.
   void stop();
-  // A job was queued (or cancelled): wakes the source.
-  void wake();
-
-  // How far a running job is (0..1) by the stage it is in; nullopt when it is not running here.
-  std::optional<double> progress(const std::string& id) const;
-  // Waits until the job is no longer queued or running, or `timeout` passes; the job as it is
-  // then (nullopt: removed).
+  // Wakes the source.
+  void wake() override;
+  // By the engine's stage the job is in.
+  std::optional<double> progress(const std::string& id) const override;
   std::optional<Job> wait_until_finished(const std::string& id,
-                                         std::chrono::steady_clock::duration timeout);
+                                         std::chrono::steady_clock::duration timeout) override;
 
  private:
   struct Taken {

@@ -211,34 +211,39 @@ std::map<JobState, std::size_t> JobStore::count_by_state() const {
   return counts;
 }
 
-std::optional<Job> JobStore::start_next(int max_attempts) {
+std::optional<Job> JobStore::oldest_queued(int max_attempts, const std::vector<std::string>& skip) {
   const std::lock_guard lock(mutex_);
+  std::string where = "WHERE state = 'queued'";
+  if (!skip.empty()) {
+    where += " AND id NOT IN (?";
+    for (std::size_t k = 1; k < skip.size(); ++k) where += ", ?";
+    where += ")";
+  }
+  where += " ORDER BY seq";
   while (true) {
-    auto jobs = query("WHERE state = 'queued' ORDER BY seq", {}, 0, 1);
+    auto jobs = query(where, skip, 0, 1);
     if (jobs.empty()) return std::nullopt;
     Job job = std::move(jobs.front());
-    if (job.attempts >= max_attempts) {
-      Statement(db_.get(), "UPDATE jobs SET state = 'failed', finished = ?, error = ? WHERE id = ?")
-          .bind(1, unix_now())
-          .bind(2, fmt::format("the server died {} times while diarizing this recording (a native "
-                               "crash?); it is not tried again",
-                               job.attempts))
-          .bind(3, job.id)
-          .step();
-      continue;
-    }
-    job.state = JobState::kRunning;
-    job.attempts += 1;
-    job.started = unix_now();
-    // Counted before the run starts: a crash during it still counts.
-    Statement(db_.get(),
-              "UPDATE jobs SET state = 'running', attempts = ?, started = ? WHERE id = ?")
-        .bind(1, static_cast<std::int64_t>(job.attempts))
-        .bind(2, job.started)
+    if (job.attempts < max_attempts) return job;
+    Statement(db_.get(), "UPDATE jobs SET state = 'failed', finished = ?, error = ? WHERE id = ?")
+        .bind(1, unix_now())
+        .bind(2, fmt::format("the server died {} times while diarizing this recording (a native "
+                             "crash?); it is not tried again",
+                             job.attempts))
         .bind(3, job.id)
         .step();
-    return job;
   }
+}
+
+bool JobStore::start(const std::string& id) {
+  const std::lock_guard lock(mutex_);
+  Statement(db_.get(),
+            "UPDATE jobs SET state = 'running', attempts = attempts + 1, started = ? WHERE id = ? "
+            "AND state = 'queued'")
+      .bind(1, unix_now())
+      .bind(2, id)
+      .step();
+  return sqlite3_changes(db_.get()) > 0;
 }
 
 std::size_t JobStore::requeue_running() {

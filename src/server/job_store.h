@@ -30,7 +30,7 @@ struct Job {
   std::filesystem::path transcript;  // empty: none to fuse
   // Per-job options: num_speakers, min_speakers, max_speakers, exclusive.
   nlohmann::json options = nlohmann::json::object();
-  int attempts = 0;  // runs started; counted before each start, so a crash mid-run is counted
+  int attempts = 0;  // runs started (JobStore::start), so a crash mid-run is counted
   bool cancel_requested = false;
   double created = 0.0;  // Unix seconds
   double started = 0.0;
@@ -59,10 +59,13 @@ class JobStore {
   std::size_t count() const;
   std::map<JobState, std::size_t> count_by_state() const;
 
-  // The oldest queued job, now running with one more attempt; a queued job that has already
-  // been started `max_attempts` times (each start ended by the process dying) is marked failed
+  // The oldest queued job not in `skip` (ids), left queued; a queued job that has already been
+  // started `max_attempts` times (each start ended by the process dying) is marked failed
   // instead and skipped.
-  std::optional<Job> start_next(int max_attempts);
+  std::optional<Job> oldest_queued(int max_attempts, const std::vector<std::string>& skip);
+  // A queued job now running with one more attempt, counted before its run starts so that a
+  // crash during it counts. False when it is no longer queued (cancelled or removed meanwhile).
+  bool start(const std::string& id);
   // Every running job back to queued (at startup: what a killed server was running).
   std::size_t requeue_running();
   // A running job back to queued without counting the attempt (a clean shutdown stopped it

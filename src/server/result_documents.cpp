@@ -29,7 +29,9 @@ std::map<std::string, std::string> result_documents(const pipeline::DiarizationR
     const transcript::Transcript fused = transcript::assign_speakers(words, exclusive_turns);
     auto json = nlohmann::ordered_json::parse(documents["json"]);
     json["transcript"] = transcript::transcript_json(fused)["segments"];
-    documents["json"] = json.dump(2) + "\n";
+    // A transcript's text need not be UTF-8; its writers replace what is not (U+FFFD) too.
+    documents["json"] =
+        json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     documents["txt"] = transcript::format_text(fused);
     documents["srt"] = transcript::format_srt(fused);
     documents["vtt"] = transcript::format_webvtt(fused);

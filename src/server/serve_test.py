@@ -234,6 +234,34 @@ body, headers = form({"audio": ("notes.wav", b"this is not audio at all, just te
 status, error = error_of(request(server, "/v1/jobs", "POST", body, headers))
 check(status == 415 and "notes.wav" in error["message"] and work not in error["message"],
       f"not audio: {status} {error}")
+# Names that are not UTF-8 (found by fuzz_http: a 500 from the JSON writer): echoed and kept as
+# U+FFFD.
+with open(clips[0], "rb") as audio:
+    clip_bytes = audio.read()
+for name, filename in ((b"colo\xfcr", b"clip.wav"), (b"audio", b"caf\xe9 \xff.wav")):
+    raw = (b'--b\r\nContent-Disposition: form-data; name="' + name + b'"; filename="' + filename +
+           b'"\r\n\r\n' + clip_bytes + b"\r\n--b--\r\n")
+    status, _, answer = request(server, "/v1/jobs", "POST", raw,
+                                {"Content-Type": "multipart/form-data; boundary=b"})
+    if name != b"audio":
+        status, error = error_of((status, None, answer))
+        check(status == 422 and "colo\ufffdr" in error["message"], f"non-UTF-8 field: {error}")
+        continue
+    check(status == 202, f"non-UTF-8 file name: {status} {answer[:200]!r}")
+    job = wait_done(server, json.loads(answer)["id"])
+    check(job["state"] == "done" and job["filename"] == "caf\ufffd \ufffd.wav" and
+          job["uri"] == "caf\ufffd_\ufffd", f"non-UTF-8 file name: {job}")
+    json.loads(result(server, job["id"], "json"))
+    check(request(server, f"/v1/jobs/{job['id']}", "DELETE")[0] == 204, "remove it again")
+# A transcript that is not UTF-8 (found by fuzz_http): the JSON result has U+FFFD.
+status, _, answer = submit(server, clips[0],
+                           transcript=("t.srt", b"1\n00:00:00,000 --> 00:00:03,000\ncaf\xe9\n"))
+check(status == 202, f"non-UTF-8 transcript: {status} {answer[:200]!r}")
+job = wait_done(server, json.loads(answer)["id"])
+check(job["state"] == "done", f"non-UTF-8 transcript: {job}")
+check("caf\ufffd" in json.dumps(json.loads(result(server, job["id"], "json")), ensure_ascii=False),
+      "non-UTF-8 transcript in the JSON result")
+check(request(server, f"/v1/jobs/{job['id']}", "DELETE")[0] == 204, "remove it again")
 status, error = error_of(request(server, "/v1/jobs", "POST", b"{}", {"Content-Type": "application/json"}))
 check(status == 415, f"not a form: {status}")
 for fields, word in (({"num_speakers": "0"}, "num_speakers"), ({"step": "3"}, "step 1"),
@@ -349,20 +377,38 @@ for path in clips[:10] + [SAMPLE]:
     status, _, body = submit(server, path)
     check(status == 202, f"crash-test submit {status}")
     submitted[json.loads(body)["id"]] = os.path.splitext(os.path.basename(path))[0]
+# Killed while one job is in the networks and another, taken by the engine (decoded, progress
+# above 0), waits for them: only a job the networks started is running and has used an attempt.
 deadline = time.time() + 60
 while time.time() < deadline:
     jobs = json.loads(request(server, "/v1/jobs")[2])["jobs"]
     states = [job["state"] for job in jobs]
-    if "done" in states and "running" in states:
+    waiting = [job["id"] for job in jobs if job["state"] == "queued" and job["progress"] > 0]
+    if "done" in states and "running" in states and waiting:
         break
     time.sleep(0.05)
+check(waiting, "a job waits in the engine before it runs: "
+      f"{[(job['state'], job['progress']) for job in jobs]}")
+for job in jobs:
+    check(job["state"] != "running" or (job["progress"] >= 0.15 and job["attempts"] == 1),
+          f"running only once in the networks: {job}")
 done_before = {job["id"]: job["finished"] for job in jobs if job["state"] == "done"}
 server.stop(signal.SIGKILL)
 check(len(done_before) < len(submitted), "killed mid-run")
+with sqlite3.connect(f"{state}/jobs.sqlite3") as db:
+    after_kill = {job_id: (state_, attempts) for job_id, state_, attempts in db.execute(
+        "SELECT id, state, attempts FROM jobs WHERE id IN (%s)" % ",".join("?" * len(waiting)),
+        waiting)}
+for job_id, (state_, attempts) in after_kill.items():
+    check(state_ != "queued" or attempts == 0, f"a queued job has used no attempt: {attempts}")
 server.start()
 for job_id, uri in submitted.items():
     job = wait_done(server, job_id)
     check(job["state"] == "done" and job["attempts"] <= 2, f"after the crash {uri}: {job}")
+    if job_id in waiting:
+        # It may have started between the snapshot and the kill; if not, the crash cost nothing.
+        check(job["attempts"] == after_kill[job_id][1] + 1,
+              f"{uri} waited in the engine when it was killed and used no attempt: {job}")
     check(result(server, job_id) == expected.get(uri, ""), f"after the crash {uri}: same RTTM")
     if job_id in done_before:
         check(job["finished"] == done_before[job_id] and job["attempts"] == 1,
