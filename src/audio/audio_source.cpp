@@ -11,6 +11,8 @@
 #include "audio/sndfile_source.h"
 #include "core/error.h"
 
+#include <spdlog/spdlog.h>
+
 namespace parley::audio {
 
 std::optional<double> DecodeProgress::fraction() const {
@@ -91,15 +93,33 @@ std::unique_ptr<AudioSource> checked(std::unique_ptr<AudioSource> source,
 std::unique_ptr<AudioSource> open_audio_source(const std::filesystem::path& path) {
   check_is_nonempty_regular_file(path);
   check_header(path);
-  std::string sndfile_reason;
-  if (auto source = open_sndfile_source(path, sndfile_reason))
-    return checked(std::move(source), path);
+  std::string sndfile_reason = "MP3 is decoded by libav";
+  // libsndfile decodes MP3 through libmpg123, which prints its own warnings to stderr where
+  // neither -q nor parley's wording reaches them; libav's messages go through parley's logger.
+  if (!is_mpeg_audio(path)) {
+    if (auto source = open_sndfile_source(path, sndfile_reason)) {
+      return checked(std::move(source), path);
+    }
+  }
   std::string libav_reason;
   if (auto source = open_libav_source(path, libav_reason)) return checked(std::move(source), path);
   fail(
       "{}: not audio that parley can decode (libsndfile: {}; libav: {}); check that it is a "
       "recording, or convert it to WAV or FLAC",
       path.string(), as_clause(sndfile_reason), as_clause(libav_reason));
+}
+
+void warn_if_cut_short(const std::filesystem::path& path, const AudioInfo& info,
+                       std::int64_t frames_decoded) {
+  if (info.frames_exact || !info.frames ||
+      static_cast<double>(frames_decoded) >= 0.9 * static_cast<double>(*info.frames)) {
+    return;
+  }
+  spdlog::warn(
+      "{}: decoded {:.1f} s of the {:.1f} s its header announces; the file was probably cut "
+      "short, and only what is there is diarized",
+      path.string(), static_cast<double>(frames_decoded) / info.sample_rate,
+      static_cast<double>(*info.frames) / info.sample_rate);
 }
 
 }  // namespace parley::audio

@@ -1,8 +1,8 @@
 #pragma once
 // A decoder that delivers a file's samples as interleaved float32 at the file's own rate and
 // channel count, one block at a time, so that a long recording never has to sit in memory whole.
-// Two backends implement it: libsndfile (WAV/FLAC/Ogg/MP3 and friends) and libav (what ffmpeg's
-// libraries decode: m4a, mp4, aac, webm, ...). open_audio_source() picks one.
+// Two backends implement it: libsndfile (WAV/FLAC/Ogg and friends) and libav (MP3 and what else
+// ffmpeg's libraries decode: m4a, mp4, aac, webm, ...). open_audio_source() picks one.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -61,8 +61,14 @@ class AudioSource {
 
 // Opens `path` for decoding: checks that it is a non-empty regular file, validates a RIFF/WAVE
 // header itself (so damaged WAVs get a precise message), then tries libsndfile and, when
-// libsndfile cannot open the file, libav. Throws parley::Error with a one-line message naming the
-// file and the problem.
+// libsndfile cannot open the file or it is MP3, libav. Throws parley::Error with a one-line message
+// naming the file and the problem.
 std::unique_ptr<AudioSource> open_audio_source(const std::filesystem::path& path);
+
+// For the backends, at the end of a stream whose header only estimates its length (MP3, Ogg):
+// warns when far less audio decoded than the header announces (100 kB of a 133 s MP3 decoded as
+// 4.1 s without a word), since only what is there is diarized.
+void warn_if_cut_short(const std::filesystem::path& path, const AudioInfo& info,
+                       std::int64_t frames_decoded);
 
 }  // namespace parley::audio

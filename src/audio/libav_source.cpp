@@ -14,6 +14,7 @@ extern "C" {
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -118,14 +119,15 @@ class LibavSource final : public AudioSource {
   LibavSource(std::filesystem::path path,
               std::unique_ptr<AVFormatContext, FormatContextCloser> format,
               std::unique_ptr<AVCodecContext, CodecContextFreer> codec, int stream_index,
-              AudioInfo info)
+              AudioInfo info, bool length_from_header)
       : path_(std::move(path)),
         format_(std::move(format)),
         codec_(std::move(codec)),
         packet_(av_packet_alloc()),
         frame_(av_frame_alloc()),
         stream_index_(stream_index),
-        info_(std::move(info)) {
+        info_(std::move(info)),
+        length_from_header_(length_from_header) {
     if (!packet_ || !frame_) throw std::bad_alloc();
   }
 
@@ -149,6 +151,10 @@ class LibavSource final : public AudioSource {
       written_frames += copy_frames;
     }
     frames_decoded_ += static_cast<std::int64_t>(written_frames);
+    if (written_frames == 0 && wanted_frames > 0 && !reached_end_) {
+      reached_end_ = true;
+      if (length_from_header_) warn_if_cut_short(path_, info_, frames_decoded_);
+    }
     return written_frames;
   }
 
@@ -270,6 +276,10 @@ class LibavSource final : public AudioSource {
   bool draining_ = false;
   std::int64_t frames_decoded_ = 0;
   std::int64_t skipped_packets_ = 0;
+  // A length estimated from the bitrate (ADTS AAC, MP3 without a Xing header) may be far off; only
+  // one the container states (an MP3's Xing frame count, an MP4 header) says a file was cut short.
+  bool length_from_header_;
+  bool reached_end_ = false;
 };
 
 }  // namespace
@@ -331,8 +341,17 @@ std::unique_ptr<AudioSource> open_libav_source(const std::filesystem::path& path
     // Not AV_TIME_BASE_Q: that is a C compound literal, which clang refuses in C++.
     info.frames = av_rescale_q(format->duration, AVRational{1, AV_TIME_BASE}, per_sample);
   }
+  const bool length_from_header = format->duration_estimation_method != AVFMT_DURATION_FROM_BITRATE;
   return std::make_unique<LibavSource>(path, std::move(format), std::move(codec), stream_index,
-                                       std::move(info));
+                                       std::move(info), length_from_header);
+}
+
+bool is_mpeg_audio(const std::filesystem::path& path) {
+  quiet_libav_logging();
+  AVFormatContext* raw_format = nullptr;
+  if (avformat_open_input(&raw_format, path.c_str(), nullptr, nullptr) < 0) return false;
+  const std::unique_ptr<AVFormatContext, FormatContextCloser> format(raw_format);
+  return std::string_view(format->iformat->name) == "mp3";
 }
 
 }  // namespace parley::audio

@@ -1,6 +1,6 @@
 #pragma once
 // The libav backend (ffmpeg's libavformat/libavcodec): whatever they demux and decode, e.g. m4a,
-// mp4, aac, webm, opus, wma. Used when libsndfile cannot open a file.
+// mp4, aac, webm, opus, wma. Used for MP3 and when libsndfile cannot open a file.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -14,5 +14,8 @@ namespace parley::audio {
 // parameters are unusable (0 Hz, 0 channels).
 std::unique_ptr<AudioSource> open_libav_source(const std::filesystem::path& path,
                                                std::string& why_not);
+
+// True when libav's demuxer takes `path` for MPEG audio (MP3, with or without ID3 tags).
+bool is_mpeg_audio(const std::filesystem::path& path);
 
 }  // namespace parley::audio

@@ -9,8 +9,6 @@
 #include <limits>
 #include <utility>
 
-#include <spdlog/spdlog.h>
-
 #include "audio/error_text.h"
 #include "core/error.h"
 
@@ -121,16 +119,7 @@ class SndfileSource final : public AudioSource {
             "was cut short",
             path_.string(), *info_.frames, frames_decoded_);
       }
-      // MP3 and Ogg headers only estimate the length; far less audio than that is a file cut
-      // short (100 kB of a 133 s MP3 decoded as 4.1 s without a word).
-      if (!info_.frames_exact && info_.frames &&
-          static_cast<double>(frames_decoded_) < 0.9 * static_cast<double>(*info_.frames)) {
-        spdlog::warn(
-            "{}: decoded {:.1f} s of the {:.1f} s its header announces; the file was probably cut "
-            "short, and only what is there is diarized",
-            path_.string(), static_cast<double>(frames_decoded_) / info_.sample_rate,
-            static_cast<double>(*info_.frames) / info_.sample_rate);
-      }
+      warn_if_cut_short(path_, info_, frames_decoded_);
     }
     return static_cast<std::size_t>(got);
   }

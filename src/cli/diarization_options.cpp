@@ -288,4 +288,23 @@ void write_output(const std::string& text, const std::string& out) {
   pipeline::write_text_file(out, text);
 }
 
+void check_output_file(std::string_view flag, const std::string& out) {
+  if (out == "-" || out.empty()) return;
+  const std::filesystem::path parent = std::filesystem::absolute(out).parent_path();
+  std::error_code error;
+  if (!std::filesystem::is_directory(parent, error)) {
+    fail("{} {}: the folder {} does not exist", flag, out, parent.string());
+  }
+}
+
+void prepare_output_folder(std::string_view flag, const std::filesystem::path& folder) {
+  std::error_code error;
+  if (std::filesystem::exists(folder, error) && !std::filesystem::is_directory(folder, error)) {
+    fail("{} {}: exists and is not a folder; name a folder (it is created if missing)", flag,
+         folder.string());
+  }
+  std::filesystem::create_directories(folder, error);
+  if (error) fail("{} {}: cannot create it: {}", flag, folder.string(), error.message());
+}
+
 }  // namespace parley::cli

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -121,5 +122,11 @@ using pipeline::recording_uri;
 // Writes `text` to `out` ("-" or empty: standard output) whole or not at all: a file is
 // replaced atomically (core/atomic_file.h), and a failed write to standard output fails.
 void write_output(const std::string& text, const std::string& out);
+
+// Output destinations, checked before any work so that a typo costs nothing finished. Each fails
+// naming `flag`: unless the folder that the file `out` goes into exists ("-" or empty: standard
+// output); unless `folder` is a folder or can be made one (it is made, with its parents).
+void check_output_file(std::string_view flag, const std::string& out);
+void prepare_output_folder(std::string_view flag, const std::filesystem::path& folder);
 
 }  // namespace parley::cli

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # CTest: `parley diarize`, `parley recluster` and `parley score` as a user runs them.
-#   diarize_command_test.sh PARLEY SOURCE_DIR WORK_DIR   (PARLEY_SHARED_DIR: the shared data)
+#   diarize_command_test.sh PARLEY SOURCE_DIR WORK_DIR ENCODE_AUDIO   (PARLEY_SHARED_DIR: the shared data)
 # Skips (exit 77) without the shared folder; fails when a file it needs is missing from it.
 set -euo pipefail
-parley=$1 source_dir=$2 work=$3
+parley=$1 source_dir=$2 work=$3 encode_audio=$4
 source "$source_dir/src/testing/require_shared.sh"
 shared=${PARLEY_SHARED_DIR:?}
 rm -rf "$work"; mkdir -p "$work/models"
@@ -93,6 +93,18 @@ HOME="$work/empty-home" XDG_CACHE_HOME= PARLEY_MODELS= "$parley" diarize "$share
   --models "$work/empty-models" >/dev/null 2>"$work/err"; status=$?
 set -e
 check '[ $status -eq 1 ] && grep -q "models fetch" "$work/err"' "missing models error"
+
+# A damaged MP3 that still decodes (cut to a quarter, 100 bytes of its middle overwritten): the
+# warning is parley's own, and -q leaves only the speed-twin notice (loud on purpose) on stderr.
+# libmpg123, which libsndfile decodes MP3 with, printed "Note: Illegal Audio-MPEG-Header" itself.
+"$encode_audio" "$shared/eval/falcon-test/test.wav" "$work/whole.mp3"
+head -c "$(( $(stat -c %s "$work/whole.mp3") / 4 ))" "$work/whole.mp3" >"$work/damaged.mp3"
+printf '%100s' '' | dd of="$work/damaged.mp3" bs=1 seek=20000 conv=notrunc status=none
+"$parley" audio-info "$work/damaged.mp3" >/dev/null 2>"$work/mp3.err"
+check 'grep -q "damaged.mp3: decoded .* s of the .* s its header announces" "$work/mp3.err"' "cut-short MP3 warning"
+check '! grep -qi "mpeg-header\|mpg123" "$work/mp3.err"' "no libmpg123 output"
+"$parley" diarize "$work/damaged.mp3" --models "$work/models" -q --step 2 >"$work/mp3.rttm" 2>"$work/mp3-quiet.err"
+check '[ -z "$(grep -v -e "speed twin with random weights" -e "^!*$" "$work/mp3-quiet.err")" ]' "-q: no warning for a damaged MP3"
 
 # Providers: both models are routed and each decision is logged; a named provider that this
 # machine cannot use stops the run with its reason before any model loads. (Skipped where a GPU

@@ -173,18 +173,10 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   // Every destination is checked before any work, so that nothing finished is lost to a typo.
   const fs::path records_dir = fs::path(out_dir) / ".parley";
   if (!out_dir.empty()) {
-    std::error_code error;
-    if (fs::exists(out_dir, error) && !fs::is_directory(out_dir, error)) {
-      fail("--out-dir {}: exists and is not a folder", out_dir);
-    }
-    fs::create_directories(records_dir, error);
-    if (error) fail("--out-dir {}: cannot create it: {}", out_dir, error.message());
-  } else if (flags.out != "-") {
-    const fs::path parent = fs::absolute(flags.out).parent_path();
-    std::error_code error;
-    if (!fs::is_directory(parent, error)) {
-      fail("--out {}: the folder {} does not exist", flags.out, parent.string());
-    }
+    prepare_output_folder("--out-dir", out_dir);
+    prepare_output_folder("--out-dir", records_dir);
+  } else {
+    check_output_file("--out", flags.out);
   }
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);

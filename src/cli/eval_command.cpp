@@ -124,11 +124,7 @@ class EvalRunner {
         config_(std::move(config)),
         scoring_(scoring),
         settings_(run_settings(config_, models_, providers, arguments.exclusive)),
-        progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {
-    if (!arguments_.out_dir.empty()) {
-      std::filesystem::create_directories(std::filesystem::path(arguments_.out_dir) / "files");
-    }
-  }
+        progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {}
 
   const nlohmann::ordered_json& settings() const { return settings_; }
 
@@ -296,7 +292,13 @@ void run_eval(const EvalArguments& arguments) {
     scoring.collar = arguments.collar;
     scoring.skip_overlap = arguments.skip_overlap;
   }
-  // Compared systems are read first: a wrong path fails before an hour of diarization.
+  // Destinations and compared systems are checked first: a wrong path fails before an hour of
+  // diarization (an --out that was a file gave "internal error: filesystem error").
+  if (!arguments.out_dir.empty()) {
+    prepare_output_folder("--out", arguments.out_dir);
+    prepare_output_folder("--out", std::filesystem::path(arguments.out_dir) / "files");
+  }
+  check_output_file("--json", arguments.json);
   std::vector<eval::SystemSummary> compared;
   for (const std::string& path : arguments.compare) {
     compared.push_back(eval::read_system_summary(path));

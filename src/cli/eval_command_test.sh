@@ -70,6 +70,20 @@ set -e
 check '[ $status -eq 1 ] && grep -q "1 of 2 recordings failed" "$work/stderr"' "failed URI: exit status"
 check 'grep -q "trñ00.*is not in the reference" "$work/table" && grep -q "^trn01 " "$work/table"' "failed URI reported, other scored"
 check 'json "$work/bad.json" "d[\"total\"][\"failed\"] == 1 and d[\"total\"][\"scored\"] == 1 and d[\"files\"][1][\"status\"] == \"ok\""' "failed URI JSON"
+# Destinations are checked before any work, in parley's words: an --out that is a file gave
+# "internal error: filesystem error" after the models loaded; --json into a missing folder.
+echo "not a folder" >"$work/out-file"
+set +e
+"$parley" eval --list "$work/two.lst" --audio-dir "$ami" --rttm "$ami/debug.train.rttm" \
+  "${engine[@]}" --out "$work/out-file" >"$work/table" 2>"$work/stderr"; status=$?
+set -e
+check '[ $status -eq 1 ] && [ "$(cat "$work/stderr")" = "parley: error: --out $work/out-file: exists and is not a folder; name a folder (it is created if missing)" ]' "--out naming a file"
+check '[ "$(cat "$work/out-file")" = "not a folder" ] && [ ! -s "$work/table" ]' "--out file untouched, nothing done"
+set +e
+"$parley" eval --list "$work/two.lst" --audio-dir "$ami" --rttm "$ami/debug.train.rttm" \
+  "${engine[@]}" --json "$work/no-such-folder/eval.json" >"$work/table" 2>"$work/stderr"; status=$?
+set -e
+check '[ $status -eq 1 ] && [ "$(cat "$work/stderr")" = "parley: error: --json $work/no-such-folder/eval.json: the folder $work/no-such-folder does not exist" ]' "--json into a missing folder"
 mkdir -p "$work/set"
 printf '%s\t%s\t%s\n' "$ami/tst00.wav" "$ami/debug.test.rttm" "$ami/debug.test.uem" \
   "missing.wav" "$ami/debug.test.rttm" "" >"$work/set/manifest.tsv"

@@ -4,10 +4,10 @@
 # models where scripts/prepare-models puts them (beside the executable), an empty home (no
 # per-user model cache, no $PARLEY_MODELS), and the README's file names made from real
 # recordings in ../shared/eval. A command added to the README is tested without editing this.
-#   readme_commands_test.sh PARLEY SOURCE_DIR WORK_DIR ENCODE_M4A   (PARLEY_SHARED_DIR: shared data)
+#   readme_commands_test.sh PARLEY SOURCE_DIR WORK_DIR ENCODE_AUDIO   (PARLEY_SHARED_DIR: shared data)
 # Skips (exit 77) when the shared models or recordings are absent.
 set -euo pipefail
-parley=$1 source_dir=$2 work=$3 encode_m4a=$(realpath "$4")
+parley=$1 source_dir=$2 work=$3 encode_audio=$(realpath "$4")
 shared=${PARLEY_SHARED_DIR:?}
 eval_dir=$shared/eval
 for needed in models/segmentation-3.0-fp16.onnx models/plda eval/pyannote-sample/sample.wav \
@@ -25,7 +25,7 @@ mkdir -p "$checkout/build" "$work/home"
 ln -s "$(realpath "$parley")" "$checkout/build/parley"
 cd "$checkout"
 # The README's recordings, from real ones.
-"$encode_m4a" "$eval_dir/pyannote-sample/sample.wav" meeting.m4a
+"$encode_audio" "$eval_dir/pyannote-sample/sample.wav" meeting.m4a
 cp "$eval_dir/falcon-test/test.wav" call.wav
 cp "$eval_dir/falcon-test/test.wav" talk.wav
 cp "$eval_dir/pyannote-sample/sample.wav" long.wav

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -229,11 +230,22 @@ NpyArray parse_npy(std::span<const std::byte> file, const std::string& source) {
   array.type = info.type;
   const std::string dims = match[1].str();
   static const std::regex number_re(R"(\d+)");
+  // The byte count is checked as it is multiplied: a shape like (2^32, 2^32, 1) wraps to 0 bytes,
+  // and its array would then claim sizes that no byte backs (recluster crashed on one).
+  std::size_t payload = info.width;
   for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number_re);
        it != std::sregex_iterator(); ++it) {
-    array.shape.push_back(static_cast<std::size_t>(std::stoull(it->str())));
+    const std::string digits = it->str();
+    std::size_t size = 0;
+    const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), size);
+    if (parsed.ec != std::errc{} ||
+        (size != 0 && payload > std::numeric_limits<std::size_t>::max() / size)) {
+      fail("{}: the .npy shape ({}) describes more bytes than any file holds; the file is damaged",
+           source, dims);
+    }
+    array.shape.push_back(size);
+    payload *= size;
   }
-  const std::size_t payload = array.element_count() * info.width;
   const std::size_t data_start = header_start + header_length;
   if (file.size() - data_start < payload) {
     fail("{}: .npy data truncated ({} bytes present, {} expected)", source,

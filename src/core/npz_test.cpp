@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <string>
 
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
@@ -53,6 +55,30 @@ TEST(Npy, RejectsGarbageWithMessage) {
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("junk.npy"), std::string::npos);
+  }
+}
+
+// A shape whose byte count wraps around (2^32 x 2^32 floats is 0 modulo 2^64) passed as an empty
+// array that claimed 2^32 chunks, and recluster crashed on it; a size past 2^64 threw from
+// std::stoull (an internal error).
+TEST(Npy, ShapesThatOverflowAreRefused) {
+  for (const std::string shape :
+       {"(4294967296, 4294967296, 1)", "(4, 4611686018427387904)", "(99999999999999999999999,)"}) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    header.append(128 - 10 - header.size() - 1, ' ');
+    header.push_back('\n');
+    std::vector<std::byte> file(10 + header.size());
+    std::memcpy(file.data(), "\x93NUMPY\x01\x00", 8);
+    file[8] = static_cast<std::byte>(header.size());
+    std::memcpy(file.data() + 10, header.data(), header.size());
+    try {
+      parse_npy(file, "saved/segmentations.npz:segmentations");
+      FAIL() << shape << ": expected an error";
+    } catch (const Error& error) {
+      EXPECT_TRUE(std::string(error.what())
+                      .starts_with("saved/segmentations.npz:segmentations: the .npy shape"))
+          << error.what();
+    }
   }
 }
 

@@ -72,8 +72,11 @@ constexpr std::size_t kNotMapped = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
 double ErrorTimes::rate(double seconds) const {
-  if (total > 0.0) return seconds / total;
-  return seconds > 0.0 ? 1.0 : 0.0;
+  // Less than a nanosecond of reference speech is none: a 1e-320 s turn gave DER "inf" (JSON
+  // null) where an empty reference gives 0 or 100 %.
+  constexpr double kNegligibleSeconds = 1e-9;
+  if (total > kNegligibleSeconds) return seconds / total;
+  return seconds > kNegligibleSeconds ? 1.0 : 0.0;
 }
 
 ErrorTimes& ErrorTimes::operator+=(const ErrorTimes& other) {

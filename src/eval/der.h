@@ -59,8 +59,9 @@ struct ErrorTimes {
   double total = 0.0;  // scored reference speech
 
   double error() const { return missed + false_alarm + confusion; }
-  // `seconds` as a fraction of `total`. With no reference speech scored the fraction is 0 when
-  // `seconds` is 0 and 1 otherwise (any hypothesis speech there is all error).
+  // `seconds` as a fraction of `total`, always finite. With no reference speech scored (less
+  // than a nanosecond counts as none) the fraction is 0 when `seconds` is that small too and 1
+  // otherwise (any hypothesis speech there is all error).
   double rate(double seconds) const;
   double der() const { return rate(error()); }
 

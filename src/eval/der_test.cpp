@@ -1,5 +1,7 @@
 #include "eval/der.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -156,6 +158,22 @@ TEST(Der, NoScoredSpeechGivesZeroOrFullRate) {
   EXPECT_DOUBLE_EQ(times.der(), 0.0);
   times.false_alarm = 2.0;
   EXPECT_DOUBLE_EQ(times.der(), 1.0);
+}
+
+// A 1e-320 s reference turn (a denormal) made DER "inf" and JSON null; it is scored as an empty
+// reference is: 0 without hypothesis speech, 100 % with it.
+TEST(Der, DenormalReferenceIsScoredAsNoReferenceSpeech) {
+  const auto tiny = turns({{0, 1e-320, "A"}});
+  const ErrorTimes alone = score(tiny, {}).times;
+  EXPECT_DOUBLE_EQ(alone.der(), 0.0);
+  const ErrorTimes with_speech = score(tiny, turns({{0, 5, "x"}})).times;
+  EXPECT_TRUE(std::isfinite(with_speech.der()));
+  EXPECT_DOUBLE_EQ(with_speech.der(), 1.0);
+  EXPECT_DOUBLE_EQ(with_speech.rate(with_speech.false_alarm), 1.0);
+  ErrorTimes denormal;
+  denormal.total = 1e-320;
+  denormal.missed = 1e-320;
+  EXPECT_DOUBLE_EQ(denormal.der(), 0.0);
 }
 
 TEST(Der, ConventionsAreOneNameAway) {

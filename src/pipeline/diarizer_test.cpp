@@ -6,9 +6,11 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <string>
 
 #include "audio/mono_resampled_stream.h"
 #include "cluster/plda.h"
+#include "core/npz.h"
 #include "eval/der.h"
 #include "eval/rttm.h"
 #include "models/test_embedding_model.h"
@@ -343,6 +345,36 @@ TEST(DiarizerIntermediates, ImpossibleValuesAreRefused) {
   negative.duration_seconds = -4.0;
   write_model_intermediates(temp.path(), negative);
   EXPECT_NE(read_error(temp.path()).find("duration_seconds -4"), std::string::npos);
+}
+
+// Shapes that no byte backs ended in std::bad_alloc or a crash: an empty axis beside 10^9
+// speakers, and a shape whose size wraps around 2^64 (read as an empty array of 2^32 chunks).
+TEST(DiarizerIntermediates, ImpossibleShapesAreRefusedNamingFileAndField) {
+  const testing::TemporaryDirectory temp("intermediates");
+  auto no_frames = small_intermediates();
+  no_frames.segmentations = NdArray<float>({1, 0, 1000000000});
+  no_frames.embeddings = NdArray<float>({1, 1000000000, 0});
+  write_model_intermediates(temp.path(), no_frames);
+  EXPECT_EQ(read_error(temp.path()),
+            (temp / "segmentations.npz").string() +
+                ": 'segmentations' has shape (1, 0, 1000000000); each of [chunks, frames, "
+                "speakers] must be at least 1 (the file is damaged)");
+  auto no_dimension = small_intermediates();
+  no_dimension.embeddings = NdArray<float>({3, 3, 0});
+  write_model_intermediates(temp.path(), no_dimension);
+  EXPECT_NE(read_error(temp.path()).find("raw_embeddings.npz: 'embeddings' has shape (3, 3, 0)"),
+            std::string::npos);
+
+  write_model_intermediates(temp.path(), small_intermediates());
+  NpyArray wrapped;
+  wrapped.type = NpyType::kFloat32;
+  wrapped.shape = {std::size_t{1} << 32, std::size_t{1} << 32, 1};
+  write_npz(temp / "segmentations.npz", NpzArchive{{"segmentations", wrapped}});
+  EXPECT_NE(read_error(temp.path())
+                .find("segmentations.npz:segmentations: the .npy shape (" +
+                      std::to_string(std::size_t{1} << 32)),
+            std::string::npos)
+      << read_error(temp.path());
 }
 
 TEST(DiarizerIntermediates, MissingFolderSaysWhatWasExpected) {

@@ -229,7 +229,7 @@ NdArray<float> EmbeddingExtractor::run_trunk(const NdArray<float>& feats) {
       shape[0] = items;
       all_outputs = NdArray<float>(shape);
     }
-    runtime::scatter_batch(output, slice, all_outputs);
+    runtime::scatter_batch(output, slice, all_outputs, model_name_);
   }
   return all_outputs;
 }
@@ -303,7 +303,7 @@ NdArray<float> EmbeddingExtractor::embed_frames(const NdArray<float>& frames,
   const std::size_t weight_frames = weights.dim(2);
   const std::size_t stats_dim = 2 * pooled_features;
   if (stats_dim != split_.head.input_dim()) {
-    fail("embedding: {} pooled features do not fit a linear layer over {} statistics",
+    fail("{}: {} pooled features do not fit the final linear layer over {} statistics", model_name_,
          pooled_features, split_.head.input_dim());
   }
   const auto sources = nearest_source_indices(weight_frames, time);
@@ -375,8 +375,8 @@ NdArray<float> EmbeddingExtractor::embed_chunks_with(const NdArray<float>& binar
       [&](std::span<const std::size_t> chunks, const NdArray<float>& weights) {
         const NdArray<float> trunk = frames_of(chunks);
         if (trunk.rank() != 3 || trunk.dim(0) != chunks.size()) {
-          fail("embedding: the trunk frames of {} chunks came back with the wrong shape",
-               chunks.size());
+          fail("{}: the trunk frames of {} chunks came back as [{}], not [{}, features, time]",
+               model_name_, chunks.size(), fmt::join(trunk.shape(), ","), chunks.size());
         }
         return embed_frames(trunk, weights);
       });

@@ -1,11 +1,14 @@
 #include "pipeline/intermediates_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
@@ -21,6 +24,14 @@ double scalar(const NpzArchive& archive, const std::string& key,
   const auto values = npz_get(archive, key, source).as<double>();
   if (values.size() != 1) fail("{}: '{}' should hold one number", source.string(), key);
   return values(0);
+}
+
+void check_no_empty_axis(const std::vector<std::size_t>& shape, const std::filesystem::path& source,
+                         std::string_view field, std::string_view axes) {
+  if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) {
+    fail("{}: '{}' has shape ({}); each of [{}] must be at least 1 (the file is damaged)",
+         source.string(), field, fmt::join(shape, ", "), axes);
+  }
 }
 
 // The chunk window and duration as `diarize` writes them: 10 s chunks every 1 s or so. A step
@@ -118,8 +129,13 @@ DiarizationIntermediates read_model_intermediates(const std::filesystem::path& d
         "do not match",
         directory.string());
   }
+  // An empty axis leaves the others free to claim any size without a byte behind them (10^9
+  // speakers of 0 frames), and later steps allocate for those sizes.
+  check_no_empty_axis(intermediates.segmentations.shape(), segmentations_path, "segmentations",
+                      "chunks, frames, speakers");
+  check_no_empty_axis(intermediates.embeddings.shape(), embeddings_path, "embeddings",
+                      "chunks, speakers, dimension");
   const std::size_t chunk_count = intermediates.segmentations.dim(0);
-  if (chunk_count == 0) fail("{}: holds no chunks", segmentations_path.string());
   // Activations are probabilities (0 or 1 once binarized); anything else, NaN included, is a
   // damaged or hand-edited file that would otherwise turn into hundreds of speakers.
   for (const float value : intermediates.segmentations.values()) {

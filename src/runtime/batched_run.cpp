@@ -30,7 +30,7 @@ NdArray<float> run_batched(OnnxSession& session, const std::string& input,
       shape[0] = items.dim(0);
       all_outputs = NdArray<float>(shape);
     }
-    scatter_batch(result, slice, all_outputs);
+    scatter_batch(result, slice, all_outputs, session.model_path().string());
   }
   if (covered != (items.rank() == 0 ? 0 : items.dim(0))) {
     fail("run_batched: the plan covers {} of {} items", covered,

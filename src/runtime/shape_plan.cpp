@@ -191,18 +191,22 @@ NdArray<float> gather_batch(const NdArray<float>& items, const BatchSlice& slice
 }
 
 void scatter_batch(const NdArray<float>& batch_output, const BatchSlice& slice,
-                   NdArray<float>& all_outputs) {
+                   NdArray<float>& all_outputs, std::string_view model) {
   if (batch_output.rank() == 0 || batch_output.dim(0) != slice.bucket) {
-    fail("scatter_batch: output batch axis is {}, the slice was padded to {}",
-         batch_output.rank() == 0 ? 0 : batch_output.dim(0), slice.bucket);
+    fail("{}: returned a batch of {} for {} inputs; the model is damaged or not the one expected",
+         model, batch_output.rank() == 0 ? 0 : batch_output.dim(0), slice.bucket);
   }
   if (all_outputs.rank() != batch_output.rank() ||
       !std::equal(batch_output.shape().begin() + 1, batch_output.shape().end(),
-                  all_outputs.shape().begin() + 1) ||
-      slice.offset + slice.count > all_outputs.dim(0)) {
-    fail("scatter_batch: output of shape [{}] does not fit rows {}..{} of [{}]",
-         fmt::join(batch_output.shape(), ","), slice.offset, slice.offset + slice.count,
-         fmt::join(all_outputs.shape(), ","));
+                  all_outputs.shape().begin() + 1)) {
+    fail(
+        "{}: returned [{}] for one batch and [{}] for another; the model's output shape must not "
+        "change with the batch",
+        model, fmt::join(batch_output.shape(), ","), fmt::join(all_outputs.shape(), ","));
+  }
+  if (slice.offset + slice.count > all_outputs.dim(0)) {
+    fail("scatter_batch: rows {}..{} do not fit the {} of the outputs", slice.offset,
+         slice.offset + slice.count, all_outputs.dim(0));
   }
   const std::size_t row = inner_size(batch_output.shape(), 0);
   std::memcpy(all_outputs.data() + slice.offset * row, batch_output.data(),

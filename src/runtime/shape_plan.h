@@ -74,9 +74,10 @@ NdArray<float> truncate_axis(const NdArray<float>& array, std::size_t axis, std:
 NdArray<float> gather_batch(const NdArray<float>& items, const BatchSlice& slice,
                             PadMode mode = PadMode::kZero);
 // Copies the first slice.count rows of `batch_output` into rows slice.offset... of `all_outputs`,
-// dropping the padding; `all_outputs` must already have the full shape.
+// dropping the padding; `all_outputs` must already have the full shape. An output of another
+// shape fails naming `model`, the file that returned it.
 void scatter_batch(const NdArray<float>& batch_output, const BatchSlice& slice,
-                   NdArray<float>& all_outputs);
+                   NdArray<float>& all_outputs, std::string_view model);
 
 // A concrete input shape of one model call; the cache key and free-dimension overrides use it.
 struct InputShape {

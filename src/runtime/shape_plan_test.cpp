@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "core/error.h"
 
 namespace parley::runtime {
@@ -76,12 +78,27 @@ TEST(Padding, GatherScatterRoundTripOverAPlan) {
     for (std::size_t row = slice.count; row < slice.bucket; ++row) {
       for (std::size_t column = 0; column < 3; ++column) EXPECT_EQ(batch(row, column), 0.f);
     }
-    scatter_batch(batch, slice, outputs);
+    scatter_batch(batch, slice, outputs, "model.onnx");
   }
   EXPECT_EQ(outputs.values(), items.values());
   EXPECT_THROW(gather_batch(items, {10, 2, 2}), Error);
+  // A model whose output shape changes with the batch fails naming the model file.
   NdArray<float> wrong({4, 2});
-  EXPECT_THROW(scatter_batch(wrong, {0, 3, 4}, outputs), Error);
+  try {
+    scatter_batch(wrong, {0, 3, 4}, outputs, "damaged.onnx");
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "damaged.onnx: returned [4,2] for one batch and [11,3] for another; the model's "
+              "output shape must not change with the batch");
+  }
+  try {
+    scatter_batch(NdArray<float>({2, 3}), {0, 3, 4}, outputs, "damaged.onnx");
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_TRUE(std::string(error.what()).starts_with("damaged.onnx: returned a batch of 2 for 4"))
+        << error.what();
+  }
 }
 
 TEST(Shapes, StringRoundTrip) {
