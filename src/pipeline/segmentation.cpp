@@ -228,6 +228,7 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   std::mutex report_mutex;
   std::size_t chunks_done = 0;
   std::size_t next_batch_to_report = 0;
+  std::size_t frames = 0;  // per chunk, from the first batch done
   std::exception_ptr first_error;
   // Accelerators and batches of several chunks may pick kernels by what else is in the call, so
   // only the CPU's batch-1 calls reuse (config_.reuse_silent_chunks).
@@ -235,6 +236,17 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
                              config_.provider == runtime::ProviderId::kCpu && !static_shapes_;
   std::mutex silence_mutex;
   NdArray<float> silent_output;  // [1, frames, classes] of an all-zero chunk, once it has run
+  // Log-probabilities are at most 0 (-inf is possible); NaN or +inf comes from a damaged model
+  // and decoded as silence: exit 0 with no turns.
+  const auto fail_on_damaged_scores = [this](const NdArray<float>& scores) {
+    if (std::any_of(scores.values().begin(), scores.values().end(),
+                    [](float value) { return std::isnan(value) || value == HUGE_VALF; })) {
+      fail(
+          "{}: returned NaN or infinite scores; the model is damaged (check it with `parley "
+          "models verify`, or fetch it again)",
+          model_path_.string());
+    }
+  };
 
   auto work = [&](Worker& worker) {
     try {
@@ -273,7 +285,13 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
                model_path_.string(), fmt::join(output.shape(), ","), call.bucket, call.bucket,
                signature_.classes);
         }
+        fail_on_damaged_scores(output);
         std::lock_guard lock(report_mutex);
+        if (frames == 0) frames = output.dim(1);
+        if (output.dim(1) != frames) {
+          fail("{}: returned {} frames for one batch and {} for another of equal-length chunks",
+               model_path_.string(), output.dim(1), frames);
+        }
         batch_outputs[batch] =
             call.padding() == 0 ? std::move(output) : runtime::truncate_axis(output, 0, call.count);
         chunks_done += call.count;
@@ -284,6 +302,9 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
         while (on_batch && next_batch_to_report < batch_count &&
                !batch_outputs[next_batch_to_report].empty()) {
           on_batch(calls[next_batch_to_report].offset, batch_outputs[next_batch_to_report]);
+          // Handed on: kept here it would hold every chunk's scores until the end (59 MB an
+          // hour at a 1 s step), which the caller keeps in its own, smaller form.
+          batch_outputs[next_batch_to_report] = NdArray<float>();
           ++next_batch_to_report;
         }
       }
@@ -307,7 +328,6 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   }
   if (first_error) std::rethrow_exception(first_error);
 
-  const std::size_t frames = batch_count == 0 ? 0 : batch_outputs.front().dim(1);
   const std::size_t classes = static_cast<std::size_t>(signature_.classes);
   if (batch_count > 0 && frames == 0) {
     fail(
@@ -315,24 +335,12 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
         "or is damaged (check it with `parley models verify`)",
         model_path_.string(), config_.samples_per_chunk);
   }
+  if (on_batch) return NdArray<float>({0, frames, classes});
   NdArray<float> result({chunk_count, frames, classes});
   std::size_t offset = 0;
   for (const auto& output : batch_outputs) {
-    if (output.dim(1) != frames) {
-      fail("{}: returned {} frames for one batch and {} for another of equal-length chunks",
-           model_path_.string(), output.dim(1), frames);
-    }
     std::copy_n(output.data(), output.size(), result.data() + offset);
     offset += output.size();
-  }
-  // Log-probabilities are at most 0 (-inf is possible); NaN or +inf comes from a damaged model
-  // and decoded as silence: exit 0 with no turns.
-  if (std::any_of(result.values().begin(), result.values().end(),
-                  [](float value) { return std::isnan(value) || value == HUGE_VALF; })) {
-    fail(
-        "{}: returned NaN or infinite scores; the model is damaged (check it with `parley models "
-        "verify`, or fetch it again)",
-        model_path_.string());
   }
   return result;
 }

@@ -112,8 +112,10 @@ class SegmentationModel {
   // (empty when the file is loaded directly).
   const std::string& rewritten_model() const { return rewritten_model_; }
 
-  // Returns [chunk_count, frames, classes] log-probabilities, chunk order preserved. One run at
-  // a time per SegmentationModel (its workers' sessions and buffers are reused).
+  // Returns [chunk_count, frames, classes] log-probabilities, chunk order preserved; with
+  // `on_batch`, each batch goes there and is freed, and the array returned holds no chunks
+  // ([0, frames, classes]). One run at a time per SegmentationModel (its workers' sessions and
+  // buffers are reused).
   NdArray<float> run(std::size_t chunk_count, const ChunkSource& source,
                      const ProgressCallback& progress = {}, const BatchCallback& on_batch = {});
   // Convenience for chunks already cut: `chunks` is [chunk_count, samples_per_chunk].

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <onnxruntime_run_options_config_keys.h>
+
 #include "core/error.h"
 #include "runtime/compile_cache.h"
 #include "runtime/provider_attach.h"
@@ -100,6 +102,7 @@ std::string SessionConfig::to_string() const {
     text += fmt::format(", provider={}", provider_name(provider));
     for (const auto& [key, value] : provider_options) text += fmt::format(", {}={}", key, value);
   }
+  if (release_cpu_arena_after_run) text += ", release_cpu_arena_after_run";
   if (!compiled_cache_dir.empty()) text += ", compiled_cache_dir=" + compiled_cache_dir.string();
   if (!static_shapes.empty()) text += ", shapes=" + shapes_to_string(static_shapes);
   return text + ")";
@@ -185,6 +188,9 @@ void OnnxSession::fail_on_provider(const std::string& model_name, const std::str
 }
 
 Ort::SessionOptions OnnxSession::make_options(const SessionConfig& config) {
+  if (config.release_cpu_arena_after_run) {
+    run_options_.AddConfigEntry(kOrtRunOptionsConfigEnableMemoryArenaShrinkage, "cpu:0");
+  }
   Ort::SessionOptions options;
   options.SetIntraOpNumThreads(config.intra_op_threads);
   options.SetInterOpNumThreads(1);
@@ -307,9 +313,9 @@ std::vector<NdArray<float>> OnnxSession::run(
 
   std::vector<Ort::Value> output_values;
   try {
-    output_values = session_->Run(Ort::RunOptions{nullptr}, input_names.data(), input_values.data(),
-                                  input_values.size(), output_name_pointers.data(),
-                                  output_name_pointers.size());
+    output_values =
+        session_->Run(run_options_, input_names.data(), input_values.data(), input_values.size(),
+                      output_name_pointers.data(), output_name_pointers.size());
   } catch (const Ort::Exception& error) {
     fail("{}: inference failed: {}", model_path_.string(), error.what());
   }

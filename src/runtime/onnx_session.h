@@ -27,6 +27,12 @@ struct SessionConfig {
   int intra_op_threads = 1;
   // kExtended, not kAll: ORT segfaults creating a session for the fp16 segmentation model at kAll.
   GraphOptimization optimization = GraphOptimization::kExtended;
+  // ONNX Runtime's CPU arena keeps every block it ever took (growing by doubling), so a session
+  // otherwise holds its largest run's activations, and the slack of the doubling, for its whole
+  // life. true: what the run left unused goes back after each run (ORT's arena shrinkage). For
+  // sessions whose runs are long and large (the embedding trunk over minutes of audio), where
+  // a run's page faults cost little beside its arithmetic (docs/corpus.md, "Memory").
+  bool release_cpu_arena_after_run = false;
 
   // Execution provider; the CPU unless set. `provider_options` are passed to ONNX Runtime over the
   // provider's defaults (see runtime/provider.cpp). A provider that cannot be used is an error.
@@ -117,6 +123,7 @@ class OnnxSession {
   std::unique_ptr<Ort::Session> session_;
   std::vector<TensorInfo> inputs_;
   std::vector<TensorInfo> outputs_;
+  Ort::RunOptions run_options_;
 };
 
 }  // namespace parley::runtime

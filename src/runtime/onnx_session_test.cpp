@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -73,6 +74,28 @@ TEST(OnnxSession, RunsSegmentationModel) {
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].shape(), (std::vector<std::size_t>{1, 589, 7}));
   for (float value : outputs[0].values()) EXPECT_TRUE(std::isfinite(value));
+}
+
+// Handing the arena back after each run changes where activations live, not what they hold.
+TEST(OnnxSession, ReleasingTheArenaAfterEachRunKeepsResults) {
+  PARLEY_REQUIRE_SHARED(model, "models/segmentation-3.0-fp16.onnx");
+  NdArray<float> waveform({1, 1, 160000});
+  for (std::size_t i = 0; i < waveform.size(); ++i) {
+    waveform(i) = 0.1f * std::sin(static_cast<float>(i) * 0.05f);
+  }
+  OnnxSession keeping(model, SessionConfig{});
+  SessionConfig releasing_config;
+  releasing_config.release_cpu_arena_after_run = true;
+  EXPECT_NE(releasing_config.to_string().find("release_cpu_arena_after_run"), std::string::npos);
+  OnnxSession releasing(model, releasing_config);
+  const std::string output = keeping.outputs()[0].name;
+  const auto kept = keeping.run({{"waveform", &waveform}}, {output}).at(0);
+  for (int run = 0; run < 2; ++run) {
+    const auto released = releasing.run({{"waveform", &waveform}}, {output}).at(0);
+    ASSERT_EQ(released.shape(), kept.shape());
+    EXPECT_TRUE(std::equal(kept.values().begin(), kept.values().end(), released.values().begin()))
+        << "run " << run;
+  }
 }
 
 TEST(OnnxSession, UnavailableProviderIsAnErrorNamingIt) {
