@@ -262,3 +262,33 @@ TEST(BadAudioInput, ZeroChannels) {
 
 }  // namespace
 }  // namespace parley::audio
+
+namespace parley::audio {
+namespace {
+
+// A FLAC whose STREAMINFO claims 2^36 - 1 samples (found by fuzz_audio: the whole claim was
+// reserved up front, 358 GB): the header is believed only up to an hour, and what is there is read.
+TEST(BadAudioInput, AbsurdFlacLengthIsNotReservedUpFront) {
+  TemporaryDirectory temp;
+  const auto path = temp.path() / "claims-forever.flac";
+  testing::write_sndfile(path, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1,
+                         testing::sine(300, 16000, 16000, 0.5f));
+  auto bytes = testing::read_bytes(path);
+  ASSERT_GT(bytes.size(), 26u);
+  ASSERT_EQ(std::string(bytes.begin(), bytes.begin() + 4), "fLaC");
+  // STREAMINFO follows the 4-byte block header; its total-samples field is the low 4 bits of
+  // byte 13 and bytes 14-17 of the block.
+  bytes[8 + 13] |= 0x0f;
+  for (std::size_t i = 8 + 14; i < 8 + 18; ++i) bytes[i] = 0xff;
+  testing::write_bytes(path, bytes);
+  try {
+    const std::vector<float> samples = load_mono_16k(path);
+    EXPECT_LE(samples.size(), 16000u);
+    EXPECT_LT(samples.capacity(), std::size_t{1} << 28);
+  } catch (const Error&) {
+    // Refusing the file in parley's words is as good; running out of memory is not.
+  }
+}
+
+}  // namespace
+}  // namespace parley::audio

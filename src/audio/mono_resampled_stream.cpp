@@ -97,8 +97,13 @@ std::vector<float> load_mono_16k(const std::filesystem::path& path) {
   constexpr std::size_t kReadBlock = 1 << 16;
   std::vector<float> samples;
   // One block of headroom: reading the last block must not make the vector double its capacity.
+  // The header's length is only believed up to an hour: a damaged FLAC header claimed 550
+  // billion samples (fuzz_audio), and longer files simply grow the vector as they are read.
+  constexpr std::int64_t kMostSamplesReserved = std::int64_t{3600} * kSampleRate;
   if (const auto expected = stream.expected_samples()) {
-    samples.reserve(static_cast<std::size_t>(*expected) + kReadBlock);
+    samples.reserve(
+        static_cast<std::size_t>(std::clamp<std::int64_t>(*expected, 0, kMostSamplesReserved)) +
+        kReadBlock);
   }
   while (true) {
     const std::size_t start = samples.size();
