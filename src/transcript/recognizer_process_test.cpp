@@ -5,9 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <thread>
 
 #include "core/error.h"
@@ -31,6 +34,29 @@ std::string read_text(const std::filesystem::path& path) {
   text << in.rdbuf();
   return text.str();
 }
+
+// TMPDIR pointed at a folder of this test's own while it lives: ctest runs the tests of this file
+// side by side, and counting parley-asr-* in the shared /tmp would see the others' folders.
+class PrivateTmpdir {
+ public:
+  PrivateTmpdir() {
+    if (const char* previous = std::getenv("TMPDIR")) previous_ = previous;
+    ::setenv("TMPDIR", folder_.path().c_str(), 1);
+  }
+  ~PrivateTmpdir() {
+    if (previous_) {
+      ::setenv("TMPDIR", previous_->c_str(), 1);
+    } else {
+      ::unsetenv("TMPDIR");
+    }
+  }
+  PrivateTmpdir(const PrivateTmpdir&) = delete;
+  PrivateTmpdir& operator=(const PrivateTmpdir&) = delete;
+
+ private:
+  parley::testing::TemporaryDirectory folder_{"recognizer-tmp"};
+  std::optional<std::string> previous_;
+};
 
 // The folders parley-asr-* in the temporary directory, to see that none is left behind.
 int recognizer_folders() {
@@ -71,6 +97,7 @@ TEST(RecognizerProcess, HostileFileNamesAreOnlyNames) {
 }
 
 TEST(RecognizerProcess, FindsTheTranscriptItWroteAndRemovesItsFolder) {
+  const PrivateTmpdir tmpdir;
   const int before = recognizer_folders();
   {
     RecognizerProcess process(
@@ -85,6 +112,7 @@ TEST(RecognizerProcess, FindsTheTranscriptItWroteAndRemovesItsFolder) {
 }
 
 TEST(RecognizerProcess, ReportsExitStatusMissingCommandAndNoOutput) {
+  const PrivateTmpdir tmpdir;
   const int before = recognizer_folders();
   EXPECT_NE(error_of([] {
               RecognizerProcess("sh -c 'exit 3' {audio}", "x.wav").wait({});
@@ -115,6 +143,7 @@ TEST(RecognizerProcess, StopsARecognizerThatTakesTooLong) {
 // parley killed by SIGINT or SIGTERM while the recognizer runs takes the recognizer (and the
 // children it started) and its folder with it.
 TEST(RecognizerProcess, AnInterruptStopsTheRecognizerAndRemovesItsFolder) {
+  const PrivateTmpdir tmpdir;
   for (const int signal_number : {SIGINT, SIGTERM}) {
     const parley::testing::TemporaryDirectory scratch("recognizer-test");
     const auto pid_file = scratch.path() / "pids";
