@@ -86,6 +86,10 @@ std::string unused_name(const std::string& base, std::set<std::string>& names) {
 
 }  // namespace
 
+bool float16_graph_suits(runtime::ProviderId provider) {
+  return provider != runtime::ProviderId::kCpu && !runtime::traits(provider).static_shapes;
+}
+
 Float16Graph convert_to_float16(const std::string& model_bytes, const std::string& model_name) {
   onnx::ModelProto model = parse_model(model_bytes, model_name);
   onnx::GraphProto& graph = *model.mutable_graph();

@@ -9,6 +9,8 @@
 // operands in every input (or with subgraphs) are refused, naming the operator.
 #include <string>
 
+#include "runtime/provider.h"
+
 namespace parley::models {
 
 struct Float16Graph {
@@ -18,5 +20,10 @@ struct Float16Graph {
 };
 
 Float16Graph convert_to_float16(const std::string& model_bytes, const std::string& model_name);
+
+// Whether a model run on `provider` may be given such a graph: a GPU provider that takes any
+// shape (cuda, rocm). The CPU has no float16 kernels for these operators, and static-shape
+// providers compile float16 themselves (TensorRT's trt_fp16_enable).
+bool float16_graph_suits(runtime::ProviderId provider);
 
 }  // namespace parley::models

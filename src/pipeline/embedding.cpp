@@ -45,8 +45,7 @@ void EmbeddingConfig::validate() const {
   }
   fbank.validate();
   session.validate();
-  if (trunk_float16 && (session.provider == runtime::ProviderId::kCpu ||
-                        runtime::traits(session.provider).static_shapes)) {
+  if (trunk_float16 && !models::float16_graph_suits(session.provider)) {
     fail(
         "embedding config: trunk_float16 runs on a dynamic-shape GPU provider such as cuda (got "
         "{}); a static-shape provider has its own float16 option (docs/providers.md)",

@@ -9,6 +9,7 @@
 
 #include "core/sha256.h"
 #include "models/accelerator_rewrite.h"
+#include "models/float16_graph.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/embedding_graphs.h"
 #include "runtime/device_memory.h"
@@ -45,12 +46,10 @@ std::uintmax_t file_bytes(const std::filesystem::path& path) {
 // Segmentation keeps the default: its 1-D convolutions and LSTMs gain nothing there.
 // Float16 where the config asks for it and the model runs on a dynamic-shape accelerator.
 ModelSessionPlan with_session_tuning(ModelSessionPlan plan, bool accelerator_float16) {
-  const auto float16_capable = [](runtime::ProviderId provider) {
-    return provider != runtime::ProviderId::kCpu && !runtime::traits(provider).static_shapes;
-  };
-  plan.segmentation.float16 = accelerator_float16 && float16_capable(plan.segmentation.provider);
+  plan.segmentation.float16 =
+      accelerator_float16 && models::float16_graph_suits(plan.segmentation.provider);
   plan.embedding.trunk_float16 =
-      accelerator_float16 && float16_capable(plan.embedding.session.provider);
+      accelerator_float16 && models::float16_graph_suits(plan.embedding.session.provider);
   if (plan.embedding.session.provider != runtime::ProviderId::kCpu) {
     plan.embedding.session.intra_op_threads = 1;
   } else {

@@ -45,8 +45,7 @@ void SegmentationConfig::validate() const {
     fail("segmentation: accelerator sessions must be at least 1 (got {})", accelerator_sessions);
   }
   if (samples_per_chunk < 1) fail("segmentation: chunks must hold at least one sample");
-  if (float16 &&
-      (provider == runtime::ProviderId::kCpu || runtime::traits(provider).static_shapes)) {
+  if (float16 && !models::float16_graph_suits(provider)) {
     fail(
         "segmentation: float16 runs on a dynamic-shape GPU provider such as cuda (got {}); a "
         "static-shape provider has its own float16 option (docs/providers.md)",
