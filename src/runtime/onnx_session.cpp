@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include <onnxruntime_run_options_config_keys.h>
 
@@ -233,6 +234,12 @@ void OnnxSession::attach(Ort::SessionOptions& options, const SessionConfig& conf
       attach_provider(options, config.provider, provider_options, status.library).method;
 }
 
+std::unique_lock<std::shared_mutex> OnnxSession::create_alone_if_accelerated() {
+  if (provider_ == ProviderId::kCpu) return {};
+  new_shape_gate_ = std::make_unique<NewShapeGate>();
+  return NewShapeGate::alone_in_process();
+}
+
 OnnxSession::OnnxSession(const std::filesystem::path& model_path, const SessionConfig& config)
     : model_path_(model_path) {
   config.validate();
@@ -243,6 +250,7 @@ OnnxSession::OnnxSession(const std::filesystem::path& model_path, const SessionC
   }
   try {
     Ort::SessionOptions options = make_options(config);
+    auto alone = create_alone_if_accelerated();
     session_ = std::make_unique<Ort::Session>(ort_env(), model_path.c_str(), options);
     describe_inputs_and_outputs();
   } catch (const Ort::Exception& error) {
@@ -261,6 +269,7 @@ OnnxSession::OnnxSession(const ModelBuffer& model, const SessionConfig& config)
   config.validate();
   try {
     Ort::SessionOptions options = make_options(config);
+    auto alone = create_alone_if_accelerated();
     session_ =
         std::make_unique<Ort::Session>(ort_env(), model.bytes.data(), model.bytes.size(), options);
     describe_inputs_and_outputs();
@@ -293,6 +302,12 @@ std::map<std::string, std::string> OnnxSession::metadata() const {
   return properties;
 }
 
+namespace {
+std::string shape_key(const std::vector<std::vector<std::int64_t>>& input_shapes) {
+  return fmt::format("{}", input_shapes);
+}
+}  // namespace
+
 std::vector<NdArray<float>> OnnxSession::run(
     const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
     const std::vector<std::string>& output_names) {
@@ -312,6 +327,8 @@ std::vector<NdArray<float>> OnnxSession::run(
   for (const auto& name : output_names) output_name_pointers.push_back(name.c_str());
 
   std::vector<Ort::Value> output_values;
+  std::optional<NewShapeGate::Pass> pass;
+  if (new_shape_gate_) pass.emplace(new_shape_gate_->enter(shape_key(input_shapes)));
   try {
     output_values =
         session_->Run(run_options_, input_names.data(), input_values.data(), input_values.size(),
@@ -319,6 +336,8 @@ std::vector<NdArray<float>> OnnxSession::run(
   } catch (const Ort::Exception& error) {
     fail("{}: inference failed: {}", model_path_.string(), error.what());
   }
+  if (pass) pass->succeeded();
+  pass.reset();
 
   std::vector<NdArray<float>> results;
   for (std::size_t i = 0; i < output_values.size(); ++i) {

@@ -14,6 +14,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include "core/ndarray.h"
+#include "runtime/new_shape_gate.h"
 #include "runtime/provider.h"
 #include "runtime/shape_plan.h"
 
@@ -115,6 +116,8 @@ class OnnxSession {
   void attach(Ort::SessionOptions& options, const SessionConfig& config);
   [[noreturn]] void fail_on_provider(const std::string& model_name, const std::string& error) const;
   void describe_inputs_and_outputs();
+  // Accelerated sessions are created alone and get a gate for their runs (new_shape_gate.h).
+  std::unique_lock<std::shared_mutex> create_alone_if_accelerated();
 
   std::filesystem::path model_path_;
   ProviderId provider_ = ProviderId::kCpu;
@@ -124,6 +127,7 @@ class OnnxSession {
   std::vector<TensorInfo> inputs_;
   std::vector<TensorInfo> outputs_;
   Ort::RunOptions run_options_;
+  std::unique_ptr<NewShapeGate> new_shape_gate_;  // null on the CPU, whose runs never wait
 };
 
 }  // namespace parley::runtime

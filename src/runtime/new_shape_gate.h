@@ -1,0 +1,61 @@
+#pragma once
+// Keeps a GPU session's first run of an input shape apart from every other GPU run of the process.
+//
+// On its first run of a shape, ONNX Runtime's CUDA provider has cuDNN choose its kernels (the
+// exhaustive algorithm search), and cuDNN may capture the stream while it does. A capture in
+// CUDA's global mode fails when any other thread of the process makes an unsafe call meanwhile
+// (a cudaMalloc, a synchronising copy), which another engine's session does all the time. With
+// several engines in one process this failed a convolution with error 901 ("operation failed
+// due to a previous error during capture") in about one GPU run in six. A new shape therefore
+// runs alone; runs of shapes a session has already seen proceed side by side, as before. With
+// static shapes (runtime/shape_plan.h) a session sees one or two shapes, so only the first runs
+// of each session wait.
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <variant>
+
+namespace parley::runtime {
+
+class NewShapeGate {
+ public:
+  // Held for one run: alone for a new shape, shared otherwise. Releasing it after a successful
+  // run marks the shape seen.
+  class Pass {
+   public:
+    Pass(Pass&&) = default;
+    Pass& operator=(Pass&&) = delete;
+    ~Pass();
+    bool alone() const {
+      return std::holds_alternative<std::unique_lock<std::shared_mutex>>(lock_);
+    }
+    // The run went through: later runs of this shape need not run alone.
+    void succeeded() { succeeded_ = true; }
+
+   private:
+    friend class NewShapeGate;
+    Pass(NewShapeGate& gate, std::string shape_key, bool alone);
+
+    NewShapeGate& gate_;
+    std::string shape_key_;
+    std::variant<std::shared_lock<std::shared_mutex>, std::unique_lock<std::shared_mutex>> lock_;
+    bool succeeded_ = false;
+  };
+
+  // Waits until this run may go: `shape_key` names the run's input shapes.
+  Pass enter(const std::string& shape_key);
+  bool seen(const std::string& shape_key) const;
+
+  // Held alone while a GPU session is created: creating one allocates device memory, which is
+  // as unsafe during another session's capture as a run is.
+  static std::unique_lock<std::shared_mutex> alone_in_process();
+
+ private:
+  static std::shared_mutex& process_lock();
+
+  mutable std::mutex seen_mutex_;
+  std::set<std::string> seen_shapes_;
+};
+
+}  // namespace parley::runtime

@@ -1,0 +1,111 @@
+#include "runtime/new_shape_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+namespace parley::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(NewShapeGate, ANewShapeRunsAloneUntilARunOfItSucceeds) {
+  NewShapeGate gate;
+  {
+    auto pass = gate.enter("[[1, 80, 200]]");
+    EXPECT_TRUE(pass.alone());  // and the run fails: the shape stays new
+  }
+  EXPECT_FALSE(gate.seen("[[1, 80, 200]]"));
+  {
+    auto pass = gate.enter("[[1, 80, 200]]");
+    EXPECT_TRUE(pass.alone());
+    pass.succeeded();
+  }
+  EXPECT_TRUE(gate.seen("[[1, 80, 200]]"));
+  auto pass = gate.enter("[[1, 80, 200]]");
+  EXPECT_FALSE(pass.alone());
+}
+
+TEST(NewShapeGate, RunsOfSeenShapesGoSideBySide) {
+  NewShapeGate first;
+  NewShapeGate second;
+  for (auto* gate : {&first, &second}) {
+    auto pass = gate->enter("[[4]]");
+    pass.succeeded();
+  }
+  auto running = first.enter("[[4]]");
+  std::atomic<bool> entered{false};
+  std::thread other([&] {
+    auto pass = second.enter("[[4]]");
+    entered = true;
+  });
+  other.join();  // would never return if shared passes excluded each other
+  EXPECT_TRUE(entered);
+}
+
+TEST(NewShapeGate, ANewShapeOfOneSessionWaitsForEveryRunOfAnyOther) {
+  NewShapeGate seen_session;
+  NewShapeGate new_session;
+  {
+    auto pass = seen_session.enter("[[4]]");
+    pass.succeeded();
+  }
+  std::optional<NewShapeGate::Pass> running(seen_session.enter("[[4]]"));
+  ASSERT_FALSE(running->alone());
+  std::atomic<bool> new_shape_started{false};
+  std::thread tuning([&] {
+    auto pass = new_session.enter("[[8]]");
+    new_shape_started = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(new_shape_started) << "a new shape ran while another session's run was under way";
+  running.reset();
+  tuning.join();
+  EXPECT_TRUE(new_shape_started);
+}
+
+TEST(NewShapeGate, RunsWaitWhileANewShapeRuns) {
+  NewShapeGate tuning_session;
+  NewShapeGate other_session;
+  {
+    auto pass = other_session.enter("[[4]]");
+    pass.succeeded();
+  }
+  std::optional<NewShapeGate::Pass> tuning(tuning_session.enter("[[8]]"));
+  ASSERT_TRUE(tuning->alone());
+  std::atomic<bool> run_started{false};
+  std::thread run([&] {
+    auto pass = other_session.enter("[[4]]");
+    run_started = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(run_started) << "a run went while another session chose kernels for a new shape";
+  tuning.reset();
+  run.join();
+  EXPECT_TRUE(run_started);
+}
+
+TEST(NewShapeGate, SessionCreationWaitsForRuns) {
+  NewShapeGate session;
+  {
+    auto pass = session.enter("[[4]]");
+    pass.succeeded();
+  }
+  std::optional<NewShapeGate::Pass> running(session.enter("[[4]]"));
+  std::atomic<bool> created{false};
+  std::thread create([&] {
+    auto alone = NewShapeGate::alone_in_process();
+    created = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(created);
+  running.reset();
+  create.join();
+  EXPECT_TRUE(created);
+}
+
+}  // namespace
+}  // namespace parley::runtime
