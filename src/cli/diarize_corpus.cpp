@@ -111,12 +111,38 @@ void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
   add_engine_layout_flags(command, flags.devices, flags.engines, flags.jobs);
 }
 
+namespace {
+
+// corpus::automatic_engines_per_device for the GPUs in use (the fewest any of them holds); one
+// on the CPU.
+int automatic_engines(const ModelProviders& providers, const std::vector<int>& device_numbers) {
+  if (!runtime::traits(providers.embedding).accelerator) return 1;
+  std::vector<int> devices = device_numbers;
+  if (devices.empty()) {
+    int device = 0;  // an unreadable device_id fails later, where the session is made
+    if (const auto id = providers.embedding_options.find("device_id");
+        id != providers.embedding_options.end()) {
+      std::from_chars(id->second.data(), id->second.data() + id->second.size(), device);
+    }
+    devices.push_back(device);
+  }
+  int engines = corpus::kMaxAutomaticEnginesPerDevice;
+  for (const int device : devices) {
+    engines = std::min(engines, corpus::automatic_engines_per_device(
+                                    runtime::query_device_memory(providers.embedding, device)));
+  }
+  return engines;
+}
+
+}  // namespace
+
 std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
                                                          pipeline::DiarizationConfig config,
                                                          const ModelProviders& providers,
                                                          const std::string& devices, int engines,
                                                          int jobs) {
   const std::vector<int> device_numbers = parse_devices(devices, providers);
+  if (engines == 0) engines = automatic_engines(providers, device_numbers);
   if (device_numbers.empty() && engines > 1 && !runtime::traits(providers.embedding).accelerator) {
     // Engines on the CPU share its cores.
     config.threads = std::max(1, config.threads / engines);
@@ -133,9 +159,9 @@ void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engin
                      "GPUs to spread recordings over, one model set each: 0,1,... or all");
   command
       .add_option("--engines", engines,
-                  "model sets per device (or on the CPU) taking recordings from one queue")
-      ->check(number_between(1, kMaxEngines))
-      ->capture_default_str();
+                  "model sets per device (or on the CPU) taking recordings from one queue "
+                  "(default: on a GPU up to 3, one per 12 GiB of free memory; 1 on the CPU)")
+      ->check(number_between(1, kMaxEngines));
   command
       .add_option("--jobs", jobs,
                   "with several recordings: how many are decoded, and clustered, at once")
@@ -145,7 +171,7 @@ void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engin
 
 bool wants_corpus(const CorpusFlags& flags) {
   return !flags.manifests.empty() || !flags.shard.empty() || !flags.devices.empty() ||
-         flags.engines != 1;
+         flags.engines > 1;
 }
 
 std::vector<fs::path> corpus_recordings(const std::vector<std::string>& audio,

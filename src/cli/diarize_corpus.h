@@ -19,7 +19,7 @@ struct CorpusFlags {
   std::string shard;                   // --shard K/N: this job's part of the list
   int jobs = 2;                        // recordings decoded, and clustered, at once
   std::string devices;                 // --devices 0,1 | all: one engine set per GPU
-  int engines = 1;                     // engines per device (or on the CPU)
+  int engines = 0;                     // engines per device (or on the CPU); 0: automatic
 };
 
 void add_corpus_flags(CLI::App& command, CorpusFlags& flags);

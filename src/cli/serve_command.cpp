@@ -29,7 +29,7 @@ struct ServeArguments {
   DiarizationFlags flags;
   EngineFlags engine;
   std::string devices;
-  int engines = 1;
+  int engines = 0;  // 0: automatic (make_corpus_engine)
   int jobs = 2;
   double max_upload_mb = 1024.0;
   double max_audio_hours = 4.0;

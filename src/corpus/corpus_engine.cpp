@@ -43,6 +43,13 @@ std::string CorpusConfig::to_string() const {
       decode_threads, clustering_threads, decoded_queue_capacity, group_chunks);
 }
 
+int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& memory) {
+  if (!memory) return 1;
+  const auto fit = static_cast<int>(std::min<std::uintmax_t>(
+      memory->free_bytes / kDeviceBytesPerEngine, kMaxAutomaticEnginesPerDevice));
+  return std::max(1, fit);
+}
+
 std::vector<pipeline::DiarizationConfig> engine_configs(const pipeline::DiarizationConfig& config,
                                                         const std::vector<int>& devices,
                                                         int engines_per_device) {

@@ -11,6 +11,7 @@
 // order. A recording that fails (undecodable audio, a model error on it) fails alone.
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "audio/decoded_audio.h"
 #include "cluster/speaker_count.h"
 #include "pipeline/diarizer.h"
+#include "runtime/device_memory.h"
 
 namespace parley::corpus {
 
@@ -69,6 +71,16 @@ struct RecordingOutcome {
 
   bool ok() const { return result.has_value(); }
 };
+
+// Engines per GPU when the caller does not choose: one engine leaves the GPU idle while its
+// recordings are decoded, their features computed and their speakers clustered on the CPU, so
+// several engines take turns on it. On an H100, 200 three-minute calls ran at 1,055x real time
+// with one engine, 1,601x with two and 1,775-2,064x with three (docs/benchmarks.md, "A corpus
+// of many files"), each engine holding up to about kDeviceBytesPerEngine at its peak. Three
+// where that much is free for each, fewer where less is, one when the free memory is unknown.
+inline constexpr std::uintmax_t kDeviceBytesPerEngine = std::uintmax_t{12} << 30;
+inline constexpr int kMaxAutomaticEnginesPerDevice = 3;
+int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& memory);
 
 // The configuration of `engines_per_device` engines on each device of `devices`: `config` with
 // the device number set as both models' provider option device_id. No devices: one engine per

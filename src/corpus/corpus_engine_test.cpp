@@ -83,6 +83,16 @@ class CorpusEngineTest : public ::testing::Test {
   std::vector<CorpusRecording> inputs_;
 };
 
+// One engine per 12 GiB of free device memory, at most three; one when the memory is unknown.
+TEST(AutomaticEngines, FollowTheFreeDeviceMemory) {
+  constexpr std::uintmax_t kGiB = std::uintmax_t{1} << 30;
+  EXPECT_EQ(automatic_engines_per_device(std::nullopt), 1);
+  EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{80 * kGiB, 78 * kGiB, "test"}), 3);
+  EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{24 * kGiB, 23 * kGiB, "test"}), 1);
+  EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{32 * kGiB, 30 * kGiB, "test"}), 2);
+  EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{8 * kGiB, 2 * kGiB, "test"}), 1);
+}
+
 TEST_F(CorpusEngineTest, SeveralRecordingsInOneStreamEqualEachAlone) {
   pipeline::Diarizer diarizer(models_, config(2));
   Progress quiet(Progress::Mode::kNever);
