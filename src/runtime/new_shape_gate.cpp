@@ -4,13 +4,44 @@
 
 namespace parley::runtime {
 
-std::shared_mutex& NewShapeGate::process_lock() {
-  static std::shared_mutex lock;
+void WriterFirstLock::lock() {
+  std::unique_lock guard(mutex_);
+  ++writers_waiting_;
+  changed_.wait(guard, [this] { return !writer_ && readers_ == 0; });
+  --writers_waiting_;
+  writer_ = true;
+}
+
+void WriterFirstLock::unlock() {
+  {
+    std::lock_guard guard(mutex_);
+    writer_ = false;
+  }
+  changed_.notify_all();
+}
+
+void WriterFirstLock::lock_shared() {
+  std::unique_lock guard(mutex_);
+  changed_.wait(guard, [this] { return !writer_ && writers_waiting_ == 0; });
+  ++readers_;
+}
+
+void WriterFirstLock::unlock_shared() {
+  bool last = false;
+  {
+    std::lock_guard guard(mutex_);
+    last = --readers_ == 0;
+  }
+  if (last) changed_.notify_all();
+}
+
+WriterFirstLock& NewShapeGate::process_lock() {
+  static WriterFirstLock lock;
   return lock;
 }
 
-std::unique_lock<std::shared_mutex> NewShapeGate::alone_in_process() {
-  return std::unique_lock<std::shared_mutex>(process_lock());
+std::unique_lock<WriterFirstLock> NewShapeGate::alone_in_process() {
+  return std::unique_lock<WriterFirstLock>(process_lock());
 }
 
 bool NewShapeGate::seen(const std::string& shape_key) const {
@@ -25,9 +56,9 @@ NewShapeGate::Pass NewShapeGate::enter(const std::string& shape_key) {
 NewShapeGate::Pass::Pass(NewShapeGate& gate, std::string shape_key, bool alone)
     : gate_(gate), shape_key_(std::move(shape_key)) {
   if (alone) {
-    lock_.emplace<std::unique_lock<std::shared_mutex>>(process_lock());
+    lock_.emplace<std::unique_lock<WriterFirstLock>>(process_lock());
   } else {
-    lock_.emplace<std::shared_lock<std::shared_mutex>>(process_lock());
+    lock_.emplace<std::shared_lock<WriterFirstLock>>(process_lock());
   }
 }
 

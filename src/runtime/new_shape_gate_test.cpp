@@ -107,5 +107,43 @@ TEST(NewShapeGate, SessionCreationWaitsForRuns) {
   EXPECT_TRUE(created);
 }
 
+// A waiting writer goes before readers that come after it: otherwise, with sessions running
+// back to back, a new shape could wait for as long as they keep running.
+TEST(WriterFirstLock, AWaitingWriterGoesBeforeLaterReaders) {
+  WriterFirstLock lock;
+  std::optional<std::shared_lock<WriterFirstLock>> first_reader(std::in_place, lock);
+  std::atomic<int> order{0};
+  std::atomic<int> writer_turn{0};
+  std::atomic<int> reader_turn{0};
+  std::thread writer([&] {
+    std::unique_lock<WriterFirstLock> hold(lock);
+    writer_turn = ++order;
+  });
+  std::this_thread::sleep_for(100ms);  // the writer now waits for the first reader
+  std::thread later_reader([&] {
+    std::shared_lock<WriterFirstLock> hold(lock);
+    reader_turn = ++order;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(order.load(), 0) << "someone went while the first reader held the lock";
+  first_reader.reset();
+  writer.join();
+  later_reader.join();
+  EXPECT_EQ(writer_turn.load(), 1);
+  EXPECT_EQ(reader_turn.load(), 2);
+}
+
+TEST(WriterFirstLock, ReadersShareIt) {
+  WriterFirstLock lock;
+  std::shared_lock<WriterFirstLock> first(lock);
+  std::atomic<bool> second_in{false};
+  std::thread second([&] {
+    std::shared_lock<WriterFirstLock> hold(lock);
+    second_in = true;
+  });
+  second.join();
+  EXPECT_TRUE(second_in);
+}
+
 }  // namespace
 }  // namespace parley::runtime

@@ -12,6 +12,8 @@
 
 #include <onnxruntime_run_options_config_keys.h>
 
+#include <spdlog/spdlog.h>
+
 #include "core/error.h"
 #include "runtime/compile_cache.h"
 #include "runtime/provider_attach.h"
@@ -234,7 +236,7 @@ void OnnxSession::attach(Ort::SessionOptions& options, const SessionConfig& conf
       attach_provider(options, config.provider, provider_options, status.library).method;
 }
 
-std::unique_lock<std::shared_mutex> OnnxSession::create_alone_if_accelerated() {
+std::unique_lock<WriterFirstLock> OnnxSession::create_alone_if_accelerated() {
   if (provider_ == ProviderId::kCpu) return {};
   new_shape_gate_ = std::make_unique<NewShapeGate>();
   return NewShapeGate::alone_in_process();
@@ -328,7 +330,13 @@ std::vector<NdArray<float>> OnnxSession::run(
 
   std::vector<Ort::Value> output_values;
   std::optional<NewShapeGate::Pass> pass;
-  if (new_shape_gate_) pass.emplace(new_shape_gate_->enter(shape_key(input_shapes)));
+  if (new_shape_gate_) {
+    pass.emplace(new_shape_gate_->enter(shape_key(input_shapes)));
+    if (pass->alone()) {
+      spdlog::debug("{}: first run of {} runs alone", model_path_.string(),
+                    shape_key(input_shapes));
+    }
+  }
   try {
     output_values =
         session_->Run(run_options_, input_names.data(), input_values.data(), input_values.size(),

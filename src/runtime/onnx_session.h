@@ -117,7 +117,7 @@ class OnnxSession {
   [[noreturn]] void fail_on_provider(const std::string& model_name, const std::string& error) const;
   void describe_inputs_and_outputs();
   // Accelerated sessions are created alone and get a gate for their runs (new_shape_gate.h).
-  std::unique_lock<std::shared_mutex> create_alone_if_accelerated();
+  std::unique_lock<WriterFirstLock> create_alone_if_accelerated();
 
   std::filesystem::path model_path_;
   ProviderId provider_ = ProviderId::kCpu;
