@@ -4,6 +4,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -17,7 +18,10 @@ int main(int argc, char** argv) {
   // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
   const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   // Standard output carries results (RTTM, JSON); every log line goes to standard error.
-  spdlog::set_default_logger(spdlog::stderr_color_st("parley"));
+  // Multi-threaded sink: the corpus engine's stages log from their own threads.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("parley"));
+  // SPDLOG_LEVEL=debug (or info, warn...) for a diagnosis; flags such as -q still win.
+  spdlog::cfg::load_env_levels();
   CLI::App app{"parley: who spoke when, on your own hardware (pyannote community-1 pipeline)",
                "parley"};
   app.set_version_flag("--version", std::string(parley::kVersion));
