@@ -175,8 +175,10 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
   const ProviderSelection selection = provider_selection(engine.provider);
   config.routing = provider_routing(selection.choice, selection.force, selection.options,
                                     engine.model_providers, expected_audio_seconds);
-  config.segmentation_accelerator_sessions =
-      engine.model_providers.accelerator_segmentation_sessions;
+  if (engine.model_providers.accelerator_segmentation_sessions > 0) {
+    config.segmentation_accelerator_sessions =
+        engine.model_providers.accelerator_segmentation_sessions;
+  }
   config.accelerator_float16 = engine.model_providers.accelerator_float16;
   return config;
 }
@@ -205,15 +207,14 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
                      "provider of the speaker-embedding model only (overrides --provider for it)");
   command
       .add_option("--segmentation-batch", flags.accelerator_segmentation_batch,
-                  "chunks per segmentation call on a GPU (the CPU runs one chunk per worker)")
-      ->check(number_at_least(1))
-      ->capture_default_str();
+                  "chunks per segmentation call on a GPU (the CPU runs one chunk per worker; "
+                  "default 128, 256 with several engines on a GPU)")
+      ->check(number_at_least(1));
   command
       .add_option("--segmentation-sessions", flags.accelerator_segmentation_sessions,
-                  "segmentation sessions feeding a GPU at once (each its own stream); output "
-                  "does not depend on it")
-      ->check(number_at_least(1))
-      ->capture_default_str();
+                  "segmentation sessions feeding a GPU at once (each its own stream; default 4, "
+                  "2 per engine with several engines on a GPU); output does not depend on it")
+      ->check(number_at_least(1));
   command.add_flag("--gpu-float16", flags.accelerator_float16,
                    "run the models in float16 on a CUDA/ROCm GPU (tensor cores; not exact: "
                    "agreement with float32 in docs/benchmarks.md); no effect on the CPU");
@@ -228,7 +229,9 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
   routing.choice = choice;
   routing.force = force;
   routing.options = options;
-  routing.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
+  if (flags.accelerator_segmentation_batch > 0) {
+    routing.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
+  }
   if (expected_audio_seconds > 0.0) routing.expected_audio_seconds = expected_audio_seconds;
   auto per_model = [force](const std::string& text,
                            const char* flag) -> std::optional<runtime::ProviderChoice> {

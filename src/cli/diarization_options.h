@@ -53,8 +53,12 @@ int max_threads();
 struct ModelProviderFlags {
   std::string segmentation_provider;  // empty: --provider's choice
   std::string embedding_provider;
-  std::size_t accelerator_segmentation_batch = 128;
-  int accelerator_segmentation_sessions = 4;
+  // 0: automatic (pipeline's defaults; corpus::use_several_engines_layout with several engines)
+  std::size_t accelerator_segmentation_batch = 0;
+  int accelerator_segmentation_sessions = 0;
+  bool segmentation_layout_automatic() const {
+    return accelerator_segmentation_batch == 0 && accelerator_segmentation_sessions == 0;
+  }
   bool accelerator_float16 = false;
 };
 void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags);

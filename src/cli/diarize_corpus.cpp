@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "audio/audio_source.h"
@@ -139,11 +140,21 @@ int automatic_engines(const ModelProviders& providers, const std::vector<int>& d
 std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
                                                          pipeline::DiarizationConfig config,
                                                          const ModelProviders& providers,
+                                                         const ModelProviderFlags& layout_flags,
                                                          const std::string& devices, int engines,
                                                          int jobs) {
   const std::vector<int> device_numbers = parse_devices(devices, providers);
-  if (engines == 0) engines = automatic_engines(providers, device_numbers);
-  if (device_numbers.empty() && engines > 1 && !runtime::traits(providers.embedding).accelerator) {
+  if (engines == 0) {
+    engines = automatic_engines(providers, device_numbers);
+    if (runtime::traits(providers.embedding).accelerator) {
+      spdlog::info("{} engine(s) per GPU, from its free memory (--engines sets it)", engines);
+    }
+  }
+  const bool on_gpu = runtime::traits(providers.embedding).accelerator;
+  if (on_gpu && engines > 1 && layout_flags.segmentation_layout_automatic()) {
+    corpus::use_several_engines_layout(config);
+  }
+  if (device_numbers.empty() && engines > 1 && !on_gpu) {
     // Engines on the CPU share its cores.
     config.threads = std::max(1, config.threads / engines);
   }
@@ -271,8 +282,8 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   double run_seconds = 0.0;
   if (!inputs.empty()) {
     models::warn_if_speed_twin(paths.embedding);
-    const auto corpus_engine =
-        make_corpus_engine(paths, config, providers, corpus.devices, corpus.engines, corpus.jobs);
+    const auto corpus_engine = make_corpus_engine(paths, config, providers, engine.model_providers,
+                                                  corpus.devices, corpus.engines, corpus.jobs);
 
     // Without --out-dir the RTTM goes out in input order, each as soon as those before it are.
     std::vector<std::optional<std::string>> texts(inputs.size());

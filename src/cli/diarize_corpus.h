@@ -33,10 +33,13 @@ void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engin
 std::vector<int> parse_devices(const std::string& text, const ModelProviders& providers);
 
 // The corpus engine that --jobs, --devices and --engines describe (--devices checked here,
-// naming the flag): engines on the CPU share its cores.
+// naming the flag): engines on the CPU share its cores; several on a GPU take
+// corpus::use_several_engines_layout unless --segmentation-batch or --segmentation-sessions
+// was given (`layout_flags`).
 std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
                                                          pipeline::DiarizationConfig config,
                                                          const ModelProviders& providers,
+                                                         const ModelProviderFlags& layout_flags,
                                                          const std::string& devices, int engines,
                                                          int jobs);
 

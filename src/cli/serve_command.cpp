@@ -72,8 +72,9 @@ void run_serve(ServeArguments& arguments) {
 
   server::JobStore store(config.state_dir);
   const std::size_t requeued = store.requeue_running();
-  const auto engine_owner = make_corpus_engine(paths, diarization, providers, arguments.devices,
-                                               arguments.engines, arguments.jobs);
+  const auto engine_owner =
+      make_corpus_engine(paths, diarization, providers, arguments.engine.model_providers,
+                         arguments.devices, arguments.engines, arguments.jobs);
   corpus::CorpusEngine& engine = *engine_owner;
   server::Metrics metrics;
   server::JobQueue queue(store, engine, metrics);

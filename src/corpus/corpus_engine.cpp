@@ -50,6 +50,12 @@ int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& mem
   return std::max(1, fit);
 }
 
+void use_several_engines_layout(pipeline::DiarizationConfig& config) {
+  config.segmentation_accelerator_sessions = kSeveralEnginesSegmentationSessions;
+  if (!config.routing) config.routing.emplace();
+  config.routing->accelerator_segmentation_batch_size = kSeveralEnginesSegmentationBatch;
+}
+
 std::vector<pipeline::DiarizationConfig> engine_configs(const pipeline::DiarizationConfig& config,
                                                         const std::vector<int>& devices,
                                                         int engines_per_device) {

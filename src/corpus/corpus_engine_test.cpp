@@ -83,14 +83,27 @@ class CorpusEngineTest : public ::testing::Test {
   std::vector<CorpusRecording> inputs_;
 };
 
-// One engine per 12 GiB of free device memory, at most three; one when the memory is unknown.
+// One engine per 16 GiB of free device memory, at most three; one when the memory is unknown.
 TEST(AutomaticEngines, FollowTheFreeDeviceMemory) {
   constexpr std::uintmax_t kGiB = std::uintmax_t{1} << 30;
   EXPECT_EQ(automatic_engines_per_device(std::nullopt), 1);
   EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{80 * kGiB, 78 * kGiB, "test"}), 3);
   EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{24 * kGiB, 23 * kGiB, "test"}), 1);
-  EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{32 * kGiB, 30 * kGiB, "test"}), 2);
+  EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{40 * kGiB, 38 * kGiB, "test"}), 2);
   EXPECT_EQ(automatic_engines_per_device(runtime::DeviceMemory{8 * kGiB, 2 * kGiB, "test"}), 1);
+}
+
+TEST(AutomaticEngines, SeveralShareAGpuWithFewerLargerSegmentationCalls) {
+  pipeline::DiarizationConfig config;
+  use_several_engines_layout(config);
+  EXPECT_EQ(config.segmentation_accelerator_sessions, kSeveralEnginesSegmentationSessions);
+  ASSERT_TRUE(config.routing.has_value());
+  EXPECT_EQ(config.routing->accelerator_segmentation_batch_size, kSeveralEnginesSegmentationBatch);
+  pipeline::ProviderRouting routed;
+  routed.options = {{"device_id", "1"}};
+  config.routing = routed;
+  use_several_engines_layout(config);
+  EXPECT_EQ(config.routing->options.at("device_id"), "1") << "the rest of the routing stays";
 }
 
 TEST_F(CorpusEngineTest, SeveralRecordingsInOneStreamEqualEachAlone) {
