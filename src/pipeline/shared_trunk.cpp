@@ -381,6 +381,7 @@ std::vector<NdArray<float>> SharedTrunk::run_passes(
     trunk_seconds_ += seconds_since(trunk_start);
     trunk_passes_ += members.size();
     trunk_input_frames_ += members.size() * input_frames;
+    largest_pass_frames_ = std::max(largest_pass_frames_, input_frames);
     const std::size_t pooled = output.dim(1);
     const std::size_t produced = output.dim(2);
     if (produced != ceil_div(input_frames, stride)) {
@@ -622,6 +623,7 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
     trunk_seconds_ += seconds_since(trunk_start);
     ++trunk_passes_;
     trunk_input_frames_ += pass_grid * stride;
+    largest_pass_frames_ = std::max(largest_pass_frames_, pass_grid * stride);
     if (pass_embeddings.size() != pairs * dimension) {
       fail("shared trunk: the pooled graph returned {} values for {} pairs of {}",
            pass_embeddings.size(), pairs, dimension);
