@@ -3,7 +3,7 @@
 // one per 10 s chunk. pyannote runs the trunk on every chunk, so at a 1 s step every second of
 // audio goes through the trunk ten times. Convolutions are shift-equivariant in time, so away
 // from the chunk edges a chunk's trunk frames are a slice of the recording's feature map; this
-// class computes that map block by block (blocks of 40 s with margins that cover
+// class computes that map block by block (blocks of a minute with margins that cover
 // the trunk's receptive field, computed lazily and freed once no later chunk needs them) and
 // pools each (chunk, speaker) from the chunk's slice with pyannote's mask, through
 // EmbeddingExtractor's own pooling and linear layer.
@@ -51,17 +51,17 @@ const char* shared_trunk_pooling_name(SharedTrunkPooling pooling);
 SharedTrunkPooling parse_shared_trunk_pooling(const std::string& name);
 
 struct SharedTrunkConfig {
-  // Fbank frames (10 ms) whose trunk frames one pass keeps: 4000 = 40 s. A pass's activations
-  // are the peak of a long recording's memory on the CPU (ResNet34: about 31 KB per input
-  // frame, 130 MB here); the trunk frames do not depend on it (blocks equal one pass), and its
-  // margins cost 6 % more trunk work (2 % at the 2-minute blocks of before, which peaked near
-  // 380 MB; docs/corpus.md, "Memory").
-  std::size_t block_frames = 4000;
+  // Fbank frames (10 ms) whose trunk frames one pass keeps: 6000 = 1 minute. A pass's
+  // activations are the peak of a long recording's memory on the CPU (ResNet34: about 31 KB per
+  // input frame, 190 MB here, 380 MB at the 2-minute blocks of before); the trunk frames do not
+  // depend on it (blocks equal one pass). Shorter blocks cost CPU time: 40 s blocks took 36 %
+  // more at 8 threads on 2 cores, 1-minute blocks 5 % (docs/corpus.md, "Memory").
+  std::size_t block_frames = 6000;
   // Fbank frames per trunk input within a block: a block runs as a batch of such passes, each
   // with its own margins. Default: the whole block in one pass; shorter passes add margin work
   // but may suit ONNX Runtime's batching better on some machines (not settled on the noisy
   // build machine).
-  std::size_t pass_frames = 4000;
+  std::size_t pass_frames = 6000;
   // Fbank frames run on each side of a pass and thrown away: at least half the trunk's
   // receptive field (ResNet34: 112 frames), a multiple of time_stride.
   std::size_t margin_frames = 128;
