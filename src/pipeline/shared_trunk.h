@@ -3,7 +3,7 @@
 // one per 10 s chunk. pyannote runs the trunk on every chunk, so at a 1 s step every second of
 // audio goes through the trunk ten times. Convolutions are shift-equivariant in time, so away
 // from the chunk edges a chunk's trunk frames are a slice of the recording's feature map; this
-// class computes that map block by block (blocks of about two minutes with margins that cover
+// class computes that map block by block (blocks of a minute with margins that cover
 // the trunk's receptive field, computed lazily and freed once no later chunk needs them) and
 // pools each (chunk, speaker) from the chunk's slice with pyannote's mask, through
 // EmbeddingExtractor's own pooling and linear layer.
@@ -51,13 +51,17 @@ const char* shared_trunk_pooling_name(SharedTrunkPooling pooling);
 SharedTrunkPooling parse_shared_trunk_pooling(const std::string& name);
 
 struct SharedTrunkConfig {
-  // Fbank frames (10 ms) whose trunk frames one pass keeps: 12000 = 2 minutes.
-  std::size_t block_frames = 12000;
+  // Fbank frames (10 ms) whose trunk frames one pass keeps: 6000 = 1 minute. A pass's
+  // activations are the peak of a long recording's memory on the CPU (ResNet34: about 31 KB per
+  // input frame, 190 MB here, 380 MB at the 2-minute blocks of before); the trunk frames do not
+  // depend on it (blocks equal one pass). Shorter blocks cost CPU time: 40 s blocks took 36 %
+  // more at 8 threads on 2 cores, 1-minute blocks 5 % (docs/corpus.md, "Memory").
+  std::size_t block_frames = 6000;
   // Fbank frames per trunk input within a block: a block runs as a batch of such passes, each
-  // with its own margins. Default: the whole block in one pass (what docs/embedding.md
-  // measured); shorter passes add margin work but may suit ONNX Runtime's batching better on
-  // some machines (not settled on the noisy build machine).
-  std::size_t pass_frames = 12000;
+  // with its own margins. Default: the whole block in one pass; shorter passes add margin work
+  // but may suit ONNX Runtime's batching better on some machines (not settled on the noisy
+  // build machine).
+  std::size_t pass_frames = 6000;
   // Fbank frames run on each side of a pass and thrown away: at least half the trunk's
   // receptive field (ResNet34: 112 frames), a multiple of time_stride.
   std::size_t margin_frames = 128;
@@ -154,6 +158,9 @@ class SharedTrunk {
   std::size_t total_frames() const { return total_frames_; }                // fbank frames, padded
   std::size_t frames_per_chunk() const { return trunk_frames_per_chunk_; }  // 125
   std::size_t blocks_held() const;                                          // for memory checks
+  // The longest trunk input so far (fbank frames, one batch item): what a pass's activations
+  // scale with.
+  std::size_t largest_pass_frames() const { return largest_pass_frames_; }
   std::size_t trunk_passes() const { return trunk_passes_; }  // blocks computed so far
   std::size_t trunk_input_frames() const { return trunk_input_frames_; }
   // Where the time went so far (seconds): features (fbank and centring), trunk passes (the
@@ -211,6 +218,7 @@ class SharedTrunk {
   std::map<std::size_t, std::map<std::size_t, Block>> blocks_;  // phase -> block index -> block
   std::size_t trunk_passes_ = 0;
   std::size_t trunk_input_frames_ = 0;
+  std::size_t largest_pass_frames_ = 0;
   double feature_seconds_ = 0.0;
   double trunk_seconds_ = 0.0;
   double pooling_seconds_ = 0.0;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,63 @@ TEST(SharedTrunk, FreesBlocksNoLaterChunkNeeds) {
   EXPECT_LE(most_held, 10u);
   EXPECT_GE(trunk.trunk_passes(), 2u * (chunks * 100 / 1600) - 2);
 }
+
+// A pass's activations are the largest transient of a long recording, so the default passes
+// stay short (about 63 s of fbank frames with margins), and the embeddings are exactly those of
+// the 2-minute blocks used before: shortening passes bounds memory without changing the output.
+TEST(SharedTrunk, DefaultPassesAreShortAndChangeNoEmbedding) {
+  const auto audio = synthetic_recording(5 * 60 * kSampleRate);
+  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+  NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 131 + c) % 3) = 1.0f;
+  }
+  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  const SharedTrunkConfig defaults;
+  SharedTrunk short_passes(extractor, audio, plan, defaults);
+  const NdArray<float> embedded =
+      embed_in_ranges(short_passes, segmentations, 32, extractor.dimension());
+  EXPECT_LE(short_passes.largest_pass_frames(), 6000u + 2 * 128u);
+
+  SharedTrunkConfig two_minutes = defaults;
+  two_minutes.block_frames = 12000;
+  two_minutes.pass_frames = 12000;
+  SharedTrunk long_passes(extractor, audio, plan, two_minutes);
+  EXPECT_EQ(embed_in_ranges(long_passes, segmentations, 32, extractor.dimension()).values(),
+            embedded.values());
+  EXPECT_GT(long_passes.largest_pass_frames(), 12000u);
+}
+
+#if defined(__GLIBC__)
+std::size_t anonymous_resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoul(line.substr(8));
+  }
+  ADD_FAILURE() << "no RssAnon in /proc/self/status";
+  return 0;
+}
+
+// Heap freed before a pass goes back to the system, not under the pass's activations: 40 MB
+// freed below a live block stay resident after free() alone (glibc trims only the heap's top).
+TEST(SharedTrunk, HandsFreedHeapBackBeforeAPass) {
+  const auto audio = synthetic_recording(60 * kSampleRate);
+  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  SharedTrunk trunk(extractor, audio, plan, SharedTrunkConfig{});
+  std::vector<std::vector<char>> freed;
+  for (int i = 0; i < 40 * 1024; ++i) freed.emplace_back(1000, 'x');
+  const std::vector<char> above(1000, 'y');
+  freed = {};
+  const std::size_t before = anonymous_resident_kib();
+  trunk.chunk_frames(0);
+  EXPECT_LT(anonymous_resident_kib() + 20 * 1024, before) << above.size();
+}
+#endif
 
 double cosine(const float* a, const float* b, std::size_t dimension) {
   double dot = 0.0, aa = 0.0, bb = 0.0;
