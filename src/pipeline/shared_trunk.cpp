@@ -425,10 +425,10 @@ const SharedTrunk::Block& SharedTrunk::block(std::size_t phase, std::size_t inde
   auto& phase_blocks = blocks_[phase];
   const auto found = phase_blocks.find(index);
   if (found != phase_blocks.end()) return found->second;
-    // What the last pass and the threads around it freed stays in glibc's per-thread heaps
-    // (the mmap threshold rises after every large free), under this pass's activations at the
-    // recording's peak: 55 MB of 475 MB on five minutes at 2 threads. Handing it back costs a
-    // few milliseconds a block.
+  // What the last pass and the threads around it freed stays in glibc's per-thread heaps
+  // (the mmap threshold rises after every large free), under this pass's activations at the
+  // recording's peak: 55 MB of 475 MB on five minutes at 2 threads. Handing it back costs a
+  // few milliseconds a block.
 #if defined(__GLIBC__)
   ::malloc_trim(0);
 #endif
