@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 #include <tuple>
 
@@ -161,6 +164,18 @@ void touch(const fs::path& file) {
   fs::last_write_time(file, fs::file_time_type::clock::now(), ec);
 }
 
+// A whole number of the manifest that fits `Integer`; nlohmann's get<> converts a float such as
+// 1e82 with undefined behaviour, and a wrapped count would pass for a size.
+template <typename Integer>
+Integer manifest_integer(const nlohmann::json& value, const char* field) {
+  const bool fits = value.is_number_unsigned()
+                        ? value.get<std::uint64_t>() <=
+                              static_cast<std::uint64_t>(std::numeric_limits<Integer>::max())
+                        : value.is_number_integer() && value.get<std::int64_t>() >= 0;
+  if (!fits) throw std::runtime_error(fmt::format("{} is not a count: {}", field, value.dump()));
+  return static_cast<Integer>(value.get<std::uint64_t>());
+}
+
 }  // namespace
 
 std::string CompileKey::canonical() const {
@@ -283,16 +298,17 @@ EntryInfo inspect_entry(const fs::path& entry_dir, Verification verification,
                         environment.at("provider_library").get<std::string>(),
                         environment.at("device").get<std::string>()};
     info.build_seconds = manifest.value("build_seconds", 0.0);
-    info.created = manifest.at("created_unix").get<std::time_t>();
+    info.created = manifest_integer<std::time_t>(manifest.at("created_unix"), "created_unix");
     for (const auto& file : manifest.at("files")) {
       info.files.push_back({file.at("path").get<std::string>(),
-                            file.at("size").get<std::uintmax_t>(),
+                            manifest_integer<std::uintmax_t>(file.at("size"), "size"),
                             file.at("sha256").get<std::string>()});
     }
-    if (manifest.at("format").get<int>() != kManifestFormat) {
+    const int format = manifest_integer<int>(manifest.at("format"), "format");
+    if (format != kManifestFormat) {
       info.state = EntryState::kStale;
-      info.reason = fmt::format("manifest format {} (this parley writes {})",
-                                manifest.at("format").get<int>(), kManifestFormat);
+      info.reason =
+          fmt::format("manifest format {} (this parley writes {})", format, kManifestFormat);
       return info;
     }
     if (sha256_text(manifest.at("key_canonical").get<std::string>()) != info.key_digest) {

@@ -5,6 +5,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -160,6 +165,27 @@ TEST_F(CompileCacheTest, BadManifestIsDetected) {
     EXPECT_NE(std::string(error.what()).find("remove it by hand"), std::string::npos);
   }
   EXPECT_TRUE(fs::exists(cache.entry_dir(k) / "artifacts/program.mxr"));
+}
+
+// Numbers that are not counts (a fuzz finding: 1.7e82 as created_unix was converted to a time
+// with undefined behaviour) make the entry corrupt, not a wrapped or invented value.
+TEST_F(CompileCacheTest, ManifestNumbersThatAreNotCountsAreCorrupt) {
+  CompileCache cache(root_);
+  const auto k = key();
+  const fs::path manifest_path = cache.entry_dir(k) / "manifest.json";
+  const std::vector<std::pair<std::string, nlohmann::json>> bad = {
+      {"/created_unix", 1.75556e82}, {"/created_unix", -5},   {"/format", 4294967297.0},
+      {"/files/0/size", -1},         {"/files/0/size", 14.5}, {"/format", "1"}};
+  for (const auto& [pointer, value] : bad) {
+    build(cache, k, {{"program.mxr", "compiled bytes"}});
+    nlohmann::json manifest = nlohmann::json::parse(std::ifstream(manifest_path));
+    manifest[nlohmann::json::json_pointer(pointer)] = value;
+    std::ofstream(manifest_path, std::ios::trunc) << manifest.dump();
+    const auto info = inspect_entry(cache.entry_dir(k), Verification::kSizes);
+    EXPECT_EQ(info.state, EntryState::kCorrupt) << pointer << " = " << value.dump();
+    EXPECT_NE(info.reason.find("unreadable"), std::string::npos) << info.reason;
+    fs::remove_all(cache.entry_dir(k));
+  }
 }
 
 TEST_F(CompileCacheTest, HashMismatchIsDetectedWhenHashing) {
