@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> provider_options;
   std::string dump_rewritten;
   bool check_cpu = false;
+  bool per_chunk_convolution = false;
   app.add_option("--provider", provider, "execution provider (cpu, cuda, migraphx, ...)");
   app.add_option("--provider-option", provider_options, "key=value for the provider, repeatable");
   app.add_option("--dump-rewritten", dump_rewritten,
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
                  "batch dynamic) to this file");
   app.add_flag("--check-cpu", check_cpu,
                "compare the outputs with the unmodified model on the CPU (batch 1)");
+  app.add_flag("--per-chunk-convolution", per_chunk_convolution,
+               "run the first convolution on every chunk instead of once over the recording");
   CLI11_PARSE(app, argc, argv);
   try {
     if (!dump_rewritten.empty()) {
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
     config.threads = threads;
     config.batch_size = batch;
     config.intra_op_threads = intra_op_threads;
+    config.share_first_convolution = !per_chunk_convolution;
     using parley::runtime::GraphOptimization;
     if (optimization == "disabled") {
       config.optimization = GraphOptimization::kDisabled;
@@ -110,28 +114,32 @@ int main(int argc, char** argv) {
     auto source = [&](std::size_t chunk, std::span<float> out) {
       parley::pipeline::copy_chunk(audio, plan, static_cast<std::int64_t>(chunk), out);
     };
-    model.run(std::min<std::size_t>(chunk_count, 2), source);  // warm-up
+    auto locate = [&](std::size_t chunk) {
+      return parley::pipeline::SegmentationModel::ChunkOrigin{
+          0, audio, plan.chunk_offset(static_cast<std::int64_t>(chunk))};
+    };
+    model.run(std::min<std::size_t>(chunk_count, 2), source, {}, {}, locate);  // warm-up
     double best = 1e30;
     double best_cpu = 1e30;
     for (int repeat = 0; repeat < repeats; ++repeat) {
       const auto start = std::chrono::steady_clock::now();
       const double cpu_start = process_cpu_seconds();
-      model.run(chunk_count, source);
+      model.run(chunk_count, source, {}, {}, locate);
       best_cpu = std::min(best_cpu, process_cpu_seconds() - cpu_start);
       best = std::min(best, parley::seconds_since(start));
     }
     fmt::print(
         "model={} provider={} dynamic_batch={} threads={} intra_op={} batch={} optimization={} "
-        "chunks={} "
+        "chunks={} shared_first_convolution={} "
         "load={:.3f}s best={:.3f}s chunks_per_s={:.1f} ms_per_chunk={:.2f} "
         "cpu_ms_per_chunk={:.2f}\n",
         model_path, parley::runtime::provider_name(config.provider),
         model.signature().batch_is_dynamic, threads, intra_op_threads, model.effective_batch_size(),
-        optimization, chunk_count, load_seconds, best, static_cast<double>(chunk_count) / best,
-        1000.0 * best / static_cast<double>(chunk_count),
+        optimization, chunk_count, model.shares_first_convolution(), load_seconds, best,
+        static_cast<double>(chunk_count) / best, 1000.0 * best / static_cast<double>(chunk_count),
         1000.0 * best_cpu / static_cast<double>(chunk_count));
     if (check_cpu) {
-      const parley::NdArray<float> ours = model.run(chunk_count, source);
+      const parley::NdArray<float> ours = model.run(chunk_count, source, {}, {}, locate);
       parley::pipeline::SegmentationConfig cpu_config;
       cpu_config.threads = threads;
       parley::pipeline::SegmentationModel reference_model(model_path, cpu_config);

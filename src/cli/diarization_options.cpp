@@ -144,6 +144,10 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   command.add_flag("--no-streaming", engine.no_streaming,
                    "segment the whole recording before embedding (same output; for timing the "
                    "overlap of the two stages)");
+  command.add_flag("--sincnet-per-chunk", engine.sincnet_per_chunk,
+                   "on the CPU, run segmentation's first convolution on every 10 s chunk, as "
+                   "pyannote does, instead of once over the recording (slower; the same within "
+                   "rounding, docs/segmentation.md)");
   command.add_option("--segmentation-model", engine.segmentation_model,
                      "segmentation .onnx (default: found through --models)");
   command.add_option("--embedding-model", engine.embedding_model,
@@ -169,6 +173,7 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                        ? engine.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   config.streaming = !engine.no_streaming;
+  config.share_segmentation_convolution = !engine.sincnet_per_chunk;
   config.embedding_mode = pipeline::parse_embedding_mode(engine.embedding_mode);
   config.embedding_batch_size = engine.embedding_batch;
   apply_diarization_flags(flags, config);

@@ -72,6 +72,7 @@ struct EngineFlags {
   int threads = 0;  // 0: all cores
   std::size_t embedding_batch = pipeline::DiarizationConfig{}.embedding_batch_size;
   bool no_streaming = false;
+  bool sincnet_per_chunk = false;
   std::string segmentation_model;
   std::string embedding_model;
   std::string plda_dir;

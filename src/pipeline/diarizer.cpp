@@ -89,7 +89,7 @@ std::string DiarizationConfig::to_string() const {
       "DiarizationConfig(step={}s, threads={}, segmentation_batch={}, "
       "segmentation_accelerator_sessions={}, embedding_batch={}, "
       "exclude_overlap={}, min_duration_off={}, clustering={}, speakers={}, "
-      "embedding_provider={}, segmentation_provider={}{}, streaming={}, embedding_mode={}{}{})",
+      "embedding_provider={}, segmentation_provider={}{}, streaming={}, embedding_mode={}{}{}{})",
       step_seconds, threads, segmentation_batch_size, segmentation_accelerator_sessions,
       embedding_batch_size, embedding_exclude_overlap, min_duration_off, clustering.describe(),
       speakers.describe(), runtime::provider_name(embedding_provider),
@@ -97,7 +97,8 @@ std::string DiarizationConfig::to_string() const {
       routing ? fmt::format(", routed from provider {}", routing->choice.to_string()) : "",
       streaming, embedding_mode_name(embedding_mode),
       embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "",
-      accelerator_float16 ? ", accelerator_float16=true" : "");
+      accelerator_float16 ? ", accelerator_float16=true" : "",
+      share_segmentation_convolution ? "" : ", share_segmentation_convolution=false");
 }
 
 struct Diarizer::Models {
@@ -245,6 +246,13 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
               if (!queue.push({first_chunk, log_probabilities})) {
                 throw std::runtime_error("embedding stopped");
               }
+            },
+            [&](std::size_t chunk) {
+              const std::size_t r = recording_of(chunk);
+              return SegmentationModel::ChunkOrigin{
+                  r, work[r].samples,
+                  work[r].plan.chunk_offset(
+                      static_cast<std::int64_t>(chunk - work[r].first_chunk))};
             });
       }
       queue.close();

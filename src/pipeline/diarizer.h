@@ -52,6 +52,11 @@ struct DiarizationConfig {
   // 2.1 s, 4 1.8 s, 6 1.8 s. Routed (`routing` set), fewer when they would not fit in the free
   // device memory, and one on a static-shape provider.
   int segmentation_accelerator_sessions = 4;
+  // On the CPU, segmentation's first (SincNet) convolution runs once per recording and the
+  // overlapping chunks share it (pipeline/shared_first_convolution.h): a fifth less segmentation
+  // arithmetic at a 1 s step, within rounding of running each chunk whole (docs/segmentation.md
+  // has the agreement). false: every chunk whole, as pyannote does.
+  bool share_segmentation_convolution = true;
   // Models routed to a dynamic-shape GPU provider (CUDA, ROCm) run in float16 between float32
   // inputs and outputs (models/float16_graph.h): tensor-core speed, not exact; the agreement
   // with float32 is measured in docs/benchmarks.md. Ignored for models on the CPU.

@@ -173,6 +173,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   segmentation.accelerator_sessions = config.segmentation_accelerator_sessions;
   segmentation.provider = config.segmentation_provider;
   segmentation.provider_options = config.segmentation_provider_options;
+  segmentation.share_first_convolution = config.share_segmentation_convolution;
 
   EmbeddingConfig& embedding = plan.embedding;
   embedding.batch_size = config.embedding_batch_size;

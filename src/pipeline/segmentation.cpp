@@ -1,6 +1,7 @@
 #include "pipeline/segmentation.h"
 
 #include "models/accelerator_rewrite.h"
+#include "models/first_convolution_split.h"
 #include "models/float16_graph.h"
 #include "models/onnx_graph.h"
 
@@ -104,6 +105,7 @@ std::string unfolded_fp16_warning(const std::filesystem::path& model_path) {
 struct SegmentationModel::Worker {
   std::unique_ptr<runtime::OnnxSession> session;  // every batch size (dynamic shapes)
   NdArray<float> input;                           // reused across calls of the same batch size
+  std::vector<float> chunk_samples;  // one chunk's samples, when the model's input is not them
 };
 
 namespace {
@@ -160,6 +162,21 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
     first->session = open_session(model_path_, rewritten_model_, session_config_);
     signature_ = SegmentationSignature::from(*first->session);
   }
+  if (config_.share_first_convolution && config_.provider == runtime::ProviderId::kCpu &&
+      !static_shapes_ && rewritten_model_.empty()) {
+    if (auto split = models::split_first_convolution(models::read_model_bytes(model_path_),
+                                                     model_path_.string())) {
+      // Blocks in use: those of the chunks in flight, plus a chunk's ten seconds ahead.
+      const std::size_t in_flight =
+          static_cast<std::size_t>(std::max(config_.threads, 1)) * effective_batch_size();
+      first_convolution_ = std::make_unique<SharedFirstConvolution>(
+          *split, session_config_, 2 * in_flight + 16, model_path_.string());
+      rest_model_ = std::move(split->rest_model);
+      rest_input_ = split->rest_input;
+      first->session = open_session(model_path_, rest_model_, session_config_);
+      spdlog::debug("{}: {}, shared across chunks", model_path_.string(), split->to_string());
+    }
+  }
   workers_.push_back(std::move(first));
   if (signature_.declared_samples > 0 &&
       static_cast<std::size_t>(signature_.declared_samples) != config_.samples_per_chunk) {
@@ -178,8 +195,10 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
                                             : config_.accelerator_sessions;
   for (int worker = 1; worker < worker_count; ++worker) {
     auto next = std::make_unique<Worker>();
-    if (!static_shapes_)
-      next->session = open_session(model_path_, rewritten_model_, session_config_);
+    if (!static_shapes_) {
+      next->session = open_session(model_path_, first_convolution_ ? rest_model_ : rewritten_model_,
+                                   session_config_);
+    }
     workers_.push_back(std::move(next));
   }
 }
@@ -216,7 +235,7 @@ std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk
 
 NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource& source,
                                       const ProgressCallback& progress,
-                                      const BatchCallback& on_batch) {
+                                      const BatchCallback& on_batch, const ChunkLocator& locate) {
   const std::size_t samples = config_.samples_per_chunk;
   const std::vector<runtime::BatchSlice> calls = plan_calls(chunk_count);
   const std::size_t batch_count = calls.size();
@@ -247,6 +266,40 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
     }
   };
 
+  // With a shared first convolution the model's input is the convolution's frames of each chunk.
+  // A chunk with no usable origin is its own recording (a key no recording of `locate` has).
+  struct ClearOnExit {
+    SharedFirstConvolution* convolution;
+    ~ClearOnExit() {
+      if (convolution) convolution->clear();
+    }
+  } clear_on_exit{first_convolution_.get()};
+  const std::size_t row_values =
+      first_convolution_ ? static_cast<std::size_t>(first_convolution_->filters() *
+                                                    first_convolution_->frames_per_chunk(
+                                                        static_cast<std::int64_t>(samples)))
+                         : samples;
+  const auto fill_input = [&](Worker& worker, std::size_t chunk, std::size_t row) {
+    const std::span<float> target(worker.input.data() + row * row_values, row_values);
+    if (!first_convolution_) {
+      source(chunk, target);
+      return std::all_of(target.begin(), target.end(), [](float value) { return value == 0.f; });
+    }
+    worker.chunk_samples.assign(samples, 0.f);
+    source(chunk, worker.chunk_samples);
+    SegmentationModel::ChunkOrigin origin;
+    if (locate) origin = locate(chunk);
+    if (!locate || origin.start_sample % first_convolution_->stride() != 0) {
+      constexpr std::size_t kOwnRecording = std::size_t{1} << 62;
+      origin = {kOwnRecording + chunk, worker.chunk_samples, 0};
+    }
+    first_convolution_->chunk_input(origin.recording, origin.samples, origin.start_sample,
+                                    worker.chunk_samples, target);
+    return std::all_of(worker.chunk_samples.begin(), worker.chunk_samples.end(),
+                       [](float value) { return value == 0.f; });
+  };
+  const std::string& input_name = first_convolution_ ? rest_input_ : signature_.input_name;
+
   auto work = [&](Worker& worker) {
     try {
       while (!stop.load()) {
@@ -254,16 +307,20 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
         if (batch >= batch_count) break;
         const runtime::BatchSlice& call = calls[batch];
         if (worker.input.empty() || worker.input.dim(0) != call.bucket) {
-          worker.input = NdArray<float>({call.bucket, 1, samples});
+          worker.input =
+              first_convolution_
+                  ? NdArray<float>(
+                        {call.bucket, static_cast<std::size_t>(first_convolution_->filters()),
+                         row_values / static_cast<std::size_t>(first_convolution_->filters())})
+                  : NdArray<float>({call.bucket, 1, samples});
         }
         // Padding rows stay zero: chunks are independent, so they change no real row.
         std::fill(worker.input.data(), worker.input.data() + worker.input.size(), 0.f);
+        bool all_silent = true;
         for (std::size_t i = 0; i < call.count; ++i) {
-          source(call.offset + i, std::span<float>(worker.input.data() + i * samples, samples));
+          all_silent = fill_input(worker, call.offset + i, i) && all_silent;
         }
-        const bool silent = reuse_silence && call.bucket == 1 &&
-                            std::all_of(worker.input.values().begin(), worker.input.values().end(),
-                                        [](float value) { return value == 0.f; });
+        const bool silent = reuse_silence && call.bucket == 1 && all_silent;
         std::vector<NdArray<float>> outputs;
         if (silent) {
           const std::lock_guard lock(silence_mutex);
@@ -271,7 +328,7 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
         }
         if (outputs.empty()) {
           outputs = session_for(worker, call.bucket)
-                        .run({{signature_.input_name, &worker.input}}, {signature_.output_name});
+                        .run({{input_name, &worker.input}}, {signature_.output_name});
           if (silent) {
             const std::lock_guard lock(silence_mutex);
             silent_output = outputs.front();
