@@ -180,6 +180,9 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
   const ProviderSelection selection = provider_selection(engine.provider);
   config.routing = provider_routing(selection.choice, selection.force, selection.options,
                                     engine.model_providers, expected_audio_seconds);
+  if (engine.model_providers.accelerator_segmentation_batch > 0) {
+    config.segmentation_batch_size = engine.model_providers.accelerator_segmentation_batch;
+  }
   if (engine.model_providers.accelerator_segmentation_sessions > 0) {
     config.segmentation_accelerator_sessions =
         engine.model_providers.accelerator_segmentation_sessions;
@@ -212,8 +215,8 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
                      "provider of the speaker-embedding model only (overrides --provider for it)");
   command
       .add_option("--segmentation-batch", flags.accelerator_segmentation_batch,
-                  "chunks per segmentation call on a GPU (the CPU runs one chunk per worker; "
-                  "default 128, 256 with several engines on a GPU)")
+                  "chunks per segmentation call (default: 8 on the CPU, 128 on a GPU, 256 with "
+                  "several engines on a GPU); may change results in the last bits")
       ->check(number_at_least(1));
   command
       .add_option("--segmentation-sessions", flags.accelerator_segmentation_sessions,

@@ -9,12 +9,13 @@ namespace {
 
 // Field (as library messages name it) -> the flag that sets it. Only identifiers with an
 // underscore are listed: plain words ("threads", "provider") also appear in ordinary prose.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kFlagOfField = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kFlagOfField = {{
     {"step_seconds", "--step"},
     {"models_dir", "--models"},
     {"embedding_mode", "--embedding-mode"},
     {"embedding_batch_size", "--embedding-batch"},
     {"accelerator_segmentation_batch_size", "--segmentation-batch"},
+    {"segmentation_batch_size", "--segmentation-batch"},
     {"segmentation_accelerator_sessions", "--segmentation-sessions"},
     {"accelerator_float16", "--gpu-float16"},
     {"num_speakers", "--num-speakers"},

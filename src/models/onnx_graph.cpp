@@ -424,23 +424,34 @@ StatisticsPoolingSplit split_before_statistics_pooling(const std::string& model_
   return split;
 }
 
+namespace {
+
+bool is_float16(const onnx::TensorProto& tensor) {
+  return tensor.data_type() == onnx::TensorProto::FLOAT16;
+}
+
+bool graph_has_float16_constants(const onnx::GraphProto& graph) {
+  if (std::any_of(graph.initializer().begin(), graph.initializer().end(), is_float16)) return true;
+  return std::any_of(graph.node().begin(), graph.node().end(), [](const onnx::NodeProto& node) {
+    if (node.op_type() != "Constant") return false;
+    const onnx::AttributeProto* value = find_attribute(node, "value");
+    return value != nullptr && value->has_t() && is_float16(value->t());
+  });
+}
+
+}  // namespace
+
+bool has_float16_constants(const std::string& model_bytes, const std::string& model_name) {
+  return graph_has_float16_constants(parse_model(model_bytes, model_name).graph());
+}
+
 bool computes_filters_in_float16(const std::string& model_bytes, const std::string& model_name) {
   const onnx::ModelProto model = parse_model(model_bytes, model_name);
   const onnx::GraphProto& graph = model.graph();
-  const auto is_float16 = [](const onnx::TensorProto& tensor) {
-    return tensor.data_type() == onnx::TensorProto::FLOAT16;
-  };
-  bool has_sin = false;
-  bool has_float16_constant =
-      std::any_of(graph.initializer().begin(), graph.initializer().end(), is_float16);
-  for (const auto& node : graph.node()) {
-    if (node.op_type() == "Sin") has_sin = true;
-    if (node.op_type() == "Constant") {
-      const onnx::AttributeProto* value = find_attribute(node, "value");
-      if (value != nullptr && value->has_t() && is_float16(value->t())) has_float16_constant = true;
-    }
-  }
-  return has_sin && has_float16_constant;
+  const bool has_sin =
+      std::any_of(graph.node().begin(), graph.node().end(),
+                  [](const onnx::NodeProto& node) { return node.op_type() == "Sin"; });
+  return has_sin && graph_has_float16_constants(graph);
 }
 
 }  // namespace parley::models

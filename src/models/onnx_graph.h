@@ -44,6 +44,10 @@ std::string read_model_bytes(const std::filesystem::path& path);
 StatisticsPoolingSplit split_before_statistics_pooling(const std::string& model_bytes,
                                                        const std::string& model_name);
 
+// Whether the graph holds float16 weights or constants (a float16 export). ONNX Runtime's CPU
+// kernels then run float32 between casts, and round differently with the batch size.
+bool has_float16_constants(const std::string& model_bytes, const std::string& model_name);
+
 // Whether the graph builds SincNet-style filters at run time (a Sin node) from float16 tensors.
 // A float16 export of pyannote's segmentation does: its first-layer filters come out off by up
 // to 1.5 % of their peak, and tools/fold_sincnet_filters.py (which leaves no Sin node) fixes it.

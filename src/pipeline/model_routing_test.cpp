@@ -123,8 +123,8 @@ TEST_F(ModelRoutingTest, AutoWithoutGpuRunsBothOnTheCpuAndSaysSoOnce) {
   ASSERT_TRUE(sessions.embedding_route);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
-  EXPECT_EQ(sessions.segmentation.threads, 4);  // CPU workers, one chunk per call as before
-  EXPECT_EQ(sessions.segmentation.batch_size, 1u);
+  EXPECT_EQ(sessions.segmentation.threads, 4);  // CPU workers, the CPU's batch
+  EXPECT_EQ(sessions.segmentation.batch_size, DiarizationConfig{}.segmentation_batch_size);
   EXPECT_FALSE(sessions.segmentation.batch_buckets);
   EXPECT_NE(sessions.segmentation_route->reason.find("CPU"), std::string::npos);
   EXPECT_NE(sessions.embedding_route->reason.find("CPU"), std::string::npos);

@@ -144,6 +144,19 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
     }
     spdlog::debug("{}: for {}: {}", model_path_.string(), runtime::provider_name(config_.provider),
                   rewrite.describe());
+  } else if (config_.batch_size > 1 &&
+             !(cpu_float16_ = models::has_float16_constants(models::read_model_bytes(model_path_),
+                                                            model_path_.string()))) {
+    // On the CPU, several chunks per call turn the LSTMs' matrix-vector products into matrix
+    // products. An export whose batch is fixed to 1 gets the same exact rewrite as for
+    // accelerators, which makes its batch dynamic.
+    const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(model_path_),
+                                                         model_path_.string());
+    if (rewrite.batch_dynamic) {
+      rewritten_model_ = rewrite.model;
+      batch_made_dynamic = true;
+      spdlog::debug("{}: for batches on the CPU: {}", model_path_.string(), rewrite.describe());
+    }
   }
   static_shapes_ = runtime::traits(config_.provider).static_shapes;
   auto first = std::make_unique<Worker>();
@@ -163,9 +176,10 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
     signature_ = SegmentationSignature::from(*first->session);
   }
   if (config_.share_first_convolution && config_.provider == runtime::ProviderId::kCpu &&
-      !static_shapes_ && rewritten_model_.empty()) {
-    if (auto split = models::split_first_convolution(models::read_model_bytes(model_path_),
-                                                     model_path_.string())) {
+      !static_shapes_) {
+    if (auto split = models::split_first_convolution(
+            rewritten_model_.empty() ? models::read_model_bytes(model_path_) : rewritten_model_,
+            model_path_.string())) {
       // Blocks in use: those of the chunks in flight, plus a chunk's ten seconds ahead.
       const std::size_t in_flight =
           static_cast<std::size_t>(std::max(config_.threads, 1)) * effective_batch_size();
@@ -217,7 +231,7 @@ runtime::OnnxSession& SegmentationModel::session_for(Worker& worker, std::size_t
 }
 
 std::size_t SegmentationModel::effective_batch_size() const {
-  return signature_.batch_is_dynamic ? config_.batch_size : 1;
+  return signature_.batch_is_dynamic && !cpu_float16_ ? config_.batch_size : 1;
 }
 
 std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk_count) const {
@@ -225,10 +239,15 @@ std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk
   if (config_.batch_buckets && signature_.batch_is_dynamic) {
     return runtime::plan_batches(chunk_count, *config_.batch_buckets, batch_size);
   }
+  // On the CPU every call is padded to the whole batch: a row's result does not depend on the
+  // other rows of a matrix product, but a call of one chunk takes the matrix-vector kernels.
+  // Padded, a chunk's arithmetic is the same wherever it falls (last call of a run, or among
+  // another recording's chunks in a corpus batch).
+  const bool pad = config_.provider == runtime::ProviderId::kCpu;
   std::vector<runtime::BatchSlice> plan;
   for (std::size_t offset = 0; offset < chunk_count; offset += batch_size) {
     const std::size_t count = std::min(batch_size, chunk_count - offset);
-    plan.push_back({offset, count, count});
+    plan.push_back({offset, count, pad ? batch_size : count});
   }
   return plan;
 }
@@ -248,8 +267,8 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   std::size_t next_batch_to_report = 0;
   std::size_t frames = 0;  // per chunk, from the first batch done
   std::exception_ptr first_error;
-  // Accelerators and batches of several chunks may pick kernels by what else is in the call, so
-  // only the CPU's batch-1 calls reuse (config_.reuse_silent_chunks).
+  // Accelerators may pick kernels by what else is in the call, so only the CPU reuses
+  // (config_.reuse_silent_chunks), and only calls whose every row is a silent chunk.
   const bool reuse_silence = config_.reuse_silent_chunks &&
                              config_.provider == runtime::ProviderId::kCpu && !static_shapes_;
   std::mutex silence_mutex;
@@ -320,11 +339,15 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
         for (std::size_t i = 0; i < call.count; ++i) {
           all_silent = fill_input(worker, call.offset + i, i) && all_silent;
         }
-        const bool silent = reuse_silence && call.bucket == 1 && all_silent;
+        // A whole call of silent chunks has the same input as any other (padding rows are
+        // zero, but a silent chunk's row after the shared convolution need not be).
+        const bool silent = reuse_silence && call.count == call.bucket && all_silent;
         std::vector<NdArray<float>> outputs;
         if (silent) {
           const std::lock_guard lock(silence_mutex);
-          if (!silent_output.empty()) outputs.push_back(silent_output);
+          if (!silent_output.empty() && silent_output.dim(0) == call.bucket) {
+            outputs.push_back(silent_output);
+          }
         }
         if (outputs.empty()) {
           outputs = session_for(worker, call.bucket)

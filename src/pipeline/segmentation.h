@@ -32,18 +32,22 @@ struct SegmentationConfig {
   // Threads inside each worker's session. 1 (default) measured fastest per core on the 2-core
   // CI machine (docs/segmentation.md); kept configurable for many-core machines.
   int intra_op_threads = 1;
-  // Chunks per model call when the model's batch is dynamic (ignored when it is fixed to 1).
-  // Changing it may change results in the last bits (ORT picks kernels by shape); it is part
-  // of what defines the output, unlike `threads`.
+  // Chunks per model call. On the CPU a model whose batch is fixed to 1 is made dynamic for
+  // more than 1 (an exact rewrite), and every call is padded to the whole batch, so a chunk's
+  // result does not depend on which chunks share its call. Changing it may change results in
+  // the last bits (matrix-vector against matrix kernels); it is part of what defines the
+  // output, unlike `threads`. Float16 models on the CPU run one chunk per call: ORT's float16
+  // LSTM rounds with the batch size. On a static-shape provider, ignored when the batch is
+  // fixed.
   std::size_t batch_size = 1;
   // pyannote segmentation-3.0 reads 10 s at 16 kHz.
   std::size_t samples_per_chunk = 160000;
   runtime::GraphOptimization optimization = runtime::GraphOptimization::kExtended;
   // Run the model in float16 (models/float16_graph.h); only on a dynamic-shape accelerator.
   bool float16 = false;
-  // On the CPU, a batch-1 call's output depends only on its input: the first all-zero chunk
-  // (digital silence) is run and its output reused for every other in the same run, which
-  // gives the same result. False: every chunk runs (a test compares the two).
+  // On the CPU, a call's output depends only on its input: the first call whose chunks are all
+  // digital silence is run and its output reused for every other such call in the same run,
+  // which gives the same result. False: every chunk runs (a test compares the two).
   bool reuse_silent_chunks = true;
   // On the CPU, the model's first convolution (SincNet's, on the normalised waveform) runs once
   // over each recording and overlapping chunks share it (pipeline/shared_first_convolution.h):
@@ -158,6 +162,7 @@ class SegmentationModel {
   SegmentationConfig config_;
   SegmentationSignature signature_;
   std::string rewritten_model_;  // the model as sessions load it, when it had to be rewritten
+  bool cpu_float16_ = false;     // a float16 model on the CPU: one chunk per call
   // Shared first convolution: the workers' sessions run the rest of the model from its input.
   std::unique_ptr<SharedFirstConvolution> first_convolution_;
   std::string rest_model_;
