@@ -4,8 +4,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -58,39 +60,42 @@ class AnonymousFile {
   int descriptor_ = -1;
 };
 
+// Samples decoded and written to the file at a time: 256 KB, which stays in the cache between
+// the decoder writing it and the kernel copying it.
+constexpr std::size_t kWriteBlock = 1 << 16;
+
 }  // namespace
 
 DecodedAudio DecodedAudio::decode(const std::filesystem::path& path, std::size_t spill_samples) {
   MonoResampledStream stream(path, kSampleRate);
-  constexpr std::size_t kReadBlock = 1 << 16;
+  const std::size_t limit =
+      spill_samples > 0 ? spill_samples : std::numeric_limits<std::size_t>::max();
   std::vector<float> samples;
-  std::unique_ptr<AnonymousFile> file;
-  std::size_t total = 0;
-  std::vector<float> block(kReadBlock);
+  // A header that states a length past the limit sends the samples to the file from the start,
+  // so that none are first gathered in memory and then copied.
+  const auto expected = stream.expected_samples();
+  if (!expected || static_cast<std::size_t>(std::max<std::int64_t>(*expected, 0)) <= limit) {
+    samples.reserve(std::min(samples_to_reserve(stream), limit));
+    if (read_into(stream, samples, limit)) {
+      shrink_if_grown(samples);
+      return DecodedAudio(std::make_shared<const std::vector<float>>(std::move(samples)));
+    }
+  }
+  AnonymousFile file;
+  file.write(samples);
+  std::size_t total = samples.size();
+  samples = {};
+  std::vector<float> block(kWriteBlock);
   while (true) {
     const std::size_t got = stream.read(block);
-    if (file) {
-      file->write(std::span<const float>(block.data(), got));
-    } else {
-      samples.insert(samples.end(), block.begin(),
-                     block.begin() + static_cast<std::ptrdiff_t>(got));
-      if (spill_samples > 0 && samples.size() > spill_samples) {
-        file = std::make_unique<AnonymousFile>();
-        file->write(samples);
-        samples = {};
-      }
-    }
+    file.write(std::span<const float>(block.data(), got));
     total += got;
-    if (got < kReadBlock) break;
-  }
-  if (!file) {
-    samples.shrink_to_fit();
-    return DecodedAudio(std::make_shared<const std::vector<float>>(std::move(samples)));
+    if (got < block.size()) break;
   }
   DecodedAudio decoded;
   decoded.mapping_bytes_ = total * sizeof(float);
   void* mapping =
-      ::mmap(nullptr, decoded.mapping_bytes_, PROT_READ, MAP_PRIVATE, file->descriptor(), 0);
+      ::mmap(nullptr, decoded.mapping_bytes_, PROT_READ, MAP_PRIVATE, file.descriptor(), 0);
   if (mapping == MAP_FAILED) {
     fail("{}: cannot map its decoded samples ({})", path.string(), std::strerror(errno));
   }
