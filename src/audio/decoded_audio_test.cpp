@@ -99,6 +99,31 @@ std::vector<float> awkward_channel(std::size_t frames, std::size_t channel) {
   return samples;
 }
 
+// A background decode may be dropped or moved while it runs: dropped, it stops (and frees what
+// it decoded into); moved, it goes on filling the same samples.
+TEST(DecodedAudio, BackgroundDecodeMayBeDroppedOrMovedWhileItRuns) {
+  const parley::testing::TemporaryDirectory folder("decoded-audio-background");
+  const auto path = folder / "five-minutes.wav";
+  constexpr std::size_t kFrames = 300 * 44100;
+  testing::write_sndfile(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 44100, 2,
+                         testing::interleave({testing::sine(440.0, 44100.0, kFrames, 0.5f),
+                                              testing::sine(660.0, 44100.0, kFrames, 0.25f)}));
+  for (const std::size_t spill : {std::size_t{0}, std::size_t{1000}}) {
+    {
+      const DecodedAudio dropped = DecodedAudio::decode_in_background(path, spill);
+      EXPECT_EQ(dropped.samples().size(), 300u * 16000u);
+    }
+    DecodedAudio moved;
+    {
+      DecodedAudio started = DecodedAudio::decode_in_background(path, spill);
+      moved = std::move(started);
+    }
+    moved.wait();
+    EXPECT_TRUE(same_bits(moved.samples(), load_mono_16k(path))) << "spill past " << spill;
+    EXPECT_GT(moved.decode_seconds(), 0.0);
+  }
+}
+
 // Each decode of a file with NaN/Inf warns once; dozens of decodes would bury a failure.
 class QuietLog {
  public:
@@ -169,6 +194,17 @@ TEST(DecodedAudio, EveryPathEqualsTheStraightforwardDecode) {
       const DecodedAudio decoded = DecodedAudio::decode(path, spill);
       EXPECT_TRUE(same_bits(decoded.samples(), expected)) << "spill past " << spill;
       EXPECT_EQ(decoded.spilled(), spill > 0 && spill < expected.size()) << "spill past " << spill;
+
+      const DecodedAudio background = DecodedAudio::decode_in_background(path, spill);
+      ASSERT_EQ(background.samples().size(), expected.size());
+      const std::size_t half = expected.size() / 2;
+      background.wait_for(half);
+      EXPECT_TRUE(same_bits(background.samples().first(half), std::span(expected).first(half)))
+          << "spill past " << spill;
+      background.wait();
+      EXPECT_TRUE(background.as_announced());
+      EXPECT_TRUE(same_bits(background.samples(), expected)) << "spill past " << spill;
+      EXPECT_EQ(background.spilled(), decoded.spilled()) << "spill past " << spill;
     }
   }
 }
