@@ -93,13 +93,13 @@ std::optional<std::size_t> believed_length(const MonoResampledStream& stream) {
   return static_cast<std::size_t>(*expected);
 }
 
-const float* map_samples(int descriptor, std::size_t samples, int flags,
-                         const std::filesystem::path& path) {
+void* map_samples(int descriptor, std::size_t samples, int flags,
+                  const std::filesystem::path& path) {
   void* mapping = ::mmap(nullptr, samples * sizeof(float), PROT_READ, flags, descriptor, 0);
   if (mapping == MAP_FAILED) {
     fail("{}: cannot map its decoded samples ({})", path.string(), std::strerror(errno));
   }
-  return static_cast<const float*>(mapping);
+  return mapping;
 }
 
 }  // namespace
@@ -149,6 +149,10 @@ struct DecodedAudio::Background {
         total += got;
         publish(total);
         if (got < wanted) {
+          // Short of the header's length: what readers may still take for samples is silence
+          // (the file's unwritten part already reads as zeros), and they are to decode again.
+          if (file == nullptr)
+            std::fill(memory.begin() + static_cast<std::ptrdiff_t>(total), memory.end(), 0.0f);
           matches = false;
           break;
         }
@@ -185,9 +189,8 @@ DecodedAudio DecodedAudio::start(std::unique_ptr<MonoResampledStream> stream,
     file->set_length(length);
     // Shared: the samples written to the file after mapping it show through the mapping.
     audio.mapping_bytes_ = length * sizeof(float);
-    const float* mapped = map_samples(file->descriptor(), length, MAP_SHARED, path);
-    audio.mapping_ = const_cast<float*>(mapped);
-    audio.samples_ = std::span<const float>(mapped, length);
+    audio.mapping_ = map_samples(file->descriptor(), length, MAP_SHARED, path);
+    audio.samples_ = std::span<const float>(static_cast<const float*>(audio.mapping_), length);
   } else {
     // Not zeroed: the decoder writes every sample before anyone may read it.
     std::shared_ptr<float[]> owned = std::make_unique_for_overwrite<float[]>(length);
@@ -247,9 +250,8 @@ DecodedAudio DecodedAudio::decode(const std::filesystem::path& path, std::size_t
   }
   DecodedAudio decoded;
   decoded.mapping_bytes_ = total * sizeof(float);
-  const float* mapped = map_samples(file.descriptor(), total, MAP_PRIVATE, path);
-  decoded.mapping_ = const_cast<float*>(mapped);
-  decoded.samples_ = std::span<const float>(mapped, total);
+  decoded.mapping_ = map_samples(file.descriptor(), total, MAP_PRIVATE, path);
+  decoded.samples_ = std::span<const float>(static_cast<const float*>(decoded.mapping_), total);
   decoded.decode_seconds_ = seconds_since(start_time);
   return decoded;
 }
