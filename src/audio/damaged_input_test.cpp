@@ -4,9 +4,11 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "audio/decoded_audio.h"
 #include "audio/mono_resampled_stream.h"
 #include "audio/test_audio_files.h"
 #include "core/error.h"
@@ -50,19 +52,44 @@ std::vector<Written> write_every_format(const TemporaryDirectory& temp) {
   return files;
 }
 
-// Decodes `path` fully; true when it decoded, false when it failed with a message naming it.
-bool decodes_or_fails_cleanly(const std::filesystem::path& path, const std::string& label) {
+// What one way of decoding made of a file: its samples, or its error's message.
+struct Outcome {
+  std::vector<float> samples;
+  std::string error;
+  bool operator==(const Outcome&) const = default;
+};
+
+template <typename Decode>
+Outcome outcome_of(const Decode& decode) {
   try {
-    const auto samples = load_mono_16k(path);
-    // Damage may leave plausible audio, but never more than a bounded amount of it.
-    EXPECT_LT(samples.size(), 16000u * 60u) << label;
-    return true;
+    return {decode(), ""};
   } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_TRUE(message.starts_with(path.string() + ": ")) << label << ": " << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << label << ": " << message;
-    return false;
+    return {{}, error.what()};
   }
+}
+
+std::vector<float> copy_of(const DecodedAudio& audio) {
+  audio.wait();
+  return {audio.samples().begin(), audio.samples().end()};
+}
+
+// Decodes `path` fully; true when it decoded, false when it failed with a message naming it.
+// Every way of decoding it (whole, into a file, in the background) ends the same way.
+bool decodes_or_fails_cleanly(const std::filesystem::path& path, const std::string& label) {
+  const Outcome loaded = outcome_of([&] { return load_mono_16k(path); });
+  EXPECT_EQ(outcome_of([&] { return copy_of(DecodedAudio::decode(path, 0)); }), loaded) << label;
+  EXPECT_EQ(outcome_of([&] { return copy_of(DecodedAudio::decode(path, 1000)); }), loaded) << label;
+  EXPECT_EQ(outcome_of([&] { return copy_of(DecodedAudio::decode_in_background(path, 1000)); }),
+            loaded)
+      << label;
+  if (loaded.error.empty()) {
+    // Damage may leave plausible audio, but never more than a bounded amount of it.
+    EXPECT_LT(loaded.samples.size(), 16000u * 60u) << label;
+    return true;
+  }
+  EXPECT_TRUE(loaded.error.starts_with(path.string() + ": ")) << label << ": " << loaded.error;
+  EXPECT_EQ(loaded.error.find('\n'), std::string::npos) << label << ": " << loaded.error;
+  return false;
 }
 
 TEST(DamagedAudioInput, TruncatedFilesNeverCrash) {

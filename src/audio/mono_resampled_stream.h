@@ -42,6 +42,9 @@ class MonoResampledStream {
   std::int64_t nonfinite_samples_replaced() const { return nonfinite_replaced_; }
 
  private:
+  // Decodes up to one block of source frames (mono_.size()) into `mono`, NaN/Inf replaced and
+  // channels averaged, and returns how many; 0 once the source is exhausted.
+  std::size_t decode_mono(std::span<float> mono);
   // Decodes one block from the source into ready_; false when the source is exhausted.
   bool decode_block();
   void report_nonfinite_once();
@@ -50,7 +53,7 @@ class MonoResampledStream {
   int output_rate_;
   std::unique_ptr<AudioSource> source_;
   std::optional<Resampler> resampler_;  // none when the file is already at output_rate_
-  std::vector<float> interleaved_;      // one decoded block, all channels
+  std::vector<float> interleaved_;      // one decoded block, all channels (none for mono files)
   std::vector<float> mono_;             // that block averaged to one channel
   std::vector<float> ready_;            // output samples not yet handed out
   std::size_t ready_offset_ = 0;
@@ -63,5 +66,17 @@ class MonoResampledStream {
 // Decodes the whole of `path` to 16 kHz mono float32 in one vector (3 h is 690 MB; prefer
 // MonoResampledStream for long recordings).
 std::vector<float> load_mono_16k(const std::filesystem::path& path);
+
+// What a vector for all of `stream`'s samples should reserve: the header's exact length, at most
+// an hour's worth; 0 when the header does not state it.
+std::size_t samples_to_reserve(const MonoResampledStream& stream);
+
+// Appends `stream`'s samples to `samples`, decoding into the vector's reserved capacity, until
+// the audio ends (returns true) or `samples` holds more than `limit` (returns false; the rest of
+// the stream is still to be read).
+bool read_into(MonoResampledStream& stream, std::vector<float>& samples, std::size_t limit);
+
+// Gives back the unused capacity of a vector that grew as it was read.
+void shrink_if_grown(std::vector<float>& samples);
 
 }  // namespace parley::audio

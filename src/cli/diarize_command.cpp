@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "audio/audio_source.h"
 #include "audio/decoded_audio.h"
@@ -122,18 +123,35 @@ void run_diarize(const DiarizeArguments& arguments) {
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
   const auto start = std::chrono::steady_clock::now();
-  StageTimes decode_time;
-  audio::DecodedAudio audio;
-  {
-    ScopedStageTimer timer(decode_time, "decode");
-    audio = audio::DecodedAudio::decode(audio_path);
-  }
+  // Segmentation starts on the first chunks while the rest of the recording is decoded.
+  audio::DecodedAudio audio = audio::DecodedAudio::decode_in_background(audio_path);
   std::optional<std::filesystem::path> save_directory;
   if (!arguments.save_intermediates.empty()) save_directory = arguments.save_intermediates;
-  pipeline::DiarizationResult result =
-      diarizer.diarize(audio.samples(), recording_uri(audio_path), progress, save_directory,
-                       [&audio](std::size_t, std::size_t sample) { audio.release_before(sample); });
-  StageTimes times = decode_time;
+  const auto diarize_audio = [&] {
+    return diarizer.diarize(
+        audio.samples(), recording_uri(audio_path), progress, save_directory,
+        [&audio](std::size_t, std::size_t sample) { audio.release_before(sample); },
+        [&audio](std::size_t, std::size_t end) { audio.wait_for(end); });
+  };
+  pipeline::DiarizationResult result;
+  try {
+    result = diarize_audio();
+  } catch (...) {
+    // A damaged file is what to report, whatever its samples made the pipeline do meanwhile.
+    audio.wait();
+    throw;
+  }
+  audio.wait();
+  if (!audio.as_announced()) {
+    // The file held another length than its header stated, which the chunks were planned on.
+    spdlog::warn("{}: decoded to another length than its header states; diarizing it again",
+                 audio_path.string());
+    audio = audio::DecodedAudio::decode(audio_path);
+    result = diarize_audio();
+  }
+  StageTimes times;
+  // Alongside segmentation: like the streaming stages, it overlaps the others.
+  times.add("decode", audio.decode_seconds());
   for (const auto& [stage, seconds] : result.stage_times.entries()) times.add(stage, seconds);
   result.stage_times = times;
   const double wall = seconds_since(start);

@@ -37,6 +37,11 @@ NdArray<float> slice_chunks(const NdArray<float>& array, std::size_t first, std:
   return slice;
 }
 
+// One past the last sample of the recording that chunk `chunk` holds.
+std::size_t chunk_end(const ChunkPlan& plan, std::int64_t chunk) {
+  return static_cast<std::size_t>(plan.chunk_offset(chunk) + plan.valid_samples(chunk));
+}
+
 // The zero-padded last chunk can stretch a final turn up to a chunk step past the end of the
 // audio (pyannote leaves it so); a turn past the end is not a place anyone spoke.
 std::vector<Turn> clip_to_recording(const std::vector<Turn>& turns, double duration_seconds) {
@@ -144,11 +149,11 @@ Diarizer::~Diarizer() = default;
 DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::string& uri,
                                     ProgressSink& progress,
                                     const std::optional<std::filesystem::path>& save_directory,
-                                    const SamplesPassed& passed) {
+                                    const SamplesPassed& passed, const SamplesNeeded& needed) {
   std::vector<StageTimes> times(1);
   const std::span<const float> recordings[] = {samples};
   const std::vector<DiarizationIntermediates> intermediates =
-      segment_and_embed(recordings, times, progress, passed);
+      segment_and_embed(recordings, times, progress, passed, needed);
   if (save_directory) write_model_intermediates(*save_directory, intermediates.front());
   DiarizationResult result = diarize_from_embeddings(intermediates.front(), config_,
                                                      models_->plda ? &*models_->plda : nullptr, uri,
@@ -182,7 +187,7 @@ struct Diarizer::RecordingWork {
 
 std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
     std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-    ProgressSink& progress, const SamplesPassed& passed) {
+    ProgressSink& progress, const SamplesPassed& passed, const SamplesNeeded& needed) {
   using Clock = std::chrono::steady_clock;
   times.resize(recordings.size());
   std::vector<DiarizationIntermediates> intermediates(recordings.size());
@@ -232,9 +237,11 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
         models_->segmentation->run(
             chunk_count,
             [&](std::size_t chunk, std::span<float> out) {
-              const RecordingWork& recording = work[recording_of(chunk)];
-              copy_chunk(recording.samples, recording.plan,
-                         static_cast<std::int64_t>(chunk - recording.first_chunk), out);
+              const std::size_t r = recording_of(chunk);
+              const RecordingWork& recording = work[r];
+              const auto local = static_cast<std::int64_t>(chunk - recording.first_chunk);
+              if (needed) needed(r, chunk_end(recording.plan, local));
+              copy_chunk(recording.samples, recording.plan, local, out);
             },
             config_.streaming ? SegmentationModel::ProgressCallback{}
                               : [&](std::size_t done) { progress.update(done); },
@@ -315,6 +322,14 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
       if (waiting < embedding_batch && !(complete && waiting > 0)) break;
       const std::size_t count = std::min(embedding_batch, waiting);
       DiarizationIntermediates& target = intermediates[current];
+      if (needed) {
+        // The shared trunk reads ahead of its chunks (blocks, margins, a recording-wide mean):
+        // it starts once the whole recording is there.
+        needed(current, config_.embedding_mode == EmbeddingMode::kShared
+                            ? recording.samples.size()
+                            : chunk_end(recording.plan,
+                                        static_cast<std::int64_t>(recording.embedded + count - 1)));
+      }
       const auto embedding_start = Clock::now();
       const NdArray<float> embedded_range =
           embed_chunk_range(recording.samples, recording.plan, recording.embedded,

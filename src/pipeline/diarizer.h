@@ -114,6 +114,11 @@ struct DiarizationResult {
 // not be read again: a caller that holds long recordings in mapped files hands those pages back.
 using SamplesPassed = std::function<void(std::size_t recording, std::size_t sample)>;
 
+// Called before samples of recording `recording` are read: returns once those before `end` hold
+// their values, for a recording still being decoded (audio::DecodedAudio::wait_for). It may
+// throw (a decode that failed) to stop the run. Several threads may call it at once.
+using SamplesNeeded = std::function<void(std::size_t recording, std::size_t end)>;
+
 class Diarizer {
  public:
   Diarizer(DiarizationModels models, DiarizationConfig config);
@@ -124,11 +129,13 @@ class Diarizer {
   const DiarizationConfig& config() const { return config_; }
 
   // Diarizes 16 kHz mono samples. When `save_directory` is set, every stage's arrays are
-  // written there (pipeline/intermediates_io.h).
+  // written there (pipeline/intermediates_io.h). With `needed`, the samples may still be
+  // arriving: `samples` has the recording's final length, and no sample is read before `needed`
+  // says it is there; the result is the same as with all of them there from the start.
   DiarizationResult diarize(std::span<const float> samples, const std::string& uri,
                             ProgressSink& progress,
                             const std::optional<std::filesystem::path>& save_directory = {},
-                            const SamplesPassed& passed = {});
+                            const SamplesPassed& passed = {}, const SamplesNeeded& needed = {});
 
   // The model stage of several recordings (16 kHz mono each) in one stream of model calls:
   // segmentation batches run across recordings, so short recordings fill a batch together;
@@ -137,9 +144,10 @@ class Diarizer {
   // runs one chunk per call (the CPU default); with larger batches a chunk's row in a batch can
   // change ONNX Runtime's kernels in the last bits. `times[i]` receives recording i's share of
   // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
+  // `needed` as for diarize().
   std::vector<DiarizationIntermediates> segment_and_embed(
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-      ProgressSink& progress, const SamplesPassed& passed = {});
+      ProgressSink& progress, const SamplesPassed& passed = {}, const SamplesNeeded& needed = {});
 
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while

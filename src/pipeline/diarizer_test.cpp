@@ -3,10 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <span>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "audio/mono_resampled_stream.h"
 #include "cluster/plda.h"
@@ -234,6 +241,109 @@ TEST_F(DiarizerEndToEnd, SharedEmbeddingModeIsIndependentOfChunkRanges) {
   ASSERT_FALSE(shared.turns.empty());
   EXPECT_EQ(rttm(shared.turns, "sample"), rttm(shared_small_ranges.turns, "sample"));
   EXPECT_EQ(shared.speaker_embeddings.values(), shared_small_ranges.speaker_embeddings.values());
+}
+
+// Samples that arrive while the pipeline runs (a recording decoded in the background), read only
+// once `needed` says they are there: the same result as with every sample there from the start.
+// Samples not yet arrived are NaN, which would fail the segmentation model were any read early.
+class ArrivingSamples {
+ public:
+  // Nothing arrives before the pipeline first asks, so that it surely starts early.
+  explicit ArrivingSamples(const std::vector<float>& samples)
+      : samples_(samples.size(), std::numeric_limits<float>::quiet_NaN()) {
+    producer_ = std::jthread([this, &samples](std::stop_token stop) {
+      {
+        std::unique_lock lock(mutex_);
+        arrival_.wait(lock, [&] { return waits_ > 0 || stop.stop_requested(); });
+      }
+      constexpr std::size_t kBlock = 16000;
+      for (std::size_t start = 0; start < samples.size() && !stop.stop_requested();
+           start += kBlock) {
+        const std::size_t end = std::min(samples.size(), start + kBlock);
+        std::copy(samples.begin() + static_cast<std::ptrdiff_t>(start),
+                  samples.begin() + static_cast<std::ptrdiff_t>(end),
+                  samples_.begin() + static_cast<std::ptrdiff_t>(start));
+        {
+          const std::lock_guard lock(mutex_);
+          arrived_ = end;
+        }
+        arrival_.notify_all();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  }
+  ~ArrivingSamples() {
+    {
+      const std::lock_guard lock(mutex_);
+      producer_.request_stop();
+    }
+    arrival_.notify_all();
+  }
+
+  std::span<const float> samples() const { return samples_; }
+  void wait_for(std::size_t end) {
+    std::unique_lock lock(mutex_);
+    ++waits_;
+    if (arrived_ < std::min(end, samples_.size())) ++blocked_;
+    arrival_.notify_all();
+    arrival_.wait(lock, [&] { return arrived_ >= std::min(end, samples_.size()); });
+  }
+  // Calls of wait_for that had to wait.
+  std::size_t blocked() {
+    const std::lock_guard lock(mutex_);
+    return blocked_;
+  }
+
+ private:
+  std::vector<float> samples_;
+  std::mutex mutex_;
+  std::condition_variable arrival_;
+  std::size_t arrived_ = 0;
+  std::size_t waits_ = 0;
+  std::size_t blocked_ = 0;
+  std::jthread producer_;  // last: joined before the rest goes
+};
+
+TEST_F(DiarizerEndToEnd, SamplesArrivingWhileItRunsGiveTheSameResult) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyaudioanalysis/diarizationExample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  Progress quiet(Progress::Mode::kNever);
+  for (const EmbeddingMode mode : {EmbeddingMode::kExact, EmbeddingMode::kShared}) {
+    SCOPED_TRACE(embedding_mode_name(mode));
+    DiarizationConfig config;
+    config.threads = 2;
+    config.embedding_batch_size = 5;
+    config.embedding_mode = mode;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    Diarizer diarizer({segmentation_, embedding_, {}}, config);
+    const DiarizationResult whole = diarizer.diarize(samples, "example", quiet);
+    ArrivingSamples arriving(samples);
+    const DiarizationResult arrived = diarizer.diarize(arriving.samples(), "example", quiet, {}, {},
+                                                       [&](std::size_t recording, std::size_t end) {
+                                                         EXPECT_EQ(recording, 0u);
+                                                         arriving.wait_for(end);
+                                                       });
+    ASSERT_FALSE(whole.turns.empty());
+    EXPECT_GT(arriving.blocked(), 0u);
+    EXPECT_EQ(rttm(arrived.turns, "example"), rttm(whole.turns, "example"));
+    EXPECT_EQ(arrived.speaker_embeddings.values(), whole.speaker_embeddings.values());
+  }
+}
+
+// A decode that fails while the pipeline waits on it stops the run with the decode's error.
+TEST_F(DiarizerEndToEnd, FailureOfArrivingSamplesStopsTheRunWithItsError) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyaudioanalysis/diarizationExample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  Progress quiet(Progress::Mode::kNever);
+  Diarizer diarizer = make_diarizer(2);
+  try {
+    diarizer.diarize(samples, "example", quiet, {}, {}, [&](std::size_t, std::size_t end) {
+      if (end > samples.size() / 2) fail("example.wav: truncated: the file was cut short");
+    });
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "example.wav: truncated: the file was cut short");
+  }
 }
 
 TEST_F(DiarizerEndToEnd, SilenceGivesAnEmptyDiarization) {
