@@ -240,7 +240,12 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
               const std::size_t r = recording_of(chunk);
               const RecordingWork& recording = work[r];
               const auto local = static_cast<std::int64_t>(chunk - recording.first_chunk);
-              if (needed) needed(r, chunk_end(recording.plan, local));
+              if (needed) {
+                // The shared first convolution reads the recording past the chunk's end.
+                needed(r, std::min(recording.samples.size(),
+                                   chunk_end(recording.plan, local) +
+                                       models_->segmentation->samples_read_past_chunk()));
+              }
               copy_chunk(recording.samples, recording.plan, local, out);
             },
             config_.streaming ? SegmentationModel::ProgressCallback{}

@@ -21,6 +21,7 @@
 #include "eval/der.h"
 #include "eval/rttm.h"
 #include "models/test_embedding_model.h"
+#include "pipeline/segmentation_test_support.h"
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
 
@@ -248,17 +249,19 @@ TEST_F(DiarizerEndToEnd, SharedEmbeddingModeIsIndependentOfChunkRanges) {
 // Samples not yet arrived are NaN, which would fail the segmentation model were any read early.
 class ArrivingSamples {
  public:
-  // Nothing arrives before the pipeline first asks, so that it surely starts early.
+  // Samples arrive in one-second blocks, only as far as the pipeline has asked: a read past
+  // what `needed` announced finds NaN however the threads are scheduled.
   explicit ArrivingSamples(const std::vector<float>& samples)
       : samples_(samples.size(), std::numeric_limits<float>::quiet_NaN()) {
     producer_ = std::jthread([this, &samples](std::stop_token stop) {
-      {
-        std::unique_lock lock(mutex_);
-        arrival_.wait(lock, [&] { return waits_ > 0 || stop.stop_requested(); });
-      }
       constexpr std::size_t kBlock = 16000;
-      for (std::size_t start = 0; start < samples.size() && !stop.stop_requested();
-           start += kBlock) {
+      std::size_t start = 0;
+      while (start < samples.size()) {
+        {
+          std::unique_lock lock(mutex_);
+          arrival_.wait(lock, [&] { return requested_ > start || stop.stop_requested(); });
+          if (stop.stop_requested()) return;
+        }
         const std::size_t end = std::min(samples.size(), start + kBlock);
         std::copy(samples.begin() + static_cast<std::ptrdiff_t>(start),
                   samples.begin() + static_cast<std::ptrdiff_t>(end),
@@ -268,7 +271,7 @@ class ArrivingSamples {
           arrived_ = end;
         }
         arrival_.notify_all();
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        start = end;
       }
     });
   }
@@ -283,10 +286,11 @@ class ArrivingSamples {
   std::span<const float> samples() const { return samples_; }
   void wait_for(std::size_t end) {
     std::unique_lock lock(mutex_);
-    ++waits_;
-    if (arrived_ < std::min(end, samples_.size())) ++blocked_;
+    end = std::min(end, samples_.size());
+    if (arrived_ < end) ++blocked_;
+    requested_ = std::max(requested_, end);
     arrival_.notify_all();
-    arrival_.wait(lock, [&] { return arrived_ >= std::min(end, samples_.size()); });
+    arrival_.wait(lock, [&] { return arrived_ >= end; });
   }
   // Calls of wait_for that had to wait.
   std::size_t blocked() {
@@ -299,23 +303,31 @@ class ArrivingSamples {
   std::mutex mutex_;
   std::condition_variable arrival_;
   std::size_t arrived_ = 0;
-  std::size_t waits_ = 0;
+  std::size_t requested_ = 0;
   std::size_t blocked_ = 0;
   std::jthread producer_;  // last: joined before the rest goes
 };
 
 TEST_F(DiarizerEndToEnd, SamplesArrivingWhileItRunsGiveTheSameResult) {
   PARLEY_REQUIRE_SHARED(audio_path, "eval/pyaudioanalysis/diarizationExample.wav");
+  // The float32 model also runs batches and the shared first convolution, which reads the
+  // recording past each chunk's end.
+  PARLEY_REQUIRE_DERIVED_MODEL(upcast, "upcast_fp16_model.py", segmentation_,
+                               "segmentation-3.0-fp32-upcast.onnx");
+  PARLEY_REQUIRE_DERIVED_MODEL(folded, "fold_sincnet_filters.py", upcast,
+                               "segmentation-3.0-fp32-folded.onnx");
   const auto samples = audio::load_mono_16k(audio_path);
   Progress quiet(Progress::Mode::kNever);
-  for (const EmbeddingMode mode : {EmbeddingMode::kExact, EmbeddingMode::kShared}) {
-    SCOPED_TRACE(embedding_mode_name(mode));
+  for (const auto& [mode, segmentation] :
+       {std::pair{EmbeddingMode::kExact, segmentation_}, std::pair{EmbeddingMode::kExact, folded},
+        std::pair{EmbeddingMode::kShared, segmentation_}}) {
+    SCOPED_TRACE(embedding_mode_name(mode) + std::string(" ") + segmentation.filename().string());
     DiarizationConfig config;
     config.threads = 2;
     config.embedding_batch_size = 5;
     config.embedding_mode = mode;
     config.clustering.method = cluster::ClusteringMethod::kAhc;
-    Diarizer diarizer({segmentation_, embedding_, {}}, config);
+    Diarizer diarizer({segmentation, embedding_, {}}, config);
     const DiarizationResult whole = diarizer.diarize(samples, "example", quiet);
     ArrivingSamples arriving(samples);
     const DiarizationResult arrived = diarizer.diarize(arriving.samples(), "example", quiet, {}, {},

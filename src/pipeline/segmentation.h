@@ -143,6 +143,11 @@ class SegmentationModel {
   // Whether the first convolution is shared (share_first_convolution, a CPU session and a
   // model that starts that way).
   bool shares_first_convolution() const { return first_convolution_ != nullptr; }
+  // How far past a chunk's last sample a run may read the recording that `locate` names (the
+  // shared convolution's block that holds the chunk's end); 0 when it reads the chunk only.
+  std::size_t samples_read_past_chunk() const {
+    return first_convolution_ ? first_convolution_->samples_read_past_chunk() : 0;
+  }
   // Convenience for chunks already cut: `chunks` is [chunk_count, samples_per_chunk].
   NdArray<float> run(const NdArray<float>& chunks, const ProgressCallback& progress = {});
 

@@ -41,6 +41,12 @@ class SharedFirstConvolution {
     return (window_samples - split_.kernel) / split_.stride + 1;
   }
 
+  // The most samples past a chunk's end that chunk_input reads from `recording`: the rest of
+  // the block holding the chunk's last frame.
+  std::size_t samples_read_past_chunk() const {
+    return static_cast<std::size_t>(kBlockFrames * split_.stride + split_.kernel);
+  }
+
   // Writes the rest model's input [filters, frames_per_chunk] for the chunk of `recording_key`
   // whose samples `chunk_samples` start at `start_sample` of `recording` (zero past its end).
   // `start_sample` must be a multiple of stride(). Safe to call from several threads.
