@@ -79,18 +79,39 @@ VbxResult cluster_vbx(const Eigen::MatrixXd& features, const Eigen::VectorXd& ph
 
     const Eigen::RowVectorXd log_pi = (pi.array() + 1e-8).log().matrix().transpose();
     log_p.rowwise() += log_pi;
+    // Per frame, logsumexp over speakers in its accurate form: max + log1p(sum of the others'
+    // exp(x - max)), the first maximum as Eigen's maxCoeff picks it. The matrices are stored by
+    // column, so every step walks the columns with all frames side by side; each frame's sums
+    // still run over the speakers in order, and std::exp is called on each element as before
+    // (Eigen's vectorised exp would round differently).
+    Eigen::VectorXd row_max = log_p.col(0);
+    std::vector<Eigen::Index> arg_max(static_cast<std::size_t>(frame_count), 0);
+    for (Eigen::Index s = 1; s < cluster_count; ++s) {
+      for (Eigen::Index t = 0; t < frame_count; ++t) {
+        if (log_p(t, s) > row_max(t)) {
+          row_max(t) = log_p(t, s);
+          arg_max[static_cast<std::size_t>(t)] = s;
+        }
+      }
+    }
+    Eigen::VectorXd others = Eigen::VectorXd::Zero(frame_count);
+    for (Eigen::Index s = 0; s < cluster_count; ++s) {
+      for (Eigen::Index t = 0; t < frame_count; ++t) {
+        if (s != arg_max[static_cast<std::size_t>(t)]) {
+          others(t) += std::exp(log_p(t, s) - row_max(t));
+        }
+      }
+    }
+    Eigen::VectorXd log_marginal(frame_count);
     double total_log_likelihood = 0.0;
     for (Eigen::Index t = 0; t < frame_count; ++t) {
-      // logsumexp over speakers, accurate form: max + log1p(sum of the others' exp(x - max)).
-      Eigen::Index arg_max = 0;
-      const double row_max = log_p.row(t).maxCoeff(&arg_max);
-      double others = 0.0;
-      for (Eigen::Index s = 0; s < cluster_count; ++s) {
-        if (s != arg_max) others += std::exp(log_p(t, s) - row_max);
+      log_marginal(t) = row_max(t) + std::log1p(others(t));
+      total_log_likelihood += log_marginal(t);
+    }
+    for (Eigen::Index s = 0; s < cluster_count; ++s) {
+      for (Eigen::Index t = 0; t < frame_count; ++t) {
+        gamma(t, s) = std::exp(log_p(t, s) - log_marginal(t));
       }
-      const double log_marginal = row_max + std::log1p(others);
-      total_log_likelihood += log_marginal;
-      gamma.row(t) = (log_p.row(t).array() - log_marginal).exp();
     }
     pi = gamma.colwise().sum().transpose();
     pi /= pi.sum();
