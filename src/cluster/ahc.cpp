@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <thread>
 #include <utility>
 
 #include "core/error.h"
-#include "core/parallel_for.h"
 
 namespace parley::cluster {
 namespace {
@@ -146,144 +146,128 @@ std::string to_string(LinkageMethod method) {
 
 namespace {
 
-// What a pair of observations a, b sums over the dimensions.
-enum class PairTerm { kSquaredDifference, kProduct };
+// Builds for x86-64 target its baseline (SSE2, two doubles per instruction); the distance loops
+// also get an AVX2 copy (four), chosen at run time where the processor has it. Both copies run
+// the same operations in the same order, without fused multiply-adds (this file is compiled
+// with -ffp-contract=off), so every distance is bitwise the same on every machine.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
+    (defined(__GNUC__) || defined(__clang__))
+#define PARLEY_ALSO_FOR_AVX2 [[gnu::target_clones("avx2", "default")]]
+#else
+#define PARLEY_ALSO_FOR_AVX2
+#endif
 
-// Observations per block: the SIMD lanes that compute that many pairs side by side.
-constexpr Eigen::Index kBlockWidth = 16;
-// Rows computed against every block before the next rows, so that blocks stay in cache.
+// Rows computed side by side against each later observation (their values stay in cache).
 constexpr Eigen::Index kRowTile = 32;
 
-// Sums over the dimensions for one observation `a` against the kBlockWidth observations of
-// `block` (dimension-major: `dimension` rows of kBlockWidth values). Each pair is summed in the
-// fixed order of a one-pair loop: four partial sums, the r-th over the dimensions d = r (mod 4)
-// below the last multiple of 4, the leftover dimensions added to the first, combined as
-// (s0 + s1) + (s2 + s3) (scipy's pdist also sums in unrolled blocks). The lanes only put
-// independent pairs side by side, so every value is bitwise what that loop gives, whatever the
-// block a pair falls in or the thread that computes it.
-template <PairTerm term>
-void block_sums(const double* block, const double* a, Eigen::Index dimension, double* sums) {
-  const auto term_of = [](double x, double y) {
-    if constexpr (term == PairTerm::kSquaredDifference) {
-      const double difference = x - y;  // (b - a)² is bitwise (a - b)²
-      return difference * difference;
-    } else {
-      return x * y;
+// Fills the condensed entries of rows [first_row, last_row): entry (i, j) sits at
+// condensed_index(n, i, j). Each entry is computed the same way whichever thread computes it.
+template <typename PairDistance>
+PARLEY_ALSO_FOR_AVX2 void fill_condensed_rows(Eigen::Index n, Eigen::Index first_row,
+                                              Eigen::Index last_row,
+                                              const PairDistance& pair_distance,
+                                              std::vector<double>& distances) {
+  // Tiles of rows meet each later observation j in turn, so that j's values are read from
+  // memory once per tile rather than once per row.
+  for (Eigen::Index tile = first_row; tile < last_row; tile += kRowTile) {
+    const Eigen::Index tile_end = std::min(tile + kRowTile, last_row);
+    for (Eigen::Index j = tile + 1; j < n; ++j) {
+      for (Eigen::Index i = tile; i < std::min(tile_end, j); ++i) {
+        distances[static_cast<std::size_t>(condensed_index(n, i, j))] = pair_distance(i, j);
+      }
     }
-  };
-  const Eigen::Index blocked = dimension / 4 * 4;
-  double partial[4][kBlockWidth];
-  for (Eigen::Index r = 0; r < 4; ++r) {
-    double sum[kBlockWidth] = {};
-    const auto add_dimension = [&](Eigen::Index d) {
-      const double value = a[d];
-      const double* row = block + d * kBlockWidth;
-      for (Eigen::Index k = 0; k < kBlockWidth; ++k) sum[k] += term_of(row[k], value);
-    };
-    for (Eigen::Index d = r; d < blocked; d += 4) add_dimension(d);
-    if (r == 0) {
-      for (Eigen::Index d = blocked; d < dimension; ++d) add_dimension(d);
-    }
-    std::copy(sum, sum + kBlockWidth, partial[r]);
-  }
-  for (Eigen::Index k = 0; k < kBlockWidth; ++k) {
-    sums[k] = (partial[0][k] + partial[1][k]) + (partial[2][k] + partial[3][k]);
   }
 }
 
-// The observations (rows of `observations`) twice over: one contiguous row each, and in
-// dimension-major blocks of kBlockWidth observations (the last one padded with zeros).
-struct BlockedObservations {
-  explicit BlockedObservations(const Eigen::MatrixXd& observations)
-      : count(observations.rows()),
-        dimension(observations.cols()),
-        rows(observations),
-        blocks(static_cast<std::size_t>(block_count() * dimension * kBlockWidth), 0.0) {
-    for (Eigen::Index i = 0; i < count; ++i) {
-      double* column = block(i / kBlockWidth) + i % kBlockWidth;
-      for (Eigen::Index d = 0; d < dimension; ++d) column[d * kBlockWidth] = observations(i, d);
-    }
-  }
-  Eigen::Index block_count() const { return (count + kBlockWidth - 1) / kBlockWidth; }
-  double* block(Eigen::Index b) {
-    return blocks.data() + static_cast<std::size_t>(b * dimension * kBlockWidth);
-  }
-  const double* block(Eigen::Index b) const {
-    return blocks.data() + static_cast<std::size_t>(b * dimension * kBlockWidth);
-  }
-  const double* row(Eigen::Index i) const { return rows.row(i).data(); }
-
-  Eigen::Index count;
-  Eigen::Index dimension;
-  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows;
-  std::vector<double> blocks;
-};
-
-// pair_value(i, j, sum) for every pair i < j, in condensed order. Rows are split over threads
-// so that they get similar numbers of pairs; every entry is computed the same way whichever
-// thread computes it, so the result does not depend on the number of threads.
-template <PairTerm term, typename PairValue>
-std::vector<double> condensed_pair_values(const BlockedObservations& data,
-                                          const PairValue& pair_value, unsigned max_threads) {
-  const Eigen::Index n = data.count;
-  std::vector<double> values(static_cast<std::size_t>(n * (n - 1) / 2));
-  const auto pair_count = static_cast<double>(values.size());
+// Splits the rows so that threads get similar numbers of pairs; the result does not depend on
+// the number of threads (every entry is computed independently, in a fixed order).
+template <typename PairDistance>
+std::vector<double> condensed_distances(Eigen::Index n, const PairDistance& pair_distance,
+                                        unsigned max_threads) {
+  std::vector<double> distances(static_cast<std::size_t>(n * (n - 1) / 2));
+  const auto pair_count = static_cast<double>(distances.size());
   const unsigned available =
       max_threads > 0 ? max_threads : std::min(8U, std::thread::hardware_concurrency());
   const unsigned thread_count = max_threads == 0 && pair_count < 1e5 ? 1U : std::max(1U, available);
-  // Rows before row_ends[t] hold about (t + 1) / thread_count of the pairs.
-  std::vector<Eigen::Index> row_ends(thread_count, n);
-  Eigen::Index end = 0;
-  for (unsigned t = 0; t + 1 < thread_count; ++t) {
+  std::vector<std::thread> threads;
+  Eigen::Index row = 0;
+  for (unsigned t = 0; t < thread_count; ++t) {
+    // Rows before `end` hold about (t + 1) / thread_count of the pairs.
     const double share = pair_count * (t + 1) / thread_count;
+    Eigen::Index end = row;
     while (end < n && static_cast<double>(condensed_index(n, end, n - 1)) < share) ++end;
-    row_ends[t] = end;
+    if (t + 1 == thread_count) end = n;
+    threads.emplace_back(fill_condensed_rows<PairDistance>, n, row, end, std::cref(pair_distance),
+                         std::ref(distances));
+    row = end;
   }
-  parallel_for(thread_count, static_cast<int>(thread_count), [&](std::size_t t) {
-    const Eigen::Index first_row = t == 0 ? 0 : row_ends[t - 1];
-    const Eigen::Index last_row = std::min(row_ends[t], n - 1);
-    double sums[kBlockWidth];
-    for (Eigen::Index tile = first_row; tile < last_row; tile += kRowTile) {
-      const Eigen::Index tile_end = std::min(tile + kRowTile, last_row);
-      for (Eigen::Index b = (tile + 1) / kBlockWidth; b < data.block_count(); ++b) {
-        const Eigen::Index block_first = b * kBlockWidth;
-        const Eigen::Index block_end = std::min(block_first + kBlockWidth, n);
-        for (Eigen::Index i = tile; i < std::min(tile_end, block_end - 1); ++i) {
-          block_sums<term>(data.block(b), data.row(i), data.dimension, sums);
-          const Eigen::Index first_j = std::max(block_first, i + 1);
-          double* out = values.data() + condensed_index(n, i, first_j);
-          for (Eigen::Index j = first_j; j < block_end; ++j) {
-            *out++ = pair_value(i, j, sums[j - block_first]);
-          }
-        }
-      }
-    }
-  });
-  return values;
+  for (std::thread& thread : threads) thread.join();
+  return distances;
+}
+
+// Four interleaved partial sums of (a - b)² (a fixed order, so deterministic), combined as
+// (s0 + s1) + (s2 + s3); scipy's pdist also sums in unrolled blocks.
+[[gnu::always_inline]] inline double squared_distance(const double* a, const double* b,
+                                                      Eigen::Index dimension) {
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  Eigen::Index d = 0;
+  for (; d + 4 <= dimension; d += 4) {
+    const double d0 = a[d] - b[d], d1 = a[d + 1] - b[d + 1];
+    const double d2 = a[d + 2] - b[d + 2], d3 = a[d + 3] - b[d + 3];
+    s0 += d0 * d0;
+    s1 += d1 * d1;
+    s2 += d2 * d2;
+    s3 += d3 * d3;
+  }
+  for (; d < dimension; ++d) {
+    const double difference = a[d] - b[d];
+    s0 += difference * difference;
+  }
+  return (s0 + s1) + (s2 + s3);
+}
+
+[[gnu::always_inline]] inline double dot_product(const double* a, const double* b,
+                                                 Eigen::Index dimension) {
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  Eigen::Index d = 0;
+  for (; d + 4 <= dimension; d += 4) {
+    s0 += a[d] * b[d];
+    s1 += a[d + 1] * b[d + 1];
+    s2 += a[d + 2] * b[d + 2];
+    s3 += a[d + 3] * b[d + 3];
+  }
+  for (; d < dimension; ++d) s0 += a[d] * b[d];
+  return (s0 + s1) + (s2 + s3);
 }
 
 }  // namespace
 
 std::vector<double> condensed_euclidean_distances(const Eigen::MatrixXd& observations,
                                                   unsigned max_threads) {
-  const BlockedObservations data(observations);
-  return condensed_pair_values<PairTerm::kSquaredDifference>(
-      data, [](Eigen::Index, Eigen::Index, double sum) { return std::sqrt(sum); }, max_threads);
+  // One contiguous column per observation.
+  const Eigen::MatrixXd columns = observations.transpose();
+  const Eigen::Index dimension = columns.rows();
+  return condensed_distances(
+      columns.cols(),
+      [&](Eigen::Index i, Eigen::Index j) {
+        return std::sqrt(squared_distance(columns.col(i).data(), columns.col(j).data(), dimension));
+      },
+      max_threads);
 }
 
 std::vector<double> condensed_cosine_distances(const Eigen::MatrixXd& observations,
                                                unsigned max_threads) {
-  const BlockedObservations data(observations);
-  std::vector<double> norms(static_cast<std::size_t>(data.count));
-  double sums[kBlockWidth];
-  for (Eigen::Index i = 0; i < data.count; ++i) {
-    block_sums<PairTerm::kProduct>(data.block(i / kBlockWidth), data.row(i), data.dimension, sums);
-    norms[i] = std::sqrt(sums[i % kBlockWidth]);
+  const Eigen::MatrixXd columns = observations.transpose();
+  const Eigen::Index dimension = columns.rows();
+  std::vector<double> norms(static_cast<std::size_t>(columns.cols()));
+  for (Eigen::Index i = 0; i < columns.cols(); ++i) {
+    norms[i] = std::sqrt(dot_product(columns.col(i).data(), columns.col(i).data(), dimension));
   }
-  return condensed_pair_values<PairTerm::kProduct>(
-      data,
-      [&](Eigen::Index i, Eigen::Index j, double dot) {
-        double cosine = dot / (norms[i] * norms[j]);
+  return condensed_distances(
+      columns.cols(),
+      [&](Eigen::Index i, Eigen::Index j) {
+        double cosine = dot_product(columns.col(i).data(), columns.col(j).data(), dimension) /
+                        (norms[i] * norms[j]);
         if (std::abs(cosine) > 1.0) cosine = std::copysign(1.0, cosine);
         return 1.0 - cosine;
       },
