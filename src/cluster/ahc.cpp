@@ -21,8 +21,9 @@ std::int64_t condensed_index(std::int64_t n, std::int64_t i, std::int64_t j) {
 }
 
 // Lance–Williams updates, written in scipy's operation order so that rounding matches.
-double updated_distance(LinkageMethod method, double d_xi, double d_yi, double d_xy, int size_x,
-                        int size_y) {
+[[gnu::always_inline]] inline double updated_distance(LinkageMethod method, double d_xi,
+                                                      double d_yi, double d_xy, int size_x,
+                                                      int size_y) {
   switch (method) {
     case LinkageMethod::kCentroid:
       return std::sqrt(
