@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 
 namespace parley::cluster {
 namespace {
@@ -231,7 +232,7 @@ std::vector<double> condensed_distances(Eigen::Index n, const PairDistance& pair
   std::vector<double> distances(static_cast<std::size_t>(n * (n - 1) / 2));
   const auto pair_count = static_cast<double>(distances.size());
   const unsigned available =
-      max_threads > 0 ? max_threads : std::min(8U, std::thread::hardware_concurrency());
+      max_threads > 0 ? max_threads : static_cast<unsigned>(hardware_threads(8));
   const unsigned thread_count = max_threads == 0 && pair_count < 1e5 ? 1U : std::max(1U, available);
   std::vector<std::thread> threads;
   Eigen::Index row = 0;

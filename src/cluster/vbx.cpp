@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -66,9 +65,7 @@ VbxResult cluster_vbx(const Eigen::MatrixXd& features, const Eigen::VectorXd& ph
   // Ranges of frames for the per-frame part of each iteration (exp on every frame and cluster),
   // one per thread where there is enough of it to share.
   const std::size_t frame_ranges =
-      frame_count * cluster_count < 100000
-          ? 1
-          : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+      frame_count * cluster_count < 100000 ? 1 : static_cast<std::size_t>(hardware_threads(8));
 
   Eigen::MatrixXd inv_l(cluster_count, dimension);
   Eigen::MatrixXd alpha(cluster_count, dimension);
