@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <numeric>
 
 #include "core/error.h"
 
@@ -59,11 +60,13 @@ ChunkAggregator::ChunkAggregator(std::size_t num_chunks, std::size_t frames_per_
       hamming_(options.hamming ? hamming_window(frames_per_chunk)
                                : std::vector<double>(frames_per_chunk, 1.0)),
       warm_up_(frames_per_chunk, 1.0),
+      all_classes_(num_classes),
       frame_count_(static_cast<std::size_t>(
           aggregated_frame_count(static_cast<std::int64_t>(num_chunks), chunks, frames))),
       sum_({frame_count_, num_classes}),
       weight_({frame_count_, num_classes}),
       covered_(frame_count_ * num_classes, false) {
+  std::iota(all_classes_.begin(), all_classes_.end(), std::size_t{0});
   const auto per_chunk = static_cast<double>(frames_per_chunk);
   const std::int64_t warm_up_left =
       round_half_even(options.warm_up.first / chunks.duration() * per_chunk);
@@ -77,6 +80,11 @@ ChunkAggregator::ChunkAggregator(std::size_t num_chunks, std::size_t frames_per_
 }
 
 void ChunkAggregator::add(std::size_t chunk, std::span<const double> scores) {
+  add(chunk, scores, all_classes_);
+}
+
+void ChunkAggregator::add(std::size_t chunk, std::span<const double> scores,
+                          std::span<const std::size_t> classes) {
   if (chunk >= num_chunks_ || scores.size() != frames_per_chunk_ * num_classes_) {
     fail("aggregation: chunk {} with {} scores does not fit {} chunks of {} frames x {} classes",
          chunk, scores.size(), num_chunks_, frames_per_chunk_, num_classes_);
@@ -92,7 +100,7 @@ void ChunkAggregator::add(std::size_t chunk, std::span<const double> scores) {
   }
   for (std::size_t f = 0; f < frames_per_chunk_; ++f) {
     const std::size_t row = static_cast<std::size_t>(start_frame) + f;
-    for (std::size_t k = 0; k < num_classes_; ++k) {
+    for (const std::size_t k : classes) {
       const double value = scores[f * num_classes_ + k];
       if (std::isnan(value)) {
         continue;  // mask 0: contributes nothing and does not mark the frame as covered

@@ -46,6 +46,9 @@ class ChunkAggregator {
   // Adds chunk `chunk`'s scores, [frames_per_chunk, num_classes] row-major (NaN: missing).
   // Add the chunks in increasing order: the float32 sums round as aggregate's then.
   void add(std::size_t chunk, std::span<const double> scores);
+  // The same when only the columns `classes` hold scores (every other one is all NaN, and is
+  // not read).
+  void add(std::size_t chunk, std::span<const double> scores, std::span<const std::size_t> classes);
   // [num_frames, num_classes] on SlidingWindow(chunks.start, frames.duration, frames.step).
   SlidingWindowFeature<float> result() const;
 
@@ -58,6 +61,7 @@ class ChunkAggregator {
   AggregateOptions options_;
   std::vector<double> hamming_;  // per frame of a chunk
   std::vector<double> warm_up_;
+  std::vector<std::size_t> all_classes_;
   std::size_t frame_count_;
   NdArray<float> sum_;
   NdArray<float> weight_;

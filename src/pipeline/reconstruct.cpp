@@ -58,10 +58,24 @@ SlidingWindowFeature<float> clustered_activations(const NdArray<float>& segmenta
   ChunkAggregator aggregator(num_chunks, num_frames, num_clusters, chunks, frames, options);
   // One chunk's clustered segmentation [frames, clusters]: the frame-wise max of the chunk's
   // local speakers assigned to each cluster, NaN for clusters the chunk does not contain (so
-  // that they do not count as covered).
+  // that they do not count as covered; only the chunk's own clusters are written and read).
   std::vector<double> clustered(num_frames * num_clusters);
+  std::vector<std::size_t> chunk_clusters;
   for (std::size_t c = 0; c < num_chunks; ++c) {
-    std::fill(clustered.begin(), clustered.end(), std::numeric_limits<double>::quiet_NaN());
+    chunk_clusters.clear();
+    for (std::size_t s = 0; s < local_speakers; ++s) {
+      const int cluster = hard_clusters(c, s);
+      if (cluster != cluster::kInactiveSpeaker &&
+          std::find(chunk_clusters.begin(), chunk_clusters.end(),
+                    static_cast<std::size_t>(cluster)) == chunk_clusters.end()) {
+        chunk_clusters.push_back(static_cast<std::size_t>(cluster));
+      }
+    }
+    for (std::size_t f = 0; f < num_frames; ++f) {
+      for (const std::size_t k : chunk_clusters) {
+        clustered[f * num_clusters + k] = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
     for (std::size_t s = 0; s < local_speakers; ++s) {
       const int cluster = hard_clusters(c, s);
       if (cluster == cluster::kInactiveSpeaker) {
@@ -75,7 +89,7 @@ SlidingWindowFeature<float> clustered_activations(const NdArray<float>& segmenta
         slot = std::isnan(slot) ? activation : std::max(slot, activation);
       }
     }
-    aggregator.add(c, clustered);
+    aggregator.add(c, clustered, chunk_clusters);
   }
   return aggregator.result();
 }
