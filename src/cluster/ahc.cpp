@@ -147,9 +147,16 @@ void prefetch(const double* address) {
 }
 
 // Row x of the condensed matrix, indexed by the column: row[j] is the distance (x, j), j > x.
-double* condensed_row(std::vector<double>& distances, std::int64_t n, std::int64_t x) {
-  return distances.data() + condensed_index(n, x, x + 1) - (x + 1);
-}
+class CondensedRow {
+ public:
+  CondensedRow(std::vector<double>& distances, std::int64_t n, std::int64_t x)
+      : distances_(distances.data()), offset_(condensed_index(n, x, x + 1) - (x + 1)) {}
+  double& operator[](std::int64_t j) const { return distances_[offset_ + j]; }
+
+ private:
+  double* distances_;
+  std::int64_t offset_;  // (x, j) sits at offset_ + j
+};
 
 [[noreturn]] void fail_no_finite_distance() {
   fail(
@@ -160,7 +167,7 @@ double* condensed_row(std::vector<double>& distances, std::int64_t n, std::int64
 // Nearest live cluster with a higher index than live cluster x (first one on ties).
 std::pair<int, double> nearest_above(int n, std::vector<double>& distances,
                                      const LiveClusters& live, int x) {
-  const double* row = condensed_row(distances, n, x);
+  const CondensedRow row(distances, n, x);
   double current_min = kInfinity;
   int nearest = -1;
   for (int i = live.next(x); i < n; i = live.next(i)) {
@@ -379,20 +386,20 @@ Dendrogram linkage(std::vector<double> distances, int n, LinkageMethod method) {
     // loops do, in the same order (so the heap sees the same changes in the same order).
     // Below y: (z, y) is in row z. z's neighbour candidate moves from x to y, and to y if the
     // merged cluster is nearer than z's bound.
-    double* row_x = condensed_row(distances, n, x);
+    const CondensedRow row_x(distances, n, x);
     // (z, x) and (z, y) lie in a different row for each z, a cache (and TLB) miss each: ask for
     // them kPrefetchDistance clusters ahead so that the misses overlap.
     int ahead = live.first();
     const auto prefetch_ahead = [&] {
-      const double* row_ahead = condensed_row(distances, n, ahead);
-      prefetch(row_ahead + y);
-      if (ahead < x) prefetch(row_ahead + x);
+      const CondensedRow row_ahead(distances, n, ahead);
+      prefetch(&row_ahead[y]);
+      if (ahead < x) prefetch(&row_ahead[x]);
       ahead = live.next(ahead);
     };
     for (int step = 0; step < kPrefetchDistance && ahead < y; ++step) prefetch_ahead();
     for (int z = live.first(); z < y; z = live.next(z)) {
       if (ahead < y) prefetch_ahead();
-      double* row_z = condensed_row(distances, n, z);
+      const CondensedRow row_z(distances, n, z);
       const double d_zx = z < x ? row_z[x] : row_x[z];
       row_z[y] = updated_distance(method, d_zx, row_z[y], distance, size_x, size_y);
       if (z < x && neighbours[z] == x) neighbours[z] = y;
@@ -404,7 +411,7 @@ Dendrogram linkage(std::vector<double> distances, int n, LinkageMethod method) {
     }
     // Above y: (y, z) is in row y, and the merged cluster's nearest neighbour is among them.
     if (y < n - 1) {
-      double* row_y = condensed_row(distances, n, y);
+      const CondensedRow row_y(distances, n, y);
       double nearest_distance = kInfinity;
       int nearest = -1;
       for (int z = live.next(y); z < n; z = live.next(z)) {
