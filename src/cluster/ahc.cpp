@@ -1,5 +1,6 @@
 #include "cluster/ahc.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 
 namespace parley::cluster {
 namespace {
@@ -20,8 +22,9 @@ std::int64_t condensed_index(std::int64_t n, std::int64_t i, std::int64_t j) {
 }
 
 // Lance–Williams updates, written in scipy's operation order so that rounding matches.
-double updated_distance(LinkageMethod method, double d_xi, double d_yi, double d_xy, int size_x,
-                        int size_y) {
+[[gnu::always_inline]] inline double updated_distance(LinkageMethod method, double d_xi,
+                                                      double d_yi, double d_xy, int size_x,
+                                                      int size_y) {
   switch (method) {
     case LinkageMethod::kCentroid:
       return std::sqrt(
@@ -106,24 +109,74 @@ class KeyedMinHeap {
   int size_;
 };
 
-// Nearest live cluster with a higher index than x (first one on ties).
-std::pair<int, double> nearest_above(int n, const std::vector<double>& distances,
-                                     const std::vector<int>& sizes, int x) {
+// The clusters still alive, in increasing index order: a doubly linked list over 0..n-1 closed
+// through the sentinel n, so that loops over them skip the merged ones without visiting them.
+class LiveClusters {
+ public:
+  explicit LiveClusters(int n)
+      : next_(static_cast<std::size_t>(n) + 1), previous_(static_cast<std::size_t>(n) + 1) {
+    for (int i = 0; i <= n; ++i) {
+      next_[static_cast<std::size_t>(i)] = i == n ? 0 : i + 1;
+      previous_[static_cast<std::size_t>(i)] = i == 0 ? n : i - 1;
+    }
+  }
+  int first() const { return next_.back(); }
+  // The next live cluster after live cluster i; n after the last.
+  int next(int i) const { return next_[static_cast<std::size_t>(i)]; }
+  void remove(int i) {
+    next_[static_cast<std::size_t>(previous_[static_cast<std::size_t>(i)])] =
+        next_[static_cast<std::size_t>(i)];
+    previous_[static_cast<std::size_t>(next_[static_cast<std::size_t>(i)])] =
+        previous_[static_cast<std::size_t>(i)];
+  }
+
+ private:
+  std::vector<int> next_;
+  std::vector<int> previous_;
+};
+
+// How many clusters ahead linkage's column loop asks for the distances it will read.
+constexpr int kPrefetchDistance = 16;
+
+void prefetch(const double* address) {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(address);
+#else
+  (void)address;
+#endif
+}
+
+// Row x of the condensed matrix, indexed by the column: row[j] is the distance (x, j), j > x.
+class CondensedRow {
+ public:
+  CondensedRow(std::vector<double>& distances, std::int64_t n, std::int64_t x)
+      : distances_(distances.data()), offset_(condensed_index(n, x, x + 1) - (x + 1)) {}
+  double& operator[](std::int64_t j) const { return distances_[offset_ + j]; }
+
+ private:
+  double* distances_;
+  std::int64_t offset_;  // (x, j) sits at offset_ + j
+};
+
+[[noreturn]] void fail_no_finite_distance() {
+  fail(
+      "hierarchical clustering: no finite distance between clusters; the embeddings contain "
+      "NaN or infinite values");
+}
+
+// Nearest live cluster with a higher index than live cluster x (first one on ties).
+std::pair<int, double> nearest_above(int n, std::vector<double>& distances,
+                                     const LiveClusters& live, int x) {
+  const CondensedRow row(distances, n, x);
   double current_min = kInfinity;
   int nearest = -1;
-  for (int i = x + 1; i < n; ++i) {
-    if (sizes[i] == 0) continue;
-    const double distance = distances[condensed_index(n, x, i)];
-    if (distance < current_min) {
-      current_min = distance;
+  for (int i = live.next(x); i < n; i = live.next(i)) {
+    if (row[i] < current_min) {
+      current_min = row[i];
       nearest = i;
     }
   }
-  if (nearest == -1) {
-    fail(
-        "hierarchical clustering: no finite distance between clusters; the embeddings contain "
-        "NaN or infinite values");
-  }
+  if (nearest == -1) fail_no_finite_distance();
   return {nearest, current_min};
 }
 
@@ -145,14 +198,36 @@ std::string to_string(LinkageMethod method) {
 
 namespace {
 
+// Builds for x86-64 target its baseline (SSE2, two doubles per instruction); the distance loops
+// also get an AVX2 copy (four), chosen at run time where the processor has it. Both copies run
+// the same operations in the same order, without fused multiply-adds (this file is compiled
+// with -ffp-contract=off), so every distance is bitwise the same on every machine.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
+    (defined(__GNUC__) || defined(__clang__))
+#define PARLEY_ALSO_FOR_AVX2 [[gnu::target_clones("avx2", "default")]]
+#else
+#define PARLEY_ALSO_FOR_AVX2
+#endif
+
+// Rows computed side by side against each later observation (their values stay in cache).
+constexpr Eigen::Index kRowTile = 32;
+
 // Fills the condensed entries of rows [first_row, last_row): entry (i, j) sits at
 // condensed_index(n, i, j). Each entry is computed the same way whichever thread computes it.
 template <typename PairDistance>
-void fill_condensed_rows(Eigen::Index n, Eigen::Index first_row, Eigen::Index last_row,
-                         const PairDistance& pair_distance, std::vector<double>& distances) {
-  for (Eigen::Index i = first_row; i < last_row; ++i) {
-    std::size_t index = static_cast<std::size_t>(condensed_index(n, i, i + 1));
-    for (Eigen::Index j = i + 1; j < n; ++j) distances[index++] = pair_distance(i, j);
+PARLEY_ALSO_FOR_AVX2 void fill_condensed_rows(Eigen::Index n, Eigen::Index first_row,
+                                              Eigen::Index last_row,
+                                              const PairDistance& pair_distance,
+                                              std::vector<double>& distances) {
+  // Tiles of rows meet each later observation j in turn, so that j's values are read from
+  // memory once per tile rather than once per row.
+  for (Eigen::Index tile = first_row; tile < last_row; tile += kRowTile) {
+    const Eigen::Index tile_end = std::min(tile + kRowTile, last_row);
+    for (Eigen::Index j = tile + 1; j < n; ++j) {
+      for (Eigen::Index i = tile; i < std::min(tile_end, j); ++i) {
+        distances[static_cast<std::size_t>(condensed_index(n, i, j))] = pair_distance(i, j);
+      }
+    }
   }
 }
 
@@ -164,7 +239,7 @@ std::vector<double> condensed_distances(Eigen::Index n, const PairDistance& pair
   std::vector<double> distances(static_cast<std::size_t>(n * (n - 1) / 2));
   const auto pair_count = static_cast<double>(distances.size());
   const unsigned available =
-      max_threads > 0 ? max_threads : std::min(8U, std::thread::hardware_concurrency());
+      max_threads > 0 ? max_threads : static_cast<unsigned>(hardware_threads(8));
   const unsigned thread_count = max_threads == 0 && pair_count < 1e5 ? 1U : std::max(1U, available);
   std::vector<std::thread> threads;
   Eigen::Index row = 0;
@@ -184,7 +259,8 @@ std::vector<double> condensed_distances(Eigen::Index n, const PairDistance& pair
 
 // Four interleaved partial sums of (a - b)² (a fixed order, so deterministic), combined as
 // (s0 + s1) + (s2 + s3); scipy's pdist also sums in unrolled blocks.
-double squared_distance(const double* a, const double* b, Eigen::Index dimension) {
+[[gnu::always_inline]] inline double squared_distance(const double* a, const double* b,
+                                                      Eigen::Index dimension) {
   double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
   Eigen::Index d = 0;
   for (; d + 4 <= dimension; d += 4) {
@@ -202,7 +278,8 @@ double squared_distance(const double* a, const double* b, Eigen::Index dimension
   return (s0 + s1) + (s2 + s3);
 }
 
-double dot_product(const double* a, const double* b, Eigen::Index dimension) {
+[[gnu::always_inline]] inline double dot_product(const double* a, const double* b,
+                                                 Eigen::Index dimension) {
   double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
   Eigen::Index d = 0;
   for (; d + 4 <= dimension; d += 4) {
@@ -266,12 +343,13 @@ Dendrogram linkage(std::vector<double> distances, int n, LinkageMethod method) {
   std::vector<int> sizes(static_cast<std::size_t>(n), 1);
   std::vector<int> cluster_ids(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) cluster_ids[i] = i;
+  LiveClusters live(n);
   // For each cluster, a candidate nearest neighbour among higher indices and a lower bound of
   // the distance to its true nearest neighbour.
   std::vector<int> neighbours(static_cast<std::size_t>(n - 1));
   std::vector<double> min_distances(static_cast<std::size_t>(n - 1));
   for (int x = 0; x < n - 1; ++x) {
-    std::tie(neighbours[x], min_distances[x]) = nearest_above(n, distances, sizes, x);
+    std::tie(neighbours[x], min_distances[x]) = nearest_above(n, distances, live, x);
   }
   KeyedMinHeap heap(min_distances);
 
@@ -283,7 +361,7 @@ Dendrogram linkage(std::vector<double> distances, int n, LinkageMethod method) {
       std::tie(x, distance) = heap.min();
       y = neighbours[x];
       if (distance == distances[condensed_index(n, x, y)]) break;
-      std::tie(y, distance) = nearest_above(n, distances, sizes, x);
+      std::tie(y, distance) = nearest_above(n, distances, live, x);
       neighbours[x] = y;
       min_distances[x] = distance;
       heap.change_value(x, distance);
@@ -298,30 +376,52 @@ Dendrogram linkage(std::vector<double> distances, int n, LinkageMethod method) {
     merge.distance = distance;
     merge.size = size_x + size_y;
 
+    live.remove(x);
     sizes[x] = 0;
     sizes[y] = size_x + size_y;
     cluster_ids[y] = n + k;
 
-    for (int z = 0; z < n; ++z) {
-      if (sizes[z] == 0 || z == y) continue;
-      distances[condensed_index(n, z, y)] =
-          updated_distance(method, distances[condensed_index(n, z, x)],
-                           distances[condensed_index(n, z, y)], distance, size_x, size_y);
-    }
-    for (int z = 0; z < x; ++z) {
-      if (sizes[z] > 0 && neighbours[z] == x) neighbours[z] = y;
-    }
-    for (int z = 0; z < y; ++z) {
-      if (sizes[z] == 0) continue;
-      const double candidate = distances[condensed_index(n, z, y)];
-      if (candidate < min_distances[z]) {
+    // y now stands for the merged cluster: its distance to every live z (Lance-Williams), one
+    // pass for the clusters below y and one for those above, doing per z what scipy's separate
+    // loops do, in the same order (so the heap sees the same changes in the same order).
+    // Below y: (z, y) is in row z. z's neighbour candidate moves from x to y, and to y if the
+    // merged cluster is nearer than z's bound.
+    const CondensedRow row_x(distances, n, x);
+    // (z, x) and (z, y) lie in a different row for each z, a cache (and TLB) miss each: ask for
+    // them kPrefetchDistance clusters ahead so that the misses overlap.
+    int ahead = live.first();
+    const auto prefetch_ahead = [&] {
+      const CondensedRow row_ahead(distances, n, ahead);
+      prefetch(&row_ahead[y]);
+      if (ahead < x) prefetch(&row_ahead[x]);
+      ahead = live.next(ahead);
+    };
+    for (int step = 0; step < kPrefetchDistance && ahead < y; ++step) prefetch_ahead();
+    for (int z = live.first(); z < y; z = live.next(z)) {
+      if (ahead < y) prefetch_ahead();
+      const CondensedRow row_z(distances, n, z);
+      const double d_zx = z < x ? row_z[x] : row_x[z];
+      row_z[y] = updated_distance(method, d_zx, row_z[y], distance, size_x, size_y);
+      if (z < x && neighbours[z] == x) neighbours[z] = y;
+      if (row_z[y] < min_distances[z]) {
         neighbours[z] = y;
-        min_distances[z] = candidate;
-        heap.change_value(z, candidate);
+        min_distances[z] = row_z[y];
+        heap.change_value(z, row_z[y]);
       }
     }
+    // Above y: (y, z) is in row y, and the merged cluster's nearest neighbour is among them.
     if (y < n - 1) {
-      const auto [nearest, nearest_distance] = nearest_above(n, distances, sizes, y);
+      const CondensedRow row_y(distances, n, y);
+      double nearest_distance = kInfinity;
+      int nearest = -1;
+      for (int z = live.next(y); z < n; z = live.next(z)) {
+        row_y[z] = updated_distance(method, row_x[z], row_y[z], distance, size_x, size_y);
+        if (row_y[z] < nearest_distance) {
+          nearest_distance = row_y[z];
+          nearest = z;
+        }
+      }
+      if (nearest == -1) fail_no_finite_distance();
       neighbours[y] = nearest;
       min_distances[y] = nearest_distance;
       heap.change_value(y, nearest_distance);

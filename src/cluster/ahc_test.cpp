@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <random>
 
 #include "cluster/assignment.h"
 #include "cluster/golden_fixtures_test_support.h"
@@ -104,6 +107,126 @@ TEST(Ahc, DistancesDoNotDependOnTheThreadCount) {
   for (const unsigned threads : {2U, 3U, 7U}) {
     EXPECT_EQ(condensed_euclidean_distances(points, threads), single);  // bitwise
     EXPECT_EQ(condensed_cosine_distances(points, threads), condensed_cosine_distances(points, 1));
+  }
+}
+
+// The documented per-pair sum: four partial sums of (a - b)², the r-th over the dimensions
+// d = r (mod 4) below the last multiple of 4, the rest added to the first, combined as
+// (s0 + s1) + (s2 + s3).
+double plain_distance(const Eigen::MatrixXd& points, Eigen::Index i, Eigen::Index j) {
+  std::array<double, 4> sums{};
+  const Eigen::Index blocked = points.cols() / 4 * 4;
+  for (Eigen::Index d = 0; d < points.cols(); ++d) {
+    const double difference = points(i, d) - points(j, d);
+    sums[d < blocked ? static_cast<std::size_t>(d % 4) : 0] += difference * difference;
+  }
+  return std::sqrt((sums[0] + sums[1]) + (sums[2] + sums[3]));
+}
+
+TEST(Ahc, DistancesAreBitwiseThePlainPerPairSums) {
+  std::mt19937 random(3);
+  std::normal_distribution<double> normal;
+  for (const Eigen::Index n : {2, 3, 31, 33, 100, 257}) {
+    for (const Eigen::Index dimension : {1, 3, 4, 7, 64, 130}) {
+      Eigen::MatrixXd points(n, dimension);
+      for (Eigen::Index k = 0; k < points.size(); ++k) points.data()[k] = normal(random);
+      for (const unsigned threads : {1U, 3U}) {
+        const std::vector<double> distances = condensed_euclidean_distances(points, threads);
+        ASSERT_EQ(distances.size(), static_cast<std::size_t>(n * (n - 1) / 2));
+        std::size_t k = 0;
+        for (Eigen::Index i = 0; i < n; ++i) {
+          for (Eigen::Index j = i + 1; j < n; ++j) {
+            ASSERT_EQ(distances[k++], plain_distance(points, i, j))
+                << n << " points of " << dimension << " dimensions, pair " << i << ", " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A plain O(n³) agglomeration: merge the closest pair of live clusters, update its distances
+// with the Lance–Williams formula (scipy's operation order). Without ties (random real data)
+// linkage must give the same merges, bit for bit.
+Dendrogram plain_linkage(const std::vector<double>& condensed, int n, LinkageMethod method) {
+  std::vector<std::vector<double>> distance(static_cast<std::size_t>(n),
+                                            std::vector<double>(static_cast<std::size_t>(n)));
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      distance[i][j] = distance[j][i] = condensed[condensed_index_for_test(n, i, j)];
+    }
+  }
+  std::vector<int> ids(static_cast<std::size_t>(n));
+  std::vector<int> sizes(static_cast<std::size_t>(n), 1);
+  for (int i = 0; i < n; ++i) ids[i] = i;
+  Dendrogram dendrogram;
+  for (int k = 0; k < n - 1; ++k) {
+    int x = -1;
+    int y = -1;
+    for (int i = 0; i < n; ++i) {
+      for (int j = i + 1; j < n; ++j) {
+        if (sizes[i] > 0 && sizes[j] > 0 && (x < 0 || distance[i][j] < distance[x][y])) {
+          x = i;
+          y = j;
+        }
+      }
+    }
+    const double d_xy = distance[x][y];
+    const double nx = sizes[x];
+    const double ny = sizes[y];
+    for (int z = 0; z < n; ++z) {
+      if (sizes[z] == 0 || z == x || z == y) continue;
+      const double d_xz = distance[x][z];
+      const double d_yz = distance[y][z];
+      double updated = 0.0;
+      switch (method) {
+        case LinkageMethod::kCentroid:
+          updated = std::sqrt(((nx * d_xz * d_xz + ny * d_yz * d_yz) -
+                               static_cast<double>(sizes[x] * sizes[y]) * d_xy * d_xy / (nx + ny)) /
+                              (nx + ny));
+          break;
+        case LinkageMethod::kMedian:
+          updated = std::sqrt(0.5 * (d_xz * d_xz + d_yz * d_yz) - 0.25 * d_xy * d_xy);
+          break;
+        case LinkageMethod::kAverage:
+          updated = (nx * d_xz + ny * d_yz) / (nx + ny);
+          break;
+        case LinkageMethod::kComplete:
+          updated = std::max(d_xz, d_yz);
+          break;
+      }
+      distance[y][z] = distance[z][y] = updated;
+    }
+    dendrogram.push_back(
+        {std::min(ids[x], ids[y]), std::max(ids[x], ids[y]), d_xy, sizes[x] + sizes[y]});
+    sizes[y] += sizes[x];
+    sizes[x] = 0;
+    ids[y] = n + k;
+  }
+  return dendrogram;
+}
+
+TEST(Ahc, LinkageMakesThePlainAgglomerationsMerges) {
+  std::mt19937 random(5);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 2 + static_cast<int>(random() % 120);
+    Eigen::MatrixXd points(n, 1 + static_cast<Eigen::Index>(random() % 12));
+    for (Eigen::Index k = 0; k < points.size(); ++k) points.data()[k] = normal(random);
+    const std::vector<double> distances = condensed_euclidean_distances(points);
+    for (const LinkageMethod method : {LinkageMethod::kCentroid, LinkageMethod::kMedian,
+                                       LinkageMethod::kAverage, LinkageMethod::kComplete}) {
+      SCOPED_TRACE(::testing::Message() << n << " points, " << to_string(method));
+      const Dendrogram expected = plain_linkage(distances, n, method);
+      const Dendrogram tree = linkage(distances, n, method);
+      ASSERT_EQ(tree.size(), expected.size());
+      for (std::size_t k = 0; k < tree.size(); ++k) {
+        ASSERT_EQ(tree[k].first, expected[k].first) << "merge " << k;
+        ASSERT_EQ(tree[k].second, expected[k].second) << "merge " << k;
+        ASSERT_EQ(tree[k].distance, expected[k].distance) << "merge " << k;  // bitwise
+        ASSERT_EQ(tree[k].size, expected[k].size) << "merge " << k;
+      }
+    }
   }
 }
 

@@ -73,16 +73,27 @@ NdArray<double> centroid_similarities(const NdArray<float>& embeddings,
   const Eigen::VectorXd centroid_norms = centroids.rowwise().norm();
   NdArray<double> soft({chunk_count, speaker_count, cluster_count});
   Eigen::VectorXd embedding(static_cast<Eigen::Index>(dimension));
+  std::vector<double> dots(cluster_count);
   for (std::size_t chunk = 0; chunk < chunk_count; ++chunk) {
     for (std::size_t s = 0; s < speaker_count; ++s) {
       for (std::size_t d = 0; d < dimension; ++d) {
         embedding(static_cast<Eigen::Index>(d)) = embeddings(chunk, s, d);
       }
       const double norm = embedding.norm();
+      // u.v for every centroid, each summed over the dimensions in order (as Eigen's dot with a
+      // centroid row, which is not contiguous, does), the centroids side by side.
+      for (std::size_t d = 0; d < dimension; ++d) {
+        const double value = embedding(static_cast<Eigen::Index>(d));
+        const double* column = centroids.col(static_cast<Eigen::Index>(d)).data();
+        if (d == 0) {
+          for (std::size_t k = 0; k < cluster_count; ++k) dots[k] = value * column[k];
+        } else {
+          for (std::size_t k = 0; k < cluster_count; ++k) dots[k] += value * column[k];
+        }
+      }
       for (std::size_t k = 0; k < cluster_count; ++k) {
         // scipy's cosine distance: 1 - u.v / (|u| |v|), the cosine clipped to [-1, 1].
-        double cosine = embedding.dot(centroids.row(static_cast<Eigen::Index>(k)).transpose()) /
-                        (norm * centroid_norms(static_cast<Eigen::Index>(k)));
+        double cosine = dots[k] / (norm * centroid_norms(static_cast<Eigen::Index>(k)));
         if (std::abs(cosine) > 1.0) cosine = std::copysign(1.0, cosine);
         soft(chunk, s, k) = 2.0 - (1.0 - cosine);
       }

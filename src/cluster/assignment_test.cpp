@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "core/error.h"
 
@@ -12,6 +13,39 @@ namespace {
 // soft [1 chunk, speakers, clusters] from rows of scores.
 NdArray<double> one_chunk(std::size_t speakers, std::size_t clusters, std::vector<double> scores) {
   return NdArray<double>({1, speakers, clusters}, std::move(scores));
+}
+
+// 2 - scipy's cosine distance, bit for bit as written with Eigen (u.dot(v) / (|u| |v|),
+// clipped, the centroids' norms row-wise), NaN for a NaN embedding.
+TEST(CentroidSimilarities, AreTwoMinusTheCosineDistanceBitForBit) {
+  std::mt19937 random(4);
+  std::normal_distribution<double> normal;
+  NdArray<float> embeddings({5, 3, 67});
+  for (float& value : embeddings.values()) value = static_cast<float>(normal(random));
+  embeddings(2, 1, 5) = std::nanf("");
+  for (const Eigen::Index clusters : {1, 2, 9}) {
+    Eigen::MatrixXd centroids(clusters, 67);
+    for (Eigen::Index k = 0; k < centroids.size(); ++k) centroids.data()[k] = normal(random);
+    const NdArray<double> soft = centroid_similarities(embeddings, centroids);
+    const Eigen::VectorXd centroid_norms = centroids.rowwise().norm();
+    for (std::size_t c = 0; c < 5; ++c) {
+      for (std::size_t s = 0; s < 3; ++s) {
+        Eigen::VectorXd u(67);
+        for (Eigen::Index d = 0; d < 67; ++d) u(d) = embeddings(c, s, static_cast<std::size_t>(d));
+        for (Eigen::Index k = 0; k < clusters; ++k) {
+          double cosine = u.dot(centroids.row(k).transpose()) / (u.norm() * centroid_norms(k));
+          if (std::abs(cosine) > 1.0) cosine = std::copysign(1.0, cosine);
+          const double expected = 2.0 - (1.0 - cosine);
+          const double actual = soft(c, s, static_cast<std::size_t>(k));
+          if (std::isnan(expected)) {
+            EXPECT_TRUE(std::isnan(actual));
+          } else {
+            EXPECT_EQ(actual, expected) << "chunk " << c << ", speaker " << s << ", cluster " << k;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(ConstrainedArgmax, GivesDistinctClustersToAChunksSpeakers) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 
 namespace parley::cluster {
 
@@ -61,6 +62,11 @@ VbxResult cluster_vbx(const Eigen::MatrixXd& features, const Eigen::VectorXd& ph
   const Eigen::MatrixXd rho = features * phi.cwiseSqrt().asDiagonal();
   const double fa_over_fb = config.fa / config.fb;
 
+  // Ranges of frames for the per-frame part of each iteration (exp on every frame and cluster),
+  // one per thread where there is enough of it to share.
+  const std::size_t frame_ranges =
+      frame_count * cluster_count < 100000 ? 1 : static_cast<std::size_t>(hardware_threads(8));
+
   Eigen::MatrixXd inv_l(cluster_count, dimension);
   Eigen::MatrixXd alpha(cluster_count, dimension);
   for (int iteration = 0; iteration < config.max_iterations; ++iteration) {
@@ -79,19 +85,48 @@ VbxResult cluster_vbx(const Eigen::MatrixXd& features, const Eigen::VectorXd& ph
 
     const Eigen::RowVectorXd log_pi = (pi.array() + 1e-8).log().matrix().transpose();
     log_p.rowwise() += log_pi;
-    double total_log_likelihood = 0.0;
-    for (Eigen::Index t = 0; t < frame_count; ++t) {
-      // logsumexp over speakers, accurate form: max + log1p(sum of the others' exp(x - max)).
-      Eigen::Index arg_max = 0;
-      const double row_max = log_p.row(t).maxCoeff(&arg_max);
-      double others = 0.0;
-      for (Eigen::Index s = 0; s < cluster_count; ++s) {
-        if (s != arg_max) others += std::exp(log_p(t, s) - row_max);
+    // Per frame, logsumexp over speakers in its accurate form: max + log1p(sum of the others'
+    // exp(x - max)), the first maximum as Eigen's maxCoeff picks it; then the responsibilities.
+    // The matrices are stored by column, so each range of frames walks the columns with its
+    // frames side by side; every frame's sums still run over the speakers in order, and
+    // std::exp is called on each element (Eigen's vectorised exp would round differently), so
+    // neither the layout nor the ranges (one per thread) change a value.
+    Eigen::VectorXd log_marginal(frame_count);
+    parallel_for(frame_ranges, static_cast<int>(frame_ranges), [&](std::size_t range) {
+      const Eigen::Index first =
+          frame_count * static_cast<Eigen::Index>(range) / static_cast<Eigen::Index>(frame_ranges);
+      const Eigen::Index last = frame_count * static_cast<Eigen::Index>(range + 1) /
+                                static_cast<Eigen::Index>(frame_ranges);
+      const Eigen::Index size = last - first;
+      Eigen::VectorXd row_max = log_p.col(0).segment(first, size);
+      std::vector<Eigen::Index> arg_max(static_cast<std::size_t>(size), 0);
+      for (Eigen::Index s = 1; s < cluster_count; ++s) {
+        for (Eigen::Index i = 0; i < size; ++i) {
+          if (log_p(first + i, s) > row_max(i)) {
+            row_max(i) = log_p(first + i, s);
+            arg_max[static_cast<std::size_t>(i)] = s;
+          }
+        }
       }
-      const double log_marginal = row_max + std::log1p(others);
-      total_log_likelihood += log_marginal;
-      gamma.row(t) = (log_p.row(t).array() - log_marginal).exp();
-    }
+      Eigen::VectorXd others = Eigen::VectorXd::Zero(size);
+      for (Eigen::Index s = 0; s < cluster_count; ++s) {
+        for (Eigen::Index i = 0; i < size; ++i) {
+          if (s != arg_max[static_cast<std::size_t>(i)]) {
+            others(i) += std::exp(log_p(first + i, s) - row_max(i));
+          }
+        }
+      }
+      for (Eigen::Index i = 0; i < size; ++i) {
+        log_marginal(first + i) = row_max(i) + std::log1p(others(i));
+      }
+      for (Eigen::Index s = 0; s < cluster_count; ++s) {
+        for (Eigen::Index t = first; t < last; ++t) {
+          gamma(t, s) = std::exp(log_p(t, s) - log_marginal(t));
+        }
+      }
+    });
+    double total_log_likelihood = 0.0;
+    for (Eigen::Index t = 0; t < frame_count; ++t) total_log_likelihood += log_marginal(t);
     pi = gamma.colwise().sum().transpose();
     pi /= pi.sum();
 

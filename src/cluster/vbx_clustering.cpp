@@ -11,6 +11,7 @@
 #include "cluster/assignment.h"
 #include "cluster/kmeans.h"
 #include "core/error.h"
+#include "core/parallel_for.h"
 
 namespace parley::cluster {
 
@@ -69,19 +70,33 @@ std::vector<int> ahc_initial_labels(const Eigen::MatrixXd& normalised, double th
     sizes(sampled_labels[i]) += 1.0;
   }
   centroids.array().colwise() /= sizes.array();
+  // Every other embedding joins the nearest centroid (squared Euclidean distance, the first on
+  // ties). The centroids are stored by column, so the sums walk the dimensions with all clusters
+  // side by side; each cluster's sum still adds the dimensions in order, as Eigen's
+  // rowwise().squaredNorm() does, so the choice is the same. Rows are independent: split over
+  // threads.
   std::vector<int> labels(count);
-  for (std::size_t row = 0; row < count; ++row) {
-    if (row % stride == 0) {
-      labels[row] = sampled_labels[row / stride];
-      continue;
+  const auto parts = static_cast<std::size_t>(
+      count * static_cast<std::size_t>(clusters) < 100000 ? 1 : hardware_threads(8));
+  parallel_for(parts, static_cast<int>(parts), [&](std::size_t part) {
+    std::vector<double> sums(static_cast<std::size_t>(clusters));
+    for (std::size_t row = count * part / parts; row < count * (part + 1) / parts; ++row) {
+      if (row % stride == 0) {
+        labels[row] = sampled_labels[row / stride];
+        continue;
+      }
+      std::fill(sums.begin(), sums.end(), 0.0);
+      for (Eigen::Index d = 0; d < normalised.cols(); ++d) {
+        const double value = normalised(static_cast<Eigen::Index>(row), d);
+        const double* column = centroids.col(d).data();
+        for (std::size_t k = 0; k < sums.size(); ++k) {
+          const double difference = column[k] - value;
+          sums[k] += difference * difference;
+        }
+      }
+      labels[row] = static_cast<int>(std::min_element(sums.begin(), sums.end()) - sums.begin());
     }
-    Eigen::Index nearest = 0;
-    (centroids.rowwise() - normalised.row(static_cast<Eigen::Index>(row)))
-        .rowwise()
-        .squaredNorm()
-        .minCoeff(&nearest);
-    labels[row] = static_cast<int>(nearest);
-  }
+  });
   return labels;
 }
 

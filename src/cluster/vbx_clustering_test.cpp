@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -180,6 +181,56 @@ TEST(VbxClustering, WritesIntermediatesInTheGoldensLayout) {
   }
   EXPECT_EQ(testing::npy_labels(out / "ahc_init_labels.npy"),
             testing::npy_labels(fixture / "ahc_init_labels.npy"));
+}
+
+// The subsampled initialisation's definition, written with Eigen expressions: AHC on every
+// k-th row, every other row joined to the nearest centroid of those clusters.
+std::vector<int> subsampled_labels_reference(const Eigen::MatrixXd& rows, double threshold,
+                                             std::size_t stride) {
+  const auto sampled_count =
+      (rows.rows() + static_cast<Eigen::Index>(stride) - 1) / static_cast<Eigen::Index>(stride);
+  Eigen::MatrixXd sampled(sampled_count, rows.cols());
+  for (Eigen::Index i = 0; i < sampled_count; ++i) {
+    sampled.row(i) = rows.row(i * static_cast<Eigen::Index>(stride));
+  }
+  const std::vector<int> sampled_labels = ahc_initial_labels(sampled, threshold, 0);
+  const int clusters = 1 + *std::max_element(sampled_labels.begin(), sampled_labels.end());
+  Eigen::MatrixXd centroids = Eigen::MatrixXd::Zero(clusters, rows.cols());
+  Eigen::VectorXd sizes = Eigen::VectorXd::Zero(clusters);
+  for (Eigen::Index i = 0; i < sampled_count; ++i) {
+    centroids.row(sampled_labels[static_cast<std::size_t>(i)]) += sampled.row(i);
+    sizes(sampled_labels[static_cast<std::size_t>(i)]) += 1.0;
+  }
+  centroids.array().colwise() /= sizes.array();
+  std::vector<int> labels(static_cast<std::size_t>(rows.rows()));
+  for (Eigen::Index row = 0; row < rows.rows(); ++row) {
+    Eigen::Index nearest = 0;
+    if (row % static_cast<Eigen::Index>(stride) == 0) {
+      nearest = sampled_labels[static_cast<std::size_t>(row) / stride];
+    } else {
+      (centroids.rowwise() - rows.row(row)).rowwise().squaredNorm().minCoeff(&nearest);
+    }
+    labels[static_cast<std::size_t>(row)] = static_cast<int>(nearest);
+  }
+  return labels;
+}
+
+TEST(AhcInitialLabels, SubsamplingJoinsEveryOtherRowToTheNearestCentroid) {
+  std::mt19937 random(9);
+  std::normal_distribution<double> normal;
+  for (const Eigen::Index count : {50, 333, 1200}) {
+    Eigen::MatrixXd points(count, 24);
+    for (Eigen::Index k = 0; k < points.size(); ++k) points.data()[k] = normal(random);
+    points.rowwise().normalize();
+    for (const std::size_t limit : {10, 100, 400}) {
+      const std::size_t stride = (static_cast<std::size_t>(count) + limit - 1) / limit;
+      if (stride < 2) continue;
+      const std::vector<int> labels = ahc_initial_labels(points, 0.9, limit);
+      EXPECT_EQ(labels, subsampled_labels_reference(points, 0.9, stride))
+          << count << " rows, at most " << limit;
+      EXPECT_GT(*std::max_element(labels.begin(), labels.end()), 1);  // several centroids
+    }
+  }
 }
 
 }  // namespace

@@ -116,4 +116,8 @@ void parallel_for(std::size_t count, int threads, const std::function<void(std::
   }
 }
 
+int hardware_threads(int limit) {
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, std::max(limit, 1));
+}
+
 }  // namespace parley

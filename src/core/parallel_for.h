@@ -13,4 +13,8 @@ namespace parley {
 // body throws (lowest range first) is rethrown after every thread has finished.
 void parallel_for(std::size_t count, int threads, const std::function<void(std::size_t)>& body);
 
+// The hardware's threads, but at least 1 and at most `limit`: for work that splits itself
+// without a thread count from the caller (clustering).
+int hardware_threads(int limit);
+
 }  // namespace parley

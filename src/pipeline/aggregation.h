@@ -14,6 +14,7 @@
 // the average is a float32 division. Integer-valued inputs (binary activations, speaker counts)
 // therefore give results identical to pyannote.
 #include <limits>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,39 @@ struct AggregateOptions {
   float missing = std::numeric_limits<float>::quiet_NaN();
   // Return the weighted sum instead of the weighted average.
   bool skip_average = false;
+};
+
+// aggregate, one chunk at a time: for scores computed chunk by chunk, so that the whole
+// [chunks, frames, classes] array never has to be held (reconstruction's clustered
+// segmentations would take 8 bytes per chunk, frame and speaker). Same arithmetic, same result.
+class ChunkAggregator {
+ public:
+  ChunkAggregator(std::size_t num_chunks, std::size_t frames_per_chunk, std::size_t num_classes,
+                  const SlidingWindow& chunks, const SlidingWindow& frames,
+                  const AggregateOptions& options = {});
+  // Adds chunk `chunk`'s scores, [frames_per_chunk, num_classes] row-major (NaN: missing).
+  // Add the chunks in increasing order: the float32 sums round as aggregate's then.
+  void add(std::size_t chunk, std::span<const double> scores);
+  // The same when only the columns `classes` hold scores (every other one is all NaN, and is
+  // not read).
+  void add(std::size_t chunk, std::span<const double> scores, std::span<const std::size_t> classes);
+  // [num_frames, num_classes] on SlidingWindow(chunks.start, frames.duration, frames.step).
+  SlidingWindowFeature<float> result() const;
+
+ private:
+  std::size_t num_chunks_;
+  std::size_t frames_per_chunk_;
+  std::size_t num_classes_;
+  SlidingWindow chunks_;
+  SlidingWindow output_frames_;
+  AggregateOptions options_;
+  std::vector<double> hamming_;  // per frame of a chunk
+  std::vector<double> warm_up_;
+  std::vector<std::size_t> all_classes_;
+  std::size_t frame_count_;
+  NdArray<float> sum_;
+  NdArray<float> weight_;
+  std::vector<bool> covered_;
 };
 
 // scores: [num_chunks, frames_per_chunk, num_classes] on `chunks`; NaN marks missing values.

@@ -113,34 +113,38 @@ std::vector<Region> binarize_regions(const SlidingWindowFeature<float>& scores,
     timestamps[i] = scores.window.middle(static_cast<std::int64_t>(i));
   }
 
-  // per class, its regions in time order
+  // per class, its regions in time order; the frames are walked once, every class side by side
+  // (the scores are stored frame by frame)
   std::vector<std::vector<Segment>> per_class(num_classes);
   if (num_frames > 0) {
-    for (std::size_t k = 0; k < num_classes; ++k) {
-      auto add = [&](double start, double end) {
-        const Segment region{start - options.pad_onset, end + options.pad_offset};
-        if (region.non_empty()) {  // Annotation ignores empty segments
-          per_class[k].push_back(region);
-        }
-      };
-      double start = timestamps[0];
-      bool active = data(0, k) > onset;
-      for (std::size_t i = 1; i < num_frames; ++i) {
-        const double t = timestamps[i];
+    const auto add = [&](std::size_t k, double start, double end) {
+      const Segment region{start - options.pad_onset, end + options.pad_offset};
+      if (region.non_empty()) {  // Annotation ignores empty segments
+        per_class[k].push_back(region);
+      }
+    };
+    std::vector<double> start(num_classes, timestamps[0]);
+    std::vector<bool> active(num_classes);
+    for (std::size_t k = 0; k < num_classes; ++k) active[k] = data(0, k) > onset;
+    for (std::size_t i = 1; i < num_frames; ++i) {
+      const double t = timestamps[i];
+      for (std::size_t k = 0; k < num_classes; ++k) {
         const float y = data(i, k);
-        if (active) {
+        if (active[k]) {
           if (y < offset) {
-            add(start, t);
-            start = t;
-            active = false;
+            add(k, start[k], t);
+            start[k] = t;
+            active[k] = false;
           }
         } else if (y > onset) {
-          start = t;
-          active = true;
+          start[k] = t;
+          active[k] = true;
         }
       }
-      if (active) {
-        add(start, timestamps[num_frames - 1]);
+    }
+    for (std::size_t k = 0; k < num_classes; ++k) {
+      if (active[k]) {
+        add(k, start[k], timestamps[num_frames - 1]);
       }
     }
   }

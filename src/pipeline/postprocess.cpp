@@ -28,12 +28,15 @@ FrameDiarization diarize_frames(const NdArray<float>& binarized, const SlidingWi
   if (options.max_speakers.has_value()) {
     result.count.data = cap_count(count.data, *options.max_speakers);
   }
-  result.discrete = reconstruct(binarized, chunks, result.hard_clusters, result.count);
+  // reconstruct, twice: the two diarizations differ only in the count.
+  const SlidingWindowFeature<float> activations =
+      clustered_activations(binarized, chunks, result.hard_clusters, result.count.window);
+  result.discrete = to_diarization(activations, result.count);
   result.turns = to_turns(result.discrete, 0.0, options.min_duration_off);
 
   const SlidingWindowFeature<int> exclusive_count{cap_count(result.count.data, 1),
                                                   result.count.window};
-  result.exclusive_discrete = reconstruct(binarized, chunks, result.hard_clusters, exclusive_count);
+  result.exclusive_discrete = to_diarization(activations, exclusive_count);
   result.exclusive_turns = to_turns(result.exclusive_discrete, 0.0, options.min_duration_off);
 
   result.speaker_order = speaker_order(result.turns);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <vector>
 
 #include "cluster/inactive_speakers.h"
@@ -35,8 +34,10 @@ CroppedRows crop_rows(const SlidingWindow& window, std::size_t rows, const Segme
 
 }  // namespace
 
-NdArray<double> clustered_segmentations(const NdArray<float>& segmentations,
-                                        const NdArray<int>& hard_clusters) {
+SlidingWindowFeature<float> clustered_activations(const NdArray<float>& segmentations,
+                                                  const SlidingWindow& chunks,
+                                                  const NdArray<int>& hard_clusters,
+                                                  const SlidingWindow& frames) {
   cluster::check_hard_clusters_shape(segmentations, hard_clusters, "reconstruction");
   const std::size_t num_chunks = segmentations.dim(0);
   const std::size_t num_frames = segmentations.dim(1);
@@ -50,9 +51,31 @@ NdArray<double> clustered_segmentations(const NdArray<float>& segmentations,
     largest = std::max(largest, cluster);
   }
   const auto num_clusters = static_cast<std::size_t>(largest + 1);
-  NdArray<double> clustered({num_chunks, num_frames, num_clusters},
-                            std::numeric_limits<double>::quiet_NaN());
+  AggregateOptions options;
+  options.hamming = false;
+  options.missing = 0.0f;
+  options.skip_average = true;
+  ChunkAggregator aggregator(num_chunks, num_frames, num_clusters, chunks, frames, options);
+  // One chunk's clustered segmentation [frames, clusters]: the frame-wise max of the chunk's
+  // local speakers assigned to each cluster, NaN for clusters the chunk does not contain (so
+  // that they do not count as covered; only the chunk's own clusters are written and read).
+  std::vector<double> clustered(num_frames * num_clusters);
+  std::vector<std::size_t> chunk_clusters;
   for (std::size_t c = 0; c < num_chunks; ++c) {
+    chunk_clusters.clear();
+    for (std::size_t s = 0; s < local_speakers; ++s) {
+      const int cluster = hard_clusters(c, s);
+      if (cluster != cluster::kInactiveSpeaker &&
+          std::find(chunk_clusters.begin(), chunk_clusters.end(),
+                    static_cast<std::size_t>(cluster)) == chunk_clusters.end()) {
+        chunk_clusters.push_back(static_cast<std::size_t>(cluster));
+      }
+    }
+    for (std::size_t f = 0; f < num_frames; ++f) {
+      for (const std::size_t k : chunk_clusters) {
+        clustered[f * num_clusters + k] = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
     for (std::size_t s = 0; s < local_speakers; ++s) {
       const int cluster = hard_clusters(c, s);
       if (cluster == cluster::kInactiveSpeaker) {
@@ -61,25 +84,18 @@ NdArray<double> clustered_segmentations(const NdArray<float>& segmentations,
       const auto k = static_cast<std::size_t>(cluster);
       for (std::size_t f = 0; f < num_frames; ++f) {
         const auto activation = static_cast<double>(segmentations(c, f, s));
-        double& slot = clustered(c, f, k);
+        double& slot = clustered[f * num_clusters + k];
         // first speaker of the cluster sets the value, the others take the max
         slot = std::isnan(slot) ? activation : std::max(slot, activation);
       }
     }
+    aggregator.add(c, clustered, chunk_clusters);
   }
-  return clustered;
+  return aggregator.result();
 }
 
-SlidingWindowFeature<float> to_diarization(const NdArray<double>& clustered,
-                                           const SlidingWindow& chunks,
+SlidingWindowFeature<float> to_diarization(const SlidingWindowFeature<float>& activations,
                                            const SlidingWindowFeature<int>& count) {
-  AggregateOptions options;
-  options.hamming = false;
-  options.missing = 0.0f;
-  options.skip_average = true;
-  const SlidingWindowFeature<float> activations =
-      aggregate(clustered, chunks, count.window, options);
-
   const std::size_t num_speakers = activations.data.dim(1);
   const int most_speakers = max_count(count.data);
   const std::size_t padded_speakers =
@@ -99,22 +115,24 @@ SlidingWindowFeature<float> to_diarization(const NdArray<double>& clustered,
   const std::size_t num_frames = activation_rows.last - activation_rows.first;
   const std::size_t counted_frames = std::min(num_frames, count_rows.last - count_rows.first);
   NdArray<float> binary({num_frames, padded_speakers});
-  std::vector<std::size_t> order(padded_speakers);
-  std::vector<float> frame_activations(padded_speakers);
   for (std::size_t t = 0; t < counted_frames; ++t) {
     const std::size_t row = activation_rows.first + t;
-    for (std::size_t k = 0; k < padded_speakers; ++k) {
-      frame_activations[k] = k < num_speakers ? activations.data(row, k) : 0.0f;
-    }
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return -frame_activations[a] < -frame_activations[b];
-    });
     const int speakers_here = count.data(count_rows.first + t);
     const auto active =
         std::min(static_cast<std::size_t>(std::max(speakers_here, 0)), padded_speakers);
+    // The first `active` speakers of the stable order by decreasing activation: each time the
+    // largest activation not yet chosen, the lowest index on ties (padding speakers are 0).
     for (std::size_t i = 0; i < active; ++i) {
-      binary(t, order[i]) = 1.0f;
+      std::size_t best = padded_speakers;
+      float best_activation = 0.0f;
+      for (std::size_t k = 0; k < padded_speakers; ++k) {
+        const float activation = k < num_speakers ? activations.data(row, k) : 0.0f;
+        if (binary(t, k) == 0.0f && (best == padded_speakers || activation > best_activation)) {
+          best = k;
+          best_activation = activation;
+        }
+      }
+      binary(t, best) = 1.0f;
     }
   }
   const SlidingWindow window(
@@ -127,7 +145,8 @@ SlidingWindowFeature<float> reconstruct(const NdArray<float>& segmentations,
                                         const SlidingWindow& chunks,
                                         const NdArray<int>& hard_clusters,
                                         const SlidingWindowFeature<int>& count) {
-  return to_diarization(clustered_segmentations(segmentations, hard_clusters), chunks, count);
+  return to_diarization(clustered_activations(segmentations, chunks, hard_clusters, count.window),
+                        count);
 }
 
 }  // namespace parley::pipeline

@@ -19,17 +19,20 @@
 
 namespace parley::pipeline {
 
-// [chunks, frames, num_clusters] with num_clusters = max(hard_clusters) + 1 (0 if none).
-NdArray<double> clustered_segmentations(const NdArray<float>& segmentations,
-                                        const NdArray<int>& hard_clusters);
+// Steps 2 and 3's sum at once: per frame of `frames` and global cluster k (num_clusters =
+// max(hard_clusters) + 1, 0 if none), the sum over the chunks of their clustered segmentations
+// (aggregate with skip_average, missing 0), without holding the [chunks, frames, clusters] array.
+SlidingWindowFeature<float> clustered_activations(const NdArray<float>& segmentations,
+                                                  const SlidingWindow& chunks,
+                                                  const NdArray<int>& hard_clusters,
+                                                  const SlidingWindow& frames);
 
-// clustered: [chunks, frames, clusters] on `chunks`; count: [num_frames] speakers per frame.
-// Returns [num_frames, max(clusters, max count)] 0/1 on the count's frames.
-SlidingWindowFeature<float> to_diarization(const NdArray<double>& clustered,
-                                           const SlidingWindow& chunks,
+// activations: clustered_activations on the count's frames; count: [num_frames] speakers per
+// frame. Returns [num_frames, max(clusters, max count)] 0/1 on the count's frames.
+SlidingWindowFeature<float> to_diarization(const SlidingWindowFeature<float>& activations,
                                            const SlidingWindowFeature<int>& count);
 
-// SpeakerDiarization.reconstruct: clustered_segmentations + to_diarization. hard_clusters
+// SpeakerDiarization.reconstruct: clustered_activations + to_diarization. hard_clusters
 // should already be masked (cluster::mask_inactive_speakers), as pyannote does before calling
 // it.
 SlidingWindowFeature<float> reconstruct(const NdArray<float>& segmentations,

@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 
 #include "cluster/inactive_speakers.h"
 #include "core/error.h"
 #include "core/npz.h"
+#include "pipeline/aggregation.h"
 #include "pipeline/goldens_for_tests.h"
 #include "pipeline/speaker_count.h"
 #include "testing/shared_data.h"
@@ -53,18 +57,61 @@ TEST(Reconstruct, MatchesPyannoteOnSpeakrsPipelineFixture) {
   EXPECT_EQ(discrete.data.values(), expected.values());
 }
 
-TEST(Reconstruct, ClusteredSegmentationsTakeTheMaxOverLocalSpeakers) {
+TEST(Reconstruct, ClusteredActivationsTakeTheMaxOverLocalSpeakers) {
   NdArray<float> seg({1, 3, 3}, {1, 0, 0,  //
                                  0, 1, 0,  //
                                  0, 0, 0});
   NdArray<int> clusters({1, 3}, {1, 1, -2});
-  const NdArray<double> clustered = clustered_segmentations(seg, clusters);
-  ASSERT_EQ(clustered.shape(), (std::vector<std::size_t>{1, 3, 2}));
-  EXPECT_TRUE(std::isnan(clustered(0, 0, 0)));  // cluster 0 absent from the chunk
-  EXPECT_EQ(clustered(0, 0, 1), 1.0);
-  EXPECT_EQ(clustered(0, 1, 1), 1.0);
-  EXPECT_EQ(clustered(0, 2, 1), 0.0);
-  EXPECT_THROW(clustered_segmentations(seg, NdArray<int>({1, 3}, {0, -1, 0})), Error);
+  const SlidingWindow chunks(0.0, 3.0, 1.0);
+  const SlidingWindow frames(0.0, 1.0, 1.0);
+  const auto activations = clustered_activations(seg, chunks, clusters, frames);
+  ASSERT_EQ(activations.data.shape(), (std::vector<std::size_t>{4, 2}));
+  EXPECT_EQ(activations.data.values(), (std::vector<float>{0, 1,  // cluster 0 absent: 0
+                                                           0, 1,  //
+                                                           0, 0,  //
+                                                           0, 0}));
+  EXPECT_THROW(clustered_activations(seg, chunks, NdArray<int>({1, 3}, {0, -1, 0}), frames), Error);
+}
+
+// clustered_activations against its definition: every chunk's clustered segmentation held in
+// one [chunks, frames, clusters] array (NaN where the chunk lacks the cluster), then aggregated.
+TEST(Reconstruct, ClusteredActivationsEqualTheAggregatedClusteredSegmentations) {
+  std::mt19937 random(11);
+  const SlidingWindow chunks(0.0, 10.0, 1.0);
+  for (int trial = 0; trial < 20; ++trial) {
+    const std::size_t num_chunks = 1 + random() % 30;
+    const std::size_t speakers = 1 + random() % 4;
+    const std::size_t clusters = 1 + random() % 6;
+    NdArray<float> seg({num_chunks, 589, speakers});
+    for (float& value : seg.values()) value = static_cast<float>(random() % 2);
+    NdArray<int> hard({num_chunks, speakers});
+    for (int& cluster : hard.values()) {
+      cluster = static_cast<int>(random() % (clusters + 1)) - 1;
+      if (cluster < 0) cluster = cluster::kInactiveSpeaker;
+    }
+    int largest = -1;
+    for (const int cluster : hard.values()) largest = std::max(largest, cluster);
+    const auto num_clusters = static_cast<std::size_t>(largest + 1);
+    NdArray<double> clustered({num_chunks, 589, num_clusters},
+                              std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t c = 0; c < num_chunks; ++c) {
+      for (std::size_t s = 0; s < speakers; ++s) {
+        if (hard(c, s) < 0) continue;
+        for (std::size_t f = 0; f < 589; ++f) {
+          double& slot = clustered(c, f, static_cast<std::size_t>(hard(c, s)));
+          slot = std::isnan(slot) ? seg(c, f, s) : std::max<double>(slot, seg(c, f, s));
+        }
+      }
+    }
+    AggregateOptions options;
+    options.missing = 0.0f;
+    options.skip_average = true;
+    const auto expected = aggregate(clustered, chunks, segmentation3_frames(), options);
+    const auto actual = clustered_activations(seg, chunks, hard, segmentation3_frames());
+    EXPECT_EQ(actual.data.shape(), expected.data.shape());
+    EXPECT_EQ(actual.data.values(), expected.data.values());
+    EXPECT_EQ(actual.window, expected.window);
+  }
 }
 
 // Toy axes: 2-frame chunks of 2 s every 1 s, 1 s frames.
