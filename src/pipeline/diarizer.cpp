@@ -57,14 +57,19 @@ std::vector<Turn> clip_to_recording(const std::vector<Turn>& turns, double durat
 
 }  // namespace
 
+std::size_t automatic_segmentation_batch(int threads) {
+  constexpr std::size_t kChunksInFlight = 16;
+  return std::clamp<std::size_t>(kChunksInFlight / static_cast<std::size_t>(std::max(threads, 1)),
+                                 2, 8);
+}
+
 void DiarizationConfig::validate() const {
   if (!(step_seconds > 0.0) || step_seconds > kChunkSeconds) {
     fail("step_seconds must be in (0, {}] (got {})", kChunkSeconds, step_seconds);
   }
   if (threads < 1) fail("threads must be at least 1 (got {})", threads);
-  if (segmentation_batch_size < 1 || embedding_batch_size < 1) {
-    fail("segmentation_batch_size and embedding_batch_size must be at least 1 (got {} and {})",
-         segmentation_batch_size, embedding_batch_size);
+  if (embedding_batch_size < 1) {
+    fail("embedding_batch_size must be at least 1 (got {})", embedding_batch_size);
   }
   if (min_duration_off < 0.0) fail("min_duration_off must not be negative");
   if (routing && routing->accelerator_segmentation_batch_size < 1) {

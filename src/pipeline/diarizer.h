@@ -37,15 +37,21 @@ struct DiarizationModels {
 DiarizationModels locate_models(const DiarizationModels& explicit_paths,
                                 const std::optional<std::filesystem::path>& models_dir);
 
+// Eight chunks per call take about a sixth less CPU per chunk than one, but every chunk in
+// flight holds its activations (about 17 MB): the batch shrinks as threads grow, so that about
+// 16 chunks are in flight (2 threads: 8 per call; 8 threads: 2), never below 2.
+std::size_t automatic_segmentation_batch(int threads);
+
 struct DiarizationConfig {
   // Seconds between the starts of consecutive 10 s chunks: 1 (pyannote), 2 for a faster mode.
   double step_seconds = 1.0;
   // Worker threads for segmentation and intra-op threads for embeddings. Output is identical
   // for any value.
   int threads = 1;
-  // Chunks per segmentation call on the CPU (pipeline/segmentation.h): 8 takes about a sixth
-  // less CPU per chunk than 1 (docs/segmentation.md); larger batches measured no faster.
-  std::size_t segmentation_batch_size = 8;
+  // Chunks per segmentation call on the CPU (pipeline/segmentation.h); 0: automatic,
+  // automatic_segmentation_batch(threads). Batches of 2 to 8 give the same bits (a test pins
+  // it); one chunk per call rounds differently.
+  std::size_t segmentation_batch_size = 0;
   // Chunks per embedding trunk call.
   std::size_t embedding_batch_size = 32;
   // Segmentation sessions feeding an accelerator at once (pipeline/segmentation.h), each with

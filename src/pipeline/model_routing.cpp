@@ -169,7 +169,9 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   ModelSessionPlan plan;
   SegmentationConfig& segmentation = plan.segmentation;
   segmentation.threads = config.threads;
-  segmentation.batch_size = config.segmentation_batch_size;
+  segmentation.batch_size = config.segmentation_batch_size > 0
+                                ? config.segmentation_batch_size
+                                : automatic_segmentation_batch(config.threads);
   segmentation.accelerator_sessions = config.segmentation_accelerator_sessions;
   segmentation.provider = config.segmentation_provider;
   segmentation.provider_options = config.segmentation_provider_options;

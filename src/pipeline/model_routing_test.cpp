@@ -124,7 +124,7 @@ TEST_F(ModelRoutingTest, AutoWithoutGpuRunsBothOnTheCpuAndSaysSoOnce) {
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.segmentation.threads, 4);  // CPU workers, the CPU's batch
-  EXPECT_EQ(sessions.segmentation.batch_size, DiarizationConfig{}.segmentation_batch_size);
+  EXPECT_EQ(sessions.segmentation.batch_size, automatic_segmentation_batch(4));
   EXPECT_FALSE(sessions.segmentation.batch_buckets);
   EXPECT_NE(sessions.segmentation_route->reason.find("CPU"), std::string::npos);
   EXPECT_NE(sessions.embedding_route->reason.find("CPU"), std::string::npos);
@@ -280,6 +280,20 @@ TEST_F(ModelRoutingTest, AutoChecksTheEmbeddingGraphsThePipelineLoads) {
   EXPECT_EQ(shared_after.embedding.session.provider, ProviderId::kMigraphx)
       << shared_after.embedding_route->reason;
   EXPECT_EQ(shared_after.embedding.batch_size, 32u);
+}
+
+}  // namespace
+}  // namespace parley::pipeline
+
+namespace parley::pipeline {
+namespace {
+
+TEST(AutomaticSegmentationBatch, AboutSixteenChunksInFlightFromTwoToEight) {
+  EXPECT_EQ(automatic_segmentation_batch(1), 8u);
+  EXPECT_EQ(automatic_segmentation_batch(2), 8u);
+  EXPECT_EQ(automatic_segmentation_batch(4), 4u);
+  EXPECT_EQ(automatic_segmentation_batch(8), 2u);
+  EXPECT_EQ(automatic_segmentation_batch(64), 2u);
 }
 
 }  // namespace

@@ -352,6 +352,13 @@ TEST(SegmentationDynamicBatch, CpuBatchResultDoesNotDependOnTheOtherChunksOfTheC
   const std::size_t row = alone.size() / alone.dim(0);
   EXPECT_EQ(std::memcmp(alone.data(), together.data() + 3 * row, alone.size() * sizeof(float)), 0);
 
+  for (const std::size_t other_batch : {2u, 3u, 8u}) {
+    SegmentationConfig other_config;
+    other_config.batch_size = other_batch;
+    SegmentationModel other(folded, other_config);
+    const auto with_other = other.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions));
+    EXPECT_TRUE(bitwise_equal(alone, with_other)) << "batch " << other_batch;
+  }
   // Against one chunk per call: rounding only, the same decisions.
   SegmentationConfig one_config;
   one_config.batch_size = 1;
