@@ -202,10 +202,11 @@ namespace {
 // also get an AVX2 copy (four), chosen at run time where the processor has it. Both copies run
 // the same operations in the same order, without fused multiply-adds (this file is compiled
 // with -ffp-contract=off), so every distance is bitwise the same on every machine.
-// GCC only: clang 14 does not multiversion function templates (its builds, the fuzz and
-// sanitizer ones, run the baseline copy, to the same bits).
+// GCC only, without sanitizers: clang 14 does not multiversion function templates, and the
+// copies' resolver (an ifunc) runs before TSan's runtime is up, which crashes at start. Those
+// builds run the baseline copy, to the same bits.
 #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
-    !defined(__clang__)
+    !defined(__clang__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define PARLEY_ALSO_FOR_AVX2 [[gnu::target_clones("avx2", "default")]]
 #else
 #define PARLEY_ALSO_FOR_AVX2
