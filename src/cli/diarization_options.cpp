@@ -215,7 +215,7 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
                      "provider of the speaker-embedding model only (overrides --provider for it)");
   command
       .add_option("--segmentation-batch", flags.accelerator_segmentation_batch,
-                  "chunks per segmentation call (default: on the CPU 16 / threads, from 2 to 8; "
+                  "chunks per segmentation call (default: on the CPU 8 / threads, from 2 to 4; "
                   "128 on a GPU, 256 with several engines on a GPU); 1 on the CPU rounds "
                   "differently in the last bits")
       ->check(number_at_least(1));

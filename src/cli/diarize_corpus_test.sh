@@ -79,6 +79,9 @@ check '[ "$(date -r "$work/out/trn03.rttm" +%Y)" = 2001 ]' "skipped output untou
 : >"$work/out/trn02.rttm"
 run "$a/trn03.wav" "$a/trn02.wav" --out-dir "$work/out" 2>"$work/err"
 check 'grep -q "1 of 2 recordings were finished by an earlier run" "$work/err" && [ -s "$work/out/trn02.rttm" ]' "damaged output redone"
+# The thread count (and with it the automatic segmentation batch) does not change the output.
+run "$a/trn03.wav" "$a/trn02.wav" --out-dir "$work/out" --threads 3 2>"$work/err"
+check 'grep -q "2 of 2 recordings were finished by an earlier run" "$work/err"' "another thread count skips"
 run "$a/trn03.wav" "$a/trn02.wav" --out-dir "$work/out" --clustering ahc 2>"$work/err"
 check '! grep -q "finished by an earlier run" "$work/err"' "changed settings redo everything"
 

@@ -1,12 +1,16 @@
 #include "models/onnx_inspect.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+#include <onnx/onnx_pb.h>
 #include <onnxruntime_cxx_api.h>
 
 #include <set>
 
 #include "core/error.h"
 #include "models/graph_edit.h"
+#include "models/onnx_graph.h"
 #include "runtime/onnx_session.h"
 
 namespace parley::models {
@@ -71,6 +75,40 @@ OnnxModelInfo inspect_onnx_model(const std::filesystem::path& path) {
         "`parley models verify`",
         path.string(), error.what());
   }
+}
+
+std::map<std::string, std::string> model_metadata(const std::filesystem::path& path) {
+  using google::protobuf::internal::WireFormatLite;
+  // ModelProto's field numbers (onnx.proto): metadata_props is 14.
+  constexpr int kMetadataProps = 14;
+  const std::string bytes = read_model_bytes(path);
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                               static_cast<int>(bytes.size()));
+  std::map<std::string, std::string> metadata;
+  while (const std::uint32_t tag = input.ReadTag()) {
+    const bool is_entry =
+        WireFormatLite::GetTagFieldNumber(tag) == kMetadataProps &&
+        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+    if (!is_entry) {
+      if (!WireFormatLite::SkipField(&input, tag)) break;
+      continue;
+    }
+    std::uint32_t length = 0;
+    onnx::StringStringEntryProto entry;
+    if (!input.ReadVarint32(&length)) break;
+    const auto limit = input.PushLimit(static_cast<int>(length));
+    const bool parsed = entry.ParseFromCodedStream(&input) && input.ConsumedEntireMessage();
+    input.PopLimit(limit);
+    if (!parsed) break;
+    metadata[entry.key()] = entry.value();
+  }
+  if (!input.ConsumedEntireMessage() || input.CurrentPosition() != static_cast<int>(bytes.size())) {
+    fail(
+        "{}: not a valid ONNX model (protobuf parse failed); is the file complete? (`parley "
+        "models verify` checks it)",
+        path.string());
+  }
+  return metadata;
 }
 
 std::vector<runtime::DeclaredInput> declared_inputs(const std::string& model_bytes,

@@ -31,6 +31,10 @@ struct OnnxModelInfo {
 // read). Throws parley::Error naming the file when ONNX Runtime cannot load it.
 OnnxModelInfo inspect_onnx_model(const std::filesystem::path& path);
 
+// The model's metadata_props, read from the file without parsing its graph or weights (a
+// session would load them all): how a speed twin is recognised at every start.
+std::map<std::string, std::string> model_metadata(const std::filesystem::path& path);
+
 // The graph inputs of a serialized model as it declares them (-1 and the symbol for a dynamic
 // axis), read from the protobuf without a session; initializers listed as inputs are left out.
 // What the compiled-graph cache's dimension overrides are computed from.

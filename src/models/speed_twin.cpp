@@ -7,9 +7,9 @@
 namespace parley::models {
 
 bool is_speed_twin(const std::filesystem::path& model) {
-  const OnnxModelInfo info = inspect_onnx_model(model);
-  auto found = info.metadata.find(kSpeedTwinMetadataKey);
-  return found != info.metadata.end() && found->second == "true";
+  const auto metadata = model_metadata(model);
+  const auto found = metadata.find(kSpeedTwinMetadataKey);
+  return found != metadata.end() && found->second == "true";
 }
 
 std::string speed_twin_warning(const std::filesystem::path& model) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <onnxruntime_cxx_api.h>
 
+#include "core/error.h"
 #include "core/sha256.h"
 #include "models/model_verifier.h"
 #include "models/onnx_graph.h"
@@ -138,6 +140,16 @@ TEST_F(SpeedTwin, MetadataMarksItAsATwin) {
   const OnnxModelInfo info = inspect_onnx_model(twin_path_);
   EXPECT_EQ(info.description, "ResNet34 speed twin: random weights, no speaker knowledge");
   EXPECT_EQ(info.metadata.at("parley.pooling_input"), "/model/layer4/layer4.2/Relu_1_output_0");
+}
+
+TEST_F(SpeedTwin, MetadataIsReadWithoutASession) {
+  EXPECT_EQ(model_metadata(twin_path_), inspect_onnx_model(twin_path_).metadata);
+  // A file cut short is refused, not read as a model without metadata.
+  const std::string bytes = read_model_bytes(twin_path_);
+  const auto cut = twin_path_.parent_path() / "cut-twin.onnx";
+  std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(1000));
+  EXPECT_THROW(model_metadata(cut), Error);
+  std::filesystem::remove(cut);
 }
 
 TEST_F(SpeedTwin, SplitsBeforePoolingAtTheNamedTensor) {

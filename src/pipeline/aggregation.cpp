@@ -161,26 +161,30 @@ SlidingWindowFeature<float> trim(const SlidingWindowFeature<float>& chunk_scores
     fail("trim: scores must be [chunks, frames, classes] (got {} dimensions)", data.rank());
   }
   const std::size_t num_chunks = data.dim(0);
-  const std::size_t num_frames = data.dim(1);
   const std::size_t num_classes = data.dim(2);
-  const auto frames = static_cast<double>(num_frames);
-  const std::int64_t left = round_half_even(frames * warm_up.first);
-  const std::int64_t right = round_half_even(frames * warm_up.second);
-  const std::int64_t kept = static_cast<std::int64_t>(num_frames) - left - right;
-  if (left < 0 || right < 0 || kept <= 0) {
-    fail("trim: warm-up ({}, {}) leaves no frame of the {}-frame chunks", warm_up.first,
-         warm_up.second, num_frames);
-  }
-  NdArray<float> trimmed({num_chunks, static_cast<std::size_t>(kept), num_classes});
+  TrimmedFrames kept = trimmed_frames(data.dim(1), chunk_scores.window, warm_up);
+  NdArray<float> trimmed({num_chunks, kept.count, num_classes});
   for (std::size_t c = 0; c < num_chunks; ++c) {
-    for (std::size_t f = 0; f < static_cast<std::size_t>(kept); ++f) {
+    for (std::size_t f = 0; f < kept.count; ++f) {
       for (std::size_t k = 0; k < num_classes; ++k) {
-        trimmed(c, f, k) = data(c, f + static_cast<std::size_t>(left), k);
+        trimmed(c, f, k) = data(c, f + kept.first, k);
       }
     }
   }
-  const SlidingWindow& chunks = chunk_scores.window;
-  return {std::move(trimmed),
+  return {std::move(trimmed), kept.chunks};
+}
+
+TrimmedFrames trimmed_frames(std::size_t frames_per_chunk, const SlidingWindow& chunks,
+                             std::pair<double, double> warm_up) {
+  const auto frames = static_cast<double>(frames_per_chunk);
+  const std::int64_t left = round_half_even(frames * warm_up.first);
+  const std::int64_t right = round_half_even(frames * warm_up.second);
+  const std::int64_t kept = static_cast<std::int64_t>(frames_per_chunk) - left - right;
+  if (left < 0 || right < 0 || kept <= 0) {
+    fail("trim: warm-up ({}, {}) leaves no frame of the {}-frame chunks", warm_up.first,
+         warm_up.second, frames_per_chunk);
+  }
+  return {static_cast<std::size_t>(left), static_cast<std::size_t>(kept),
           SlidingWindow(chunks.start() + warm_up.first * chunks.duration(),
                         (1.0 - warm_up.first - warm_up.second) * chunks.duration(), chunks.step())};
 }

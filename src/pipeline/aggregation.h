@@ -76,9 +76,19 @@ SlidingWindowFeature<float> aggregate(const NdArray<T>& scores, const SlidingWin
                                       const SlidingWindow& frames,
                                       const AggregateOptions& options = {});
 
+// What trim() keeps of each chunk of `frames_per_chunk` frames: `count` frames from `first`,
+// on a chunks window that starts warm_up.first * duration later and lasts
+// (1 - first - second) * duration (Inference.trim). Fails when no frame is left.
+struct TrimmedFrames {
+  std::size_t first = 0;
+  std::size_t count = 0;
+  SlidingWindow chunks;
+};
+TrimmedFrames trimmed_frames(std::size_t frames_per_chunk, const SlidingWindow& chunks,
+                             std::pair<double, double> warm_up);
+
 // Drops warm_up.first / warm_up.second (fractions of the chunk duration, rounded to frames)
-// from both ends of every chunk: [C, F, K] -> [C, F', K] on a chunks window that starts
-// warm_up.first * duration later and lasts (1 - first - second) * duration (Inference.trim).
+// from both ends of every chunk: [C, F, K] -> [C, F', K] (trimmed_frames says which).
 SlidingWindowFeature<float> trim(const SlidingWindowFeature<float>& chunk_scores,
                                  std::pair<double, double> warm_up);
 

@@ -8,10 +8,12 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "core/bounded_queue.h"
 #include "core/error.h"
+#include "core/heap.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "models/model_locator.h"
@@ -58,9 +60,9 @@ std::vector<Turn> clip_to_recording(const std::vector<Turn>& turns, double durat
 }  // namespace
 
 std::size_t automatic_segmentation_batch(int threads) {
-  constexpr std::size_t kChunksInFlight = 16;
+  constexpr std::size_t kChunksInFlight = 8;
   return std::clamp<std::size_t>(kChunksInFlight / static_cast<std::size_t>(std::max(threads, 1)),
-                                 2, 8);
+                                 2, 4);
 }
 
 void DiarizationConfig::validate() const {
@@ -100,10 +102,13 @@ std::string DiarizationConfig::to_string() const {
       "segmentation_accelerator_sessions={}, embedding_batch={}, "
       "exclude_overlap={}, min_duration_off={}, clustering={}, speakers={}, "
       "embedding_provider={}, segmentation_provider={}{}, streaming={}, embedding_mode={}{}{}{})",
-      step_seconds, threads, segmentation_batch_size, segmentation_accelerator_sessions,
-      embedding_batch_size, embedding_exclude_overlap, min_duration_off, clustering.describe(),
-      speakers.describe(), runtime::provider_name(embedding_provider),
-      runtime::provider_name(segmentation_provider),
+      step_seconds, threads,
+      segmentation_batch_size > 0
+          ? fmt::format("{}", segmentation_batch_size)
+          : fmt::format("{} (automatic)", automatic_segmentation_batch(threads)),
+      segmentation_accelerator_sessions, embedding_batch_size, embedding_exclude_overlap,
+      min_duration_off, clustering.describe(), speakers.describe(),
+      runtime::provider_name(embedding_provider), runtime::provider_name(segmentation_provider),
       routing ? fmt::format(", routed from provider {}", routing->choice.to_string()) : "",
       streaming, embedding_mode_name(embedding_mode),
       embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "",
@@ -135,14 +140,23 @@ DiarizationModels locate_models(const DiarizationModels& explicit_paths,
 Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config)
     : model_paths_(std::move(models)), config_(std::move(config)), models_(new Models) {
   config_.validate();
+  // Each step timed in the debug log: where a cold start goes.
+  auto step_start = std::chrono::steady_clock::now();
+  const auto log_step = [&step_start](std::string_view step) {
+    spdlog::debug("{} in {:.3f} s", step, seconds_since(step_start));
+    step_start = std::chrono::steady_clock::now();
+  };
   const ModelSessionPlan sessions = plan_model_sessions(model_paths_, config_);
   for (const auto* route : {&sessions.segmentation_route, &sessions.embedding_route}) {
     if (*route) spdlog::info("{}", (*route)->reason);
   }
+  log_step("models routed");
   models_->segmentation =
       std::make_unique<SegmentationModel>(model_paths_.segmentation, sessions.segmentation);
+  log_step("segmentation model loaded");
   models_->embedding =
       std::make_unique<EmbeddingExtractor>(model_paths_.embedding, sessions.embedding);
+  log_step("embedding model loaded");
 
   if (config_.clustering.method == cluster::ClusteringMethod::kVbx) {
     models_->plda = cluster::Plda::load(model_paths_.plda);
@@ -159,6 +173,9 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
   const std::span<const float> recordings[] = {samples};
   const std::vector<DiarizationIntermediates> intermediates =
       segment_and_embed(recordings, times, progress, passed, needed);
+  // Clustering's peak (its distances, about 150 MB for a long recording) would otherwise stack on
+  // what the model stages freed.
+  release_freed_heap();
   if (save_directory) write_model_intermediates(*save_directory, intermediates.front());
   DiarizationResult result = diarize_from_embeddings(intermediates.front(), config_,
                                                      models_->plda ? &*models_->plda : nullptr, uri,

@@ -312,10 +312,7 @@ TEST_F(DiarizerEndToEnd, SamplesArrivingWhileItRunsGiveTheSameResult) {
   PARLEY_REQUIRE_SHARED(audio_path, "eval/pyaudioanalysis/diarizationExample.wav");
   // The float32 model also runs batches and the shared first convolution, which reads the
   // recording past each chunk's end.
-  PARLEY_REQUIRE_DERIVED_MODEL(upcast, "upcast_fp16_model.py", segmentation_,
-                               "segmentation-3.0-fp32-upcast.onnx");
-  PARLEY_REQUIRE_DERIVED_MODEL(folded, "fold_sincnet_filters.py", upcast,
-                               "segmentation-3.0-fp32-folded.onnx");
+  PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, segmentation_);
   const auto samples = audio::load_mono_16k(audio_path);
   Progress quiet(Progress::Mode::kNever);
   for (const auto& [mode, segmentation] :

@@ -289,9 +289,9 @@ namespace parley::pipeline {
 namespace {
 
 TEST(AutomaticSegmentationBatch, AboutSixteenChunksInFlightFromTwoToEight) {
-  EXPECT_EQ(automatic_segmentation_batch(1), 8u);
-  EXPECT_EQ(automatic_segmentation_batch(2), 8u);
-  EXPECT_EQ(automatic_segmentation_batch(4), 4u);
+  EXPECT_EQ(automatic_segmentation_batch(1), 4u);
+  EXPECT_EQ(automatic_segmentation_batch(2), 4u);
+  EXPECT_EQ(automatic_segmentation_batch(4), 2u);
   EXPECT_EQ(automatic_segmentation_batch(8), 2u);
   EXPECT_EQ(automatic_segmentation_batch(64), 2u);
 }

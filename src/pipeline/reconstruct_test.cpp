@@ -132,7 +132,7 @@ TEST(Reconstruct, KeepsTheCountMostActiveSpeakersWithTiesToTheLowerIndex) {
 
 TEST(Reconstruct, PadsSpeakersWhenTheCountExceedsTheClusters) {
   NdArray<float> seg({1, 2, 1}, {1, 1});
-  NdArray<int> clusters({1, 1}, {0});
+  NdArray<int> clusters({1, 1}, std::vector<int>{0});
   SlidingWindowFeature<int> count{NdArray<int>({3}, {2, 1, 0}), kFrames};
   const auto discrete = reconstruct(seg, SlidingWindow(0.0, 2.0, 1.0), clusters, count);
   ASSERT_EQ(discrete.data.shape(), (std::vector<std::size_t>{3, 2}));

@@ -91,9 +91,8 @@ SegmentationSignature SegmentationSignature::from(const runtime::OnnxSession& se
   return signature;
 }
 
-std::string unfolded_fp16_warning(const std::filesystem::path& model_path) {
-  const std::string name = model_path.string();
-  if (!models::computes_filters_in_float16(models::read_model_bytes(model_path), name)) return {};
+std::string unfolded_fp16_warning(const std::string& model_bytes, const std::string& name) {
+  if (!models::computes_filters_in_float16(model_bytes, name)) return {};
   return fmt::format(
       "{}: this model computes its SincNet filters in float16 and agrees with pyannote on only "
       "~95-97 % of frames; precompute them with `python3 tools/fold_sincnet_filters.py {} "
@@ -131,12 +130,17 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   session_config_.provider = config_.provider;
   session_config_.provider_options = config_.provider_options;
   bool batch_made_dynamic = false;
+  // The file is read (and parsed by each step below) at most once.
+  std::optional<std::string> file_bytes;
+  const auto model_bytes = [&]() -> const std::string& {
+    if (!file_bytes) file_bytes = models::read_model_bytes(model_path_);
+    return *file_bytes;
+  };
   if (config_.provider != runtime::ProviderId::kCpu) {
     // ORT 1.29's CUDA provider crashes on the export's SincNet `If` and the LSTMs' zero-state
     // chain; removing both is exact (docs/providers.md, "Segmentation on CUDA"). The batch is made
     // dynamic so that an accelerator runs `batch_size` chunks per call.
-    const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(model_path_),
-                                                         model_path_.string());
+    const auto rewrite = models::rewrite_for_accelerator(model_bytes(), model_path_.string());
     if (rewrite.changed()) rewritten_model_ = rewrite.model;
     batch_made_dynamic = rewrite.batch_dynamic;
     if (config_.float16) {
@@ -145,13 +149,11 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
     spdlog::debug("{}: for {}: {}", model_path_.string(), runtime::provider_name(config_.provider),
                   rewrite.describe());
   } else if (config_.batch_size > 1 &&
-             !(cpu_float16_ = models::has_float16_constants(models::read_model_bytes(model_path_),
-                                                            model_path_.string()))) {
+             !(cpu_float16_ = models::has_float16_constants(model_bytes(), model_path_.string()))) {
     // On the CPU, several chunks per call turn the LSTMs' matrix-vector products into matrix
     // products. An export whose batch is fixed to 1 gets the same exact rewrite as for
     // accelerators, which makes its batch dynamic.
-    const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(model_path_),
-                                                         model_path_.string());
+    const auto rewrite = models::rewrite_for_accelerator(model_bytes(), model_path_.string());
     if (rewrite.batch_dynamic) {
       rewritten_model_ = rewrite.model;
       batch_made_dynamic = true;
@@ -178,8 +180,7 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   if (config_.share_first_convolution && config_.provider == runtime::ProviderId::kCpu &&
       !static_shapes_) {
     if (auto split = models::split_first_convolution(
-            rewritten_model_.empty() ? models::read_model_bytes(model_path_) : rewritten_model_,
-            model_path_.string())) {
+            rewritten_model_.empty() ? model_bytes() : rewritten_model_, model_path_.string())) {
       // Blocks in use: those of the chunks in flight, plus a chunk's ten seconds ahead.
       const std::size_t in_flight =
           static_cast<std::size_t>(std::max(config_.threads, 1)) * effective_batch_size();
@@ -199,7 +200,8 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
         "segmentation-3.0 model exported for 10 s chunks or with a dynamic length",
         model_path_.string(), signature_.declared_samples, config_.samples_per_chunk);
   }
-  if (const auto warning = unfolded_fp16_warning(model_path_); !warning.empty()) {
+  if (const auto warning = unfolded_fp16_warning(model_bytes(), model_path_.string());
+      !warning.empty()) {
     spdlog::warn("{}", warning);
   }
   // On a static-shape provider every session compiles its buckets: one session, so that a
@@ -319,6 +321,7 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   };
   const std::string& input_name = first_convolution_ ? rest_input_ : signature_.input_name;
 
+  const std::size_t worker_threads = std::min(workers_.size(), batch_count);
   auto work = [&](Worker& worker) {
     try {
       while (!stop.load()) {
@@ -350,8 +353,12 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
           }
         }
         if (outputs.empty()) {
+          // A worker's last call of the run hands its arena back (about 18 MB a chunk of the
+          // batch, per worker): kept, it would sit idle through embedding's tail and clustering.
+          const bool last_of_worker = batch + worker_threads >= batch_count;
           outputs = session_for(worker, call.bucket)
-                        .run({{input_name, &worker.input}}, {signature_.output_name});
+                        .run({{input_name, &worker.input}}, {signature_.output_name},
+                             last_of_worker && config_.provider == runtime::ProviderId::kCpu);
           if (silent) {
             const std::lock_guard lock(silence_mutex);
             silent_output = outputs.front();
@@ -394,13 +401,12 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
     }
   };
 
-  const std::size_t thread_count = std::min(workers_.size(), batch_count);
-  if (thread_count <= 1) {
+  if (worker_threads <= 1) {
     work(*workers_.front());
   } else {
     // jthreads join on destruction, also when starting a later one throws.
     std::vector<std::jthread> threads;
-    for (std::size_t t = 0; t < thread_count; ++t) {
+    for (std::size_t t = 0; t < worker_threads; ++t) {
       threads.emplace_back(work, std::ref(*workers_[t]));
     }
     threads.clear();

@@ -88,7 +88,9 @@ TEST(SegmentationModel, Fp16ModelHasBatchFixedToOne) {
   EXPECT_FALSE(model.signature().batch_is_dynamic);
   EXPECT_FALSE(model.signature().sincnet_folded);
   EXPECT_EQ(model.effective_batch_size(), 1u);
-  EXPECT_NE(unfolded_fp16_warning(model_path).find("fold_sincnet_filters.py"), std::string::npos);
+  EXPECT_NE(unfolded_fp16_warning(models::read_model_bytes(model_path), model_path.string())
+                .find("fold_sincnet_filters.py"),
+            std::string::npos);
 }
 
 TEST(SegmentationModel, FoldedModelIsRecognised) {
@@ -98,7 +100,8 @@ TEST(SegmentationModel, FoldedModelIsRecognised) {
   SegmentationModel model(folded_model, SegmentationConfig{});
   EXPECT_TRUE(model.signature().sincnet_folded);
   EXPECT_FALSE(model.signature().batch_is_dynamic);
-  EXPECT_EQ(unfolded_fp16_warning(folded_model), "");
+  EXPECT_EQ(unfolded_fp16_warning(models::read_model_bytes(folded_model), folded_model.string()),
+            "");
 }
 
 TEST(SegmentationModel, Fp16ModelAcceptsAnyChunkLength) {
@@ -329,10 +332,7 @@ TEST(SegmentationDynamicBatch, RewriteMatchesPerChunkRunsOnRealAudio) {
 TEST(SegmentationDynamicBatch, CpuBatchResultDoesNotDependOnTheOtherChunksOfTheCall) {
   PARLEY_REQUIRE_SHARED(fixed_model, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);
-  PARLEY_REQUIRE_DERIVED_MODEL(upcast, "upcast_fp16_model.py", fixed_model,
-                               "segmentation-3.0-fp32-upcast.onnx");
-  PARLEY_REQUIRE_DERIVED_MODEL(folded, "fold_sincnet_filters.py", upcast,
-                               "segmentation-3.0-fp32-folded.onnx");
+  PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, fixed_model);
   const auto audio = parley::audio::load_mono_16k(clip);
   SegmentationConfig config;
   config.batch_size = 4;

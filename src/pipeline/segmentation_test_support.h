@@ -112,3 +112,12 @@ inline std::filesystem::path derived_model(const std::string& tool,
   const std::filesystem::path var =                                                          \
       ::parley::pipeline::test_support::derived_model(tool, source, output_name, var##_why); \
   if (var.empty()) GTEST_SKIP() << var##_why;
+
+// The float32 segmentation model with its SincNet filters folded (the shipped float16 export
+// `source` upcast, then folded): the model that runs batches and the shared first convolution
+// on the CPU. Resolves into `var`, or skips the test.
+#define PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(var, source)                     \
+  PARLEY_REQUIRE_DERIVED_MODEL(var##_upcast, "upcast_fp16_model.py", source, \
+                               "segmentation-3.0-fp32-upcast.onnx");         \
+  PARLEY_REQUIRE_DERIVED_MODEL(var, "fold_sincnet_filters.py", var##_upcast, \
+                               "segmentation-3.0-fp32-folded.onnx")

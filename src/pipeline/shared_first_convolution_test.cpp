@@ -39,10 +39,7 @@ NdArray<float> segment_recording(SegmentationModel& model, const std::vector<flo
 
 TEST(FirstConvolutionSplit, FindsSincNetInTheFloat32Models) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
-  PARLEY_REQUIRE_DERIVED_MODEL(upcast, "upcast_fp16_model.py", model_path,
-                               "segmentation-3.0-fp32-upcast.onnx");
-  PARLEY_REQUIRE_DERIVED_MODEL(folded, "fold_sincnet_filters.py", upcast,
-                               "segmentation-3.0-fp32-folded.onnx");
+  PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, model_path);
   const auto split = models::split_first_convolution(models::read_model_bytes(folded), "folded");
   ASSERT_TRUE(split.has_value());
   EXPECT_EQ(split->filters, 80);
@@ -51,7 +48,8 @@ TEST(FirstConvolutionSplit, FindsSincNetInTheFloat32Models) {
   EXPECT_GT(split->norm_epsilon, 0.0f);
   // Filters computed in the graph (Sin, Cos), as in the official export: the convolution model
   // keeps their computation, and the session finds 80 of them.
-  const auto computed = models::split_first_convolution(models::read_model_bytes(upcast), "upcast");
+  const auto computed =
+      models::split_first_convolution(models::read_model_bytes(folded_upcast), "upcast");
   ASSERT_TRUE(computed.has_value());
   EXPECT_EQ(computed->filters, 0);  // not known before it runs
   const SharedFirstConvolution convolution(*computed, runtime::SessionConfig{}, 4, "upcast");
@@ -66,10 +64,7 @@ TEST(FirstConvolutionSplit, FindsSincNetInTheFloat32Models) {
 TEST(SharedFirstConvolution, AgreesWithChunksRunWhole) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);
-  PARLEY_REQUIRE_DERIVED_MODEL(upcast, "upcast_fp16_model.py", model_path,
-                               "segmentation-3.0-fp32-upcast.onnx");
-  PARLEY_REQUIRE_DERIVED_MODEL(folded, "fold_sincnet_filters.py", upcast,
-                               "segmentation-3.0-fp32-folded.onnx");
+  PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, model_path);
   const auto audio = parley::audio::load_mono_16k(clip);
   SegmentationConfig whole_config;
   whole_config.share_first_convolution = false;
@@ -108,10 +103,7 @@ TEST(SharedFirstConvolution, AgreesWithChunksRunWhole) {
 TEST(SharedFirstConvolution, SameOutputForAnyThreadsAndCacheSize) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);
-  PARLEY_REQUIRE_DERIVED_MODEL(upcast, "upcast_fp16_model.py", model_path,
-                               "segmentation-3.0-fp32-upcast.onnx");
-  PARLEY_REQUIRE_DERIVED_MODEL(folded, "fold_sincnet_filters.py", upcast,
-                               "segmentation-3.0-fp32-folded.onnx");
+  PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, model_path);
   const auto audio = parley::audio::load_mono_16k(clip);
   SegmentationModel one_thread(folded, SegmentationConfig{});
   SegmentationConfig three;
@@ -145,10 +137,7 @@ TEST(SharedFirstConvolution, SameOutputForAnyThreadsAndCacheSize) {
 
 TEST(SharedFirstConvolution, RejectsStartsBetweenStrides) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
-  PARLEY_REQUIRE_DERIVED_MODEL(upcast, "upcast_fp16_model.py", model_path,
-                               "segmentation-3.0-fp32-upcast.onnx");
-  PARLEY_REQUIRE_DERIVED_MODEL(folded, "fold_sincnet_filters.py", upcast,
-                               "segmentation-3.0-fp32-folded.onnx");
+  PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, model_path);
   const auto split = models::split_first_convolution(models::read_model_bytes(folded), "folded");
   ASSERT_TRUE(split.has_value());
   SharedFirstConvolution convolution(*split, runtime::SessionConfig{}, 4, "folded");

@@ -1,9 +1,6 @@
 #include "pipeline/shared_trunk.h"
 
 #include <chrono>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +11,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/heap.h"
 #include "core/parallel_for.h"
 #include "core/stage_timer.h"
 #include "models/pooled_trunk_graph.h"
@@ -425,13 +423,9 @@ const SharedTrunk::Block& SharedTrunk::block(std::size_t phase, std::size_t inde
   auto& phase_blocks = blocks_[phase];
   const auto found = phase_blocks.find(index);
   if (found != phase_blocks.end()) return found->second;
-  // What the last pass and the threads around it freed stays in glibc's per-thread heaps
-  // (the mmap threshold rises after every large free), under this pass's activations at the
-  // recording's peak: 55 MB of 475 MB on five minutes at 2 threads. Handing it back costs a
-  // few milliseconds a block.
-#if defined(__GLIBC__)
-  ::malloc_trim(0);
-#endif
+  // What the last pass and the threads around it freed would otherwise sit under this pass's
+  // activations at the recording's peak: 55 MB of 475 MB on five minutes at 2 threads.
+  release_freed_heap();
   const std::size_t first = index * block_grid_frames_;
   const std::size_t last = std::min(first + block_grid_frames_, grid_frames(phase));
   // The block runs as a batch of passes of pass_frames each (plus margins).

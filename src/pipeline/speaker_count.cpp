@@ -15,18 +15,19 @@ SlidingWindowFeature<int> speaker_count(const NdArray<float>& binarized,
     fail("speaker count: segmentations must be [chunks, frames, speakers] (got {} dimensions)",
          binarized.rank());
   }
-  const SlidingWindowFeature<float> trimmed = trim({binarized, chunks}, warm_up);
-  const std::size_t num_chunks = trimmed.data.dim(0);
-  const std::size_t frames_per_chunk = trimmed.data.dim(1);
-  const std::size_t local_speakers = trimmed.data.dim(2);
+  // The trimmed frames are read in place: a trimmed copy (as pyannote makes) would double the
+  // largest array of a long recording (250 MB for ten hours) just when clustering needs memory.
+  const TrimmedFrames kept = trimmed_frames(binarized.dim(1), chunks, warm_up);
+  const std::size_t num_chunks = binarized.dim(0);
+  const std::size_t local_speakers = binarized.dim(2);
 
   // np.sum(axis=-1) in float32, sequentially over the few local speakers.
-  NdArray<float> active({num_chunks, frames_per_chunk, 1});
+  NdArray<float> active({num_chunks, kept.count, 1});
   for (std::size_t c = 0; c < num_chunks; ++c) {
-    for (std::size_t f = 0; f < frames_per_chunk; ++f) {
+    for (std::size_t f = 0; f < kept.count; ++f) {
       float total = 0.0f;
       for (std::size_t s = 0; s < local_speakers; ++s) {
-        total += trimmed.data(c, f, s);
+        total += binarized(c, kept.first + f, s);
       }
       active(c, f, 0) = total;
     }
@@ -36,7 +37,7 @@ SlidingWindowFeature<int> speaker_count(const NdArray<float>& binarized,
   options.hamming = false;
   options.missing = 0.0f;
   options.skip_average = false;
-  const SlidingWindowFeature<float> average = aggregate(active, trimmed.window, frames, options);
+  const SlidingWindowFeature<float> average = aggregate(active, kept.chunks, frames, options);
 
   NdArray<int> count({average.data.dim(0)});
   for (std::size_t i = 0; i < count.size(); ++i) {

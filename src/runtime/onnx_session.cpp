@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/stage_timer.h"
 #include "runtime/compile_cache.h"
 #include "runtime/provider_attach.h"
 #include "runtime/provider_discovery.h"
@@ -194,6 +196,7 @@ Ort::SessionOptions OnnxSession::make_options(const SessionConfig& config) {
   if (config.release_cpu_arena_after_run) {
     run_options_.AddConfigEntry(kOrtRunOptionsConfigEnableMemoryArenaShrinkage, "cpu:0");
   }
+  releasing_run_options_.AddConfigEntry(kOrtRunOptionsConfigEnableMemoryArenaShrinkage, "cpu:0");
   Ort::SessionOptions options;
   options.SetIntraOpNumThreads(config.intra_op_threads);
   options.SetInterOpNumThreads(1);
@@ -252,8 +255,10 @@ OnnxSession::OnnxSession(const std::filesystem::path& model_path, const SessionC
   }
   try {
     Ort::SessionOptions options = make_options(config);
+    const auto start = std::chrono::steady_clock::now();
     auto alone = create_alone_if_accelerated();
     session_ = std::make_unique<Ort::Session>(ort_env(), model_path.c_str(), options);
+    log_creation(start);
     describe_inputs_and_outputs();
   } catch (const Ort::Exception& error) {
     if (provider_ != ProviderId::kCpu) {
@@ -271,14 +276,23 @@ OnnxSession::OnnxSession(const ModelBuffer& model, const SessionConfig& config)
   config.validate();
   try {
     Ort::SessionOptions options = make_options(config);
+    const auto start = std::chrono::steady_clock::now();
     auto alone = create_alone_if_accelerated();
     session_ =
         std::make_unique<Ort::Session>(ort_env(), model.bytes.data(), model.bytes.size(), options);
+    log_creation(start);
     describe_inputs_and_outputs();
   } catch (const Ort::Exception& error) {
     if (provider_ != ProviderId::kCpu) fail_on_provider(model.name, error.what());
     fail("{}: ONNX Runtime cannot load this in-memory model: {}", model.name, error.what());
   }
+}
+
+void OnnxSession::log_creation(std::chrono::steady_clock::time_point start) const {
+  // Where a cold start goes (SPDLOG_LEVEL=debug): creation includes waiting for the process's
+  // other GPU work to leave the device alone (runtime/new_shape_gate.h).
+  spdlog::debug("{}: session on {} created in {:.3f} s", model_path_.string(),
+                provider_name(provider_), seconds_since(start));
 }
 
 void OnnxSession::describe_inputs_and_outputs() {
@@ -312,7 +326,7 @@ std::string shape_key(const std::vector<std::vector<std::int64_t>>& input_shapes
 
 std::vector<NdArray<float>> OnnxSession::run(
     const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
-    const std::vector<std::string>& output_names) {
+    const std::vector<std::string>& output_names, bool release_cpu_arena) {
   auto memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   std::vector<Ort::Value> input_values;
   std::vector<const char*> input_names;
@@ -330,21 +344,24 @@ std::vector<NdArray<float>> OnnxSession::run(
 
   std::vector<Ort::Value> output_values;
   std::optional<NewShapeGate::Pass> pass;
-  if (new_shape_gate_) {
-    pass.emplace(new_shape_gate_->enter(shape_key(input_shapes)));
-    if (pass->alone()) {
-      spdlog::debug("{}: first run of {} runs alone", model_path_.string(),
-                    shape_key(input_shapes));
-    }
-  }
+  const auto waiting_since = std::chrono::steady_clock::now();
+  if (new_shape_gate_) pass.emplace(new_shape_gate_->enter(shape_key(input_shapes)));
+  const auto run_start = std::chrono::steady_clock::now();
   try {
-    output_values =
-        session_->Run(run_options_, input_names.data(), input_values.data(), input_values.size(),
-                      output_name_pointers.data(), output_name_pointers.size());
+    output_values = session_->Run(release_cpu_arena ? releasing_run_options_ : run_options_,
+                                  input_names.data(), input_values.data(), input_values.size(),
+                                  output_name_pointers.data(), output_name_pointers.size());
   } catch (const Ort::Exception& error) {
     fail("{}: inference failed: {}", model_path_.string(), error.what());
   }
-  if (pass) pass->succeeded();
+  if (pass) {
+    if (pass->alone()) {
+      spdlog::debug("{}: first run of {} ran alone in {:.3f} s after waiting {:.3f} s",
+                    model_path_.string(), shape_key(input_shapes), seconds_since(run_start),
+                    std::chrono::duration<double>(run_start - waiting_since).count());
+    }
+    pass->succeeded();
+  }
   pass.reset();
 
   std::vector<NdArray<float>> results;

@@ -2,6 +2,7 @@
 // A thin RAII layer over an ONNX Runtime session: one process-wide Ort::Env, sessions created from
 // a model file with explicit threading and optimisation settings, float32 tensors in and out.
 // Execution-provider selection builds on SessionConfig (see providers work in runtime/).
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -104,9 +105,11 @@ class OnnxSession {
 
   // Runs the model on float32 inputs given by name; returns the requested outputs as float32
   // (float16 outputs are widened). Throws parley::Error naming the model on any ORT failure.
+  // `release_cpu_arena` hands what the run left unused in the CPU arena back after this run,
+  // whatever the session's release_cpu_arena_after_run says: for a session's last run of a job.
   std::vector<NdArray<float>> run(
       const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
-      const std::vector<std::string>& output_names);
+      const std::vector<std::string>& output_names, bool release_cpu_arena = false);
 
   Ort::Session& ort_session() { return *session_; }
 
@@ -115,6 +118,7 @@ class OnnxSession {
   Ort::SessionOptions make_options(const SessionConfig& config);
   void attach(Ort::SessionOptions& options, const SessionConfig& config);
   [[noreturn]] void fail_on_provider(const std::string& model_name, const std::string& error) const;
+  void log_creation(std::chrono::steady_clock::time_point start) const;
   void describe_inputs_and_outputs();
   // Accelerated sessions are created alone and get a gate for their runs (new_shape_gate.h).
   std::unique_lock<WriterFirstLock> create_alone_if_accelerated();
@@ -127,6 +131,7 @@ class OnnxSession {
   std::vector<TensorInfo> inputs_;
   std::vector<TensorInfo> outputs_;
   Ort::RunOptions run_options_;
+  Ort::RunOptions releasing_run_options_;         // run_options_ with the CPU arena's shrinkage
   std::unique_ptr<NewShapeGate> new_shape_gate_;  // null on the CPU, whose runs never wait
 };
 

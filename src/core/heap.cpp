@@ -1,0 +1,23 @@
+#include "core/heap.h"
+
+#include <cstdlib>  // defines __GLIBC__ on glibc
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace parley {
+
+void release_freed_heap() {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
+void map_large_blocks_separately() {
+#if defined(__GLIBC__)
+  constexpr int kLargeBlockBytes = 1 << 20;
+  ::mallopt(M_MMAP_THRESHOLD, kLargeBlockBytes);
+#endif
+}
+
+}  // namespace parley
