@@ -11,12 +11,10 @@
 #include "cli/commands.h"
 #include "cli/flag_names.h"
 #include "core/error.h"
-#include "core/heap.h"
 #include "core/version.h"
 #include "runtime/shutdown.h"
 
 int main(int argc, char** argv) {
-  parley::map_large_blocks_separately();
   // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
   const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   // Standard output carries results (RTTM, JSON); every log line goes to standard error.

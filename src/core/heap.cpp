@@ -13,11 +13,4 @@ void release_freed_heap() {
 #endif
 }
 
-void map_large_blocks_separately() {
-#if defined(__GLIBC__)
-  constexpr int kLargeBlockBytes = 1 << 20;
-  ::mallopt(M_MMAP_THRESHOLD, kLargeBlockBytes);
-#endif
-}
-
 }  // namespace parley
