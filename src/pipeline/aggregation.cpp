@@ -162,7 +162,7 @@ SlidingWindowFeature<float> trim(const SlidingWindowFeature<float>& chunk_scores
   }
   const std::size_t num_chunks = data.dim(0);
   const std::size_t num_classes = data.dim(2);
-  TrimmedFrames kept = trimmed_frames(data.dim(1), chunk_scores.window, warm_up);
+  const TrimmedFrames kept = trimmed_frames(data.dim(1), chunk_scores.window, warm_up);
   NdArray<float> trimmed({num_chunks, kept.count, num_classes});
   for (std::size_t c = 0; c < num_chunks; ++c) {
     for (std::size_t f = 0; f < kept.count; ++f) {

@@ -40,7 +40,7 @@ DiarizationModels locate_models(const DiarizationModels& explicit_paths,
 // Several chunks per call take less CPU per chunk than one (a sixth less at 8 on a Zen 4 core,
 // nothing more past 2 on a Zen 5 core), but every chunk in flight holds its activations (about
 // 18 MB): the batch shrinks as threads grow, so that about 8 chunks are in flight (1-2 threads:
-// 4 per call; 4 or more: 2), never below 2 (one per call rounds differently).
+// 4 per call; 3 or more: 2), never below 2 (one per call rounds differently).
 std::size_t automatic_segmentation_batch(int threads);
 
 struct DiarizationConfig {
