@@ -171,7 +171,7 @@ void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engin
   command
       .add_option("--engines", engines,
                   "model sets per device (or on the CPU) taking recordings from one queue "
-                  "(default: on a GPU up to 3, one per 12 GiB of free memory; 1 on the CPU)")
+                  "(default: on a GPU up to 3, one per 16 GiB of free memory; 1 on the CPU)")
       ->check(number_between(1, kMaxEngines));
   command
       .add_option("--jobs", jobs,

@@ -32,15 +32,15 @@ void CorpusConfig::validate() const {
   if (clustering_threads < 1 || clustering_threads > kMaxStageThreads) {
     fail("clustering_threads must be in [1, {}] (got {})", kMaxStageThreads, clustering_threads);
   }
-  if (decoded_queue_capacity < 1) fail("decoded_queue_capacity must be at least 1");
+  if (decoded_per_engine < 1) fail("decoded_per_engine must be at least 1");
   if (group_chunks < 1) fail("group_chunks must be at least 1");
 }
 
 std::string CorpusConfig::to_string() const {
   return fmt::format(
-      "CorpusConfig(decode_threads={}, clustering_threads={}, decoded_queue_capacity={}, "
+      "CorpusConfig(decode_threads={}, clustering_threads={}, decoded_per_engine={}, "
       "group_chunks={})",
-      decode_threads, clustering_threads, decoded_queue_capacity, group_chunks);
+      decode_threads, clustering_threads, decoded_per_engine, group_chunks);
 }
 
 int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& memory) {
@@ -117,7 +117,7 @@ struct CorpusEngine::Run {
         on_result(callback),
         on_stage(stage_callback),
         stop(stop_flag),
-        decoded(owner.config_.decoded_queue_capacity),
+        decoded(owner.config_.decoded_per_engine * owner.diarizers_.size()),
         // Clustering keeps up with the networks; a short queue bounds what waits for it.
         embedded(static_cast<std::size_t>(owner.config_.clustering_threads) * 2) {}
 

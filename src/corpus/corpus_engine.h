@@ -43,9 +43,12 @@ struct CorpusConfig {
   int decode_threads = 2;
   // Recordings clustered at once (clustering is single-threaded per recording).
   int clustering_threads = 1;
-  // Decoded recordings waiting for an engine. Each waits as 16 kHz float samples (230 MiB an
-  // hour), so this bounds the memory that runs ahead of the networks.
-  std::size_t decoded_queue_capacity = 2;
+  // Decoded recordings waiting for the engines, per engine. Each waits as 16 kHz float samples
+  // (230 MiB an hour in memory; past `spill_samples` in a mapped file), so this bounds the
+  // memory that runs ahead of the networks. An engine groups what waits when it takes work:
+  // with three engines on an H100, 2 per engine (a queue of 6) ran 200 three-minute calls at
+  // 2,322-2,444x real time against 2,080-2,102x with a queue of 2 (docs/benchmarks.md).
+  std::size_t decoded_per_engine = 2;
   // Recordings longer than this many samples are decoded into a mapped temporary file whose
   // pages are handed back as the networks move through it (audio/decoded_audio.h), so memory
   // stays bounded whatever a recording's length; 0: every recording in memory.

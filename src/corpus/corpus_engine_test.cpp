@@ -150,7 +150,7 @@ TEST_F(CorpusEngineTest, SameRttmForAnyThreadsGroupingAndEngines) {
     CorpusConfig corpus;
     corpus.decode_threads = setup.decode_threads;
     corpus.clustering_threads = setup.clustering_threads;
-    corpus.decoded_queue_capacity = 6;
+    corpus.decoded_per_engine = 3;
     corpus.group_chunks = setup.group_chunks;
     CorpusEngine engine(models_, engine_configs(config(setup.threads), {}, setup.engines), corpus);
     EXPECT_EQ(engine.engine_count(), static_cast<std::size_t>(setup.engines));
@@ -194,7 +194,7 @@ TEST_F(CorpusEngineTest, StopsTakingRecordingsWhenAsked) {
   std::atomic<bool> stop = false;
   CorpusConfig corpus;
   corpus.decode_threads = 1;
-  corpus.decoded_queue_capacity = 1;
+  corpus.decoded_per_engine = 1;
   corpus.group_chunks = 1;
   CorpusEngine engine(models_, {config(1)}, corpus);
   std::size_t reported = 0;

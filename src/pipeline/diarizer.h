@@ -42,6 +42,12 @@ DiarizationModels locate_models(const DiarizationModels& explicit_paths,
 // 18 MB): the batch shrinks as threads grow, so that about 8 chunks are in flight (1-2 threads:
 // 4 per call; 3 or more: 2), never below 2 (one per call rounds differently).
 std::size_t automatic_segmentation_batch(int threads);
+// Segmentation workers on the CPU (each a session, and its arena, with one intra-op thread):
+// every thread up to 4, then a quarter of them, at least 4. The embedding trunk's intra-op
+// threads keep every core busy: on a 16-core host at 16 threads, 4 workers ran an hour as fast
+// as 16 (32 s) at 826 MiB peak instead of 1,383 MiB (docs/corpus.md, "Memory"). Results do not
+// depend on it.
+int automatic_segmentation_workers(int threads);
 
 struct DiarizationConfig {
   // Seconds between the starts of consecutive 10 s chunks: 1 (pyannote), 2 for a faster mode.

@@ -168,7 +168,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                                      const RoutingEnvironment& environment) {
   ModelSessionPlan plan;
   SegmentationConfig& segmentation = plan.segmentation;
-  segmentation.threads = config.threads;
+  segmentation.threads = automatic_segmentation_workers(config.threads);
   segmentation.batch_size = config.segmentation_batch_size > 0
                                 ? config.segmentation_batch_size
                                 : automatic_segmentation_batch(config.threads);

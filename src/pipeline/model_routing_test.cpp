@@ -288,12 +288,31 @@ TEST_F(ModelRoutingTest, AutoChecksTheEmbeddingGraphsThePipelineLoads) {
 namespace parley::pipeline {
 namespace {
 
-TEST(AutomaticSegmentationBatch, AboutSixteenChunksInFlightFromTwoToEight) {
+TEST(AutomaticSegmentationBatch, AboutEightChunksInFlight) {
   EXPECT_EQ(automatic_segmentation_batch(1), 4u);
   EXPECT_EQ(automatic_segmentation_batch(2), 4u);
   EXPECT_EQ(automatic_segmentation_batch(4), 2u);
   EXPECT_EQ(automatic_segmentation_batch(8), 2u);
   EXPECT_EQ(automatic_segmentation_batch(64), 2u);
+}
+
+TEST(AutomaticSegmentationWorkers, EveryThreadUpToFourThenAQuarter) {
+  EXPECT_EQ(automatic_segmentation_workers(1), 1);
+  EXPECT_EQ(automatic_segmentation_workers(2), 2);
+  EXPECT_EQ(automatic_segmentation_workers(4), 4);
+  EXPECT_EQ(automatic_segmentation_workers(8), 4);
+  EXPECT_EQ(automatic_segmentation_workers(16), 4);
+  EXPECT_EQ(automatic_segmentation_workers(32), 8);
+  EXPECT_EQ(automatic_segmentation_workers(64), 16);
+}
+
+TEST_F(ModelRoutingTest, ManyCpuThreadsGetFewerSegmentationWorkersAndEveryEmbeddingThread) {
+  DiarizationConfig config;
+  config.threads = 16;
+  const auto sessions = plan(config, cpu_statuses_);
+  EXPECT_EQ(sessions.segmentation.threads, 4);
+  EXPECT_EQ(sessions.embedding.session.intra_op_threads, 16);
+  EXPECT_EQ(sessions.embedding.feature_threads, 16);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "pipeline/powerset.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -81,18 +82,41 @@ int Powerset::decode_frame(const float* scores) const {
 }
 
 NdArray<float> Powerset::to_multilabel(const NdArray<float>& powerset_scores) const {
+  NdArray<float> result(with_last_dim(powerset_scores.shape(), num_classes_));
+  write_multilabel(decode(powerset_scores), result.values());
+  return result;
+}
+
+std::vector<std::uint8_t> Powerset::decode(const NdArray<float>& powerset_scores) const {
   const int num_sets = num_powerset_classes();
   const std::size_t frames = frame_count(powerset_scores, num_sets, "powerset scores");
-  NdArray<float> result(with_last_dim(powerset_scores.shape(), num_classes_));
+  if (num_sets > 256) {
+    fail("powerset: {} classes do not fit a byte a frame; use to_multilabel", num_sets);
+  }
+  std::vector<std::uint8_t> classes(frames);
   for (std::size_t frame = 0; frame < frames; ++frame) {
-    const int set =
-        decode_frame(powerset_scores.data() + frame * static_cast<std::size_t>(num_sets));
-    for (int member : sets_[static_cast<std::size_t>(set)]) {
-      result(frame * static_cast<std::size_t>(num_classes_) + static_cast<std::size_t>(member)) =
-          1.0f;
+    classes[frame] = static_cast<std::uint8_t>(
+        decode_frame(powerset_scores.data() + frame * static_cast<std::size_t>(num_sets)));
+  }
+  return classes;
+}
+
+void Powerset::write_multilabel(std::span<const std::uint8_t> classes,
+                                std::span<float> activations) const {
+  const auto per_frame = static_cast<std::size_t>(num_classes_);
+  if (activations.size() != classes.size() * per_frame) {
+    fail("powerset: {} frames need {} activations (got {})", classes.size(),
+         classes.size() * per_frame, activations.size());
+  }
+  std::fill(activations.begin(), activations.end(), 0.0f);
+  for (std::size_t frame = 0; frame < classes.size(); ++frame) {
+    if (classes[frame] >= sets_.size()) {
+      fail("powerset: class {} out of range (there are {})", classes[frame], sets_.size());
+    }
+    for (int member : sets_[classes[frame]]) {
+      activations[frame * per_frame + static_cast<std::size_t>(member)] = 1.0f;
     }
   }
-  return result;
 }
 
 NdArray<float> Powerset::to_multilabel_soft(const NdArray<float>& powerset_log_probs) const {

@@ -9,6 +9,8 @@
 // powerset classes (first maximum wins, as torch.argmax), one-hot, then multiply by the mapping
 // matrix, so every frame becomes 0/1 activations of the local speakers.
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/ndarray.h"
@@ -31,6 +33,13 @@ class Powerset {
   // [..., num_powerset_classes] scores (logits or log-probabilities) -> [..., num_classes]
   // hard 0/1 activations. NaN counts as the largest value (torch.argmax).
   NdArray<float> to_multilabel(const NdArray<float>& powerset_scores) const;
+  // The same decoding kept compact: [..., num_powerset_classes] scores -> the index of each
+  // frame's class, one byte a frame (a seventh of the float scores, a twelfth of the float
+  // activations).
+  std::vector<std::uint8_t> decode(const NdArray<float>& powerset_scores) const;
+  // Hard 0/1 activations of frames given by class index: `activations` holds num_classes values
+  // for each entry of `classes`, and is overwritten. to_multilabel is decode followed by this.
+  void write_multilabel(std::span<const std::uint8_t> classes, std::span<float> activations) const;
   // [..., num_powerset_classes] log-probabilities -> [..., num_classes] probabilities that each
   // class is active: sum of exp(log-prob) of the sets containing it (soft=True).
   NdArray<float> to_multilabel_soft(const NdArray<float>& powerset_log_probs) const;

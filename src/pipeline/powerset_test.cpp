@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "core/error.h"
 #include "core/npz.h"
@@ -60,6 +62,24 @@ TEST(Powerset, HardDecodingTakesFirstMaximumAndNaN) {
   EXPECT_EQ(decoded.shape(), (std::vector<std::size_t>{3, 3}));
   EXPECT_EQ(decoded.values(), (std::vector<float>{0, 1, 0, 0, 1, 0, 0, 1, 1}));
   EXPECT_THROW(powerset.to_multilabel(NdArray<float>({2, 6})), Error);
+}
+
+TEST(Powerset, CompactDecodingKeepsOneClassPerFrame) {
+  const Powerset powerset(3, 2);
+  const float nan = std::nanf("");
+  NdArray<float> scores({2, 2, 7}, {0, 1, 3, 0, 0, 3, 0,    0, 1, nan, 5, 0, 0, 0,  //
+                                    0, 0, 0, 0, 0, 0, 0.5f, 9, 0, 0,   0, 0, 0, 0});
+  const std::vector<std::uint8_t> classes = powerset.decode(scores);
+  EXPECT_EQ(classes, (std::vector<std::uint8_t>{2, 2, 6, 0}));
+  // Stale values in the output are overwritten, not added to.
+  std::vector<float> activations(12, 7.0f);
+  powerset.write_multilabel(classes, activations);
+  EXPECT_EQ(activations, powerset.to_multilabel(scores).values());
+  std::vector<float> too_short(11);
+  EXPECT_THROW(powerset.write_multilabel(classes, too_short), Error);
+  const std::vector<std::uint8_t> unknown = {7};
+  std::vector<float> three(3);
+  EXPECT_THROW(powerset.write_multilabel(unknown, three), Error);
 }
 
 TEST(Powerset, SoftDecodingSumsProbabilitiesOfSetsContainingEachClass) {
