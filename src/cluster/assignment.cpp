@@ -50,6 +50,12 @@ TrainingSet select_training_embeddings(const NdArray<float>& embeddings,
       }
     }
   }
+  widen_training_embeddings(embeddings, training);
+  return training;
+}
+
+void widen_training_embeddings(const NdArray<float>& embeddings, TrainingSet& training) {
+  const std::size_t dimension = embeddings.dim(2);
   training.embeddings.resize(static_cast<Eigen::Index>(training.size()),
                              static_cast<Eigen::Index>(dimension));
   for (std::size_t row = 0; row < training.size(); ++row) {
@@ -58,7 +64,6 @@ TrainingSet select_training_embeddings(const NdArray<float>& embeddings,
           embeddings(training.chunk_index[row], training.speaker_index[row], d);
     }
   }
-  return training;
 }
 
 NdArray<double> centroid_similarities(const NdArray<float>& embeddings,

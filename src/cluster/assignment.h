@@ -24,6 +24,9 @@ struct TrainingSet {
 TrainingSet select_training_embeddings(const NdArray<float>& embeddings,
                                        const NdArray<float>& segmentations,
                                        double min_active_ratio);
+// Fills training.embeddings from `embeddings` [chunks, speakers, dim] at the set's indices (what
+// select_training_embeddings does last): the same values again after they were let go.
+void widen_training_embeddings(const NdArray<float>& embeddings, TrainingSet& training);
 
 // 2 - cosine distance between every embedding and every centroid: [chunks, speakers, clusters]
 // (NaN where an embedding is NaN), as pyannote's `soft_clusters`.

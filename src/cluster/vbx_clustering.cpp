@@ -106,7 +106,7 @@ ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
                                         const SpeakerCountConstraints& constraints) {
   config.validate();
   constraints.validate();
-  const TrainingSet training =
+  TrainingSet training =
       select_training_embeddings(embeddings, segmentations, config.min_active_ratio);
   const std::size_t chunk_count = embeddings.dim(0);
   const std::size_t speaker_count = embeddings.dim(1);
@@ -131,9 +131,16 @@ ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
     return result;
   }
 
-  // AHC initialisation on unit-length embeddings.
-  const Eigen::MatrixXd normalised = normalise_rows_like_float32(training.embeddings);
-  steps.ahc_labels = ahc_initial_labels(normalised, config.threshold, config.max_ahc_embeddings);
+  // AHC initialisation on unit-length embeddings. The widened training embeddings are let go
+  // while its pairwise distances exist and read again after: at ten hours they, their
+  // normalised copy and the distances would be 73, 73 and 150 MB at once, the peak of a long
+  // recording's clustering (docs/corpus.md, "Memory").
+  {
+    Eigen::MatrixXd normalised = normalise_rows_like_float32(training.embeddings);
+    training.embeddings = Eigen::MatrixXd();
+    steps.ahc_labels = ahc_initial_labels(normalised, config.threshold, config.max_ahc_embeddings);
+  }
+  widen_training_embeddings(embeddings, training);
 
   // VBx on PLDA features.
   steps.post_xvec = plda.xvec_transform(training.embeddings);
@@ -174,7 +181,8 @@ ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
     }
     KMeansConfig kmeans;
     kmeans.cluster_count = cluster_count;
-    const std::vector<int> labels = kmeans_fit_predict(normalised, kmeans);
+    const std::vector<int> labels =
+        kmeans_fit_predict(normalise_rows_like_float32(training.embeddings), kmeans);
     centroids = Eigen::MatrixXd::Zero(cluster_count, dimension);
     Eigen::VectorXd counts = Eigen::VectorXd::Zero(cluster_count);
     for (std::size_t row = 0; row < labels.size(); ++row) {

@@ -1,6 +1,7 @@
 #include "corpus/corpus_engine.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <exception>
@@ -214,8 +215,10 @@ struct CorpusEngine::Run {
 
   void engine_loop(std::size_t engine_index) {
     while (!stopping()) {
+      const auto wait_start = Clock::now();
       std::optional<Decoded> first = decoded.pop();
       if (!first) break;
+      const double waited = seconds_since(wait_start);
       std::vector<Decoded> group;
       std::size_t chunks = chunks_of(*first);
       group.push_back(std::move(*first));
@@ -225,7 +228,15 @@ struct CorpusEngine::Run {
         chunks += chunks_of(*more);
         group.push_back(std::move(*more));
       }
+      const auto networks_start = Clock::now();
+      const std::size_t recordings = group.size();
       embed_group(engine_index, std::move(group));
+      // Where an engine's time goes between groups (SPDLOG_LEVEL=debug): waiting for decoded
+      // audio, or for room in the clustering queue (inside the networks' time).
+      spdlog::debug(
+          "engine {}: {} recording(s), about {} chunks, {:.3f} s in the networks after "
+          "waiting {:.3f} s for decoded audio",
+          engine_index, recordings, chunks, seconds_since(networks_start), waited);
     }
     if (--engines_running == 0) {
       // No engine takes recordings any more (all done, or asked to stop): decoders still

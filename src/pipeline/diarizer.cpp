@@ -212,6 +212,7 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
     std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
     ProgressSink& progress, const SamplesPassed& passed, const SamplesNeeded& needed) {
   using Clock = std::chrono::steady_clock;
+  const auto networks_start = Clock::now();
   times.resize(recordings.size());
   std::vector<DiarizationIntermediates> intermediates(recordings.size());
   std::vector<RecordingWork> work(recordings.size());
@@ -399,6 +400,11 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
   }
   progress.end();
   if (segmentation_thread.joinable()) segmentation_thread.join();
+  // The tail where only embedding runs, and the networks are half idle (SPDLOG_LEVEL=debug).
+  spdlog::debug(
+      "{} recording(s), {} chunks: segmentation handed on its last batch {:.3f} s after "
+      "it started, embedding ended {:.3f} s after it",
+      recordings.size(), chunk_count, segmentation_seconds, seconds_since(networks_start));
   // Segmentation ran over every recording at once: each gets its share by chunks. With
   // streaming the stages overlap: each is its own working time, and their sum can exceed the
   // wall time of both together.
