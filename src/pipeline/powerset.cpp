@@ -82,9 +82,21 @@ int Powerset::decode_frame(const float* scores) const {
 }
 
 NdArray<float> Powerset::to_multilabel(const NdArray<float>& powerset_scores) const {
+  // Not through decode(): that keeps a byte a frame, which any number of classes need not fit.
+  const int num_sets = num_powerset_classes();
+  const std::size_t frames = frame_count(powerset_scores, num_sets, "powerset scores");
   NdArray<float> result(with_last_dim(powerset_scores.shape(), num_classes_));
-  write_multilabel(decode(powerset_scores), result.values());
+  for (std::size_t frame = 0; frame < frames; ++frame) {
+    const int set =
+        decode_frame(powerset_scores.data() + frame * static_cast<std::size_t>(num_sets));
+    mark_members(static_cast<std::size_t>(set),
+                 result.data() + frame * static_cast<std::size_t>(num_classes_));
+  }
   return result;
+}
+
+void Powerset::mark_members(std::size_t set, float* frame_activations) const {
+  for (int member : sets_[set]) frame_activations[member] = 1.0f;
 }
 
 std::vector<std::uint8_t> Powerset::decode(const NdArray<float>& powerset_scores) const {
@@ -113,9 +125,7 @@ void Powerset::write_multilabel(std::span<const std::uint8_t> classes,
     if (classes[frame] >= sets_.size()) {
       fail("powerset: class {} out of range (there are {})", classes[frame], sets_.size());
     }
-    for (int member : sets_[classes[frame]]) {
-      activations[frame * per_frame + static_cast<std::size_t>(member)] = 1.0f;
-    }
+    mark_members(classes[frame], activations.data() + frame * per_frame);
   }
 }
 

@@ -38,7 +38,7 @@ class Powerset {
   // activations).
   std::vector<std::uint8_t> decode(const NdArray<float>& powerset_scores) const;
   // Hard 0/1 activations of frames given by class index: `activations` holds num_classes values
-  // for each entry of `classes`, and is overwritten. to_multilabel is decode followed by this.
+  // for each entry of `classes`, and is overwritten. Decode followed by this is to_multilabel.
   void write_multilabel(std::span<const std::uint8_t> classes, std::span<float> activations) const;
   // [..., num_powerset_classes] log-probabilities -> [..., num_classes] probabilities that each
   // class is active: sum of exp(log-prob) of the sets containing it (soft=True).
@@ -52,6 +52,8 @@ class Powerset {
 
  private:
   std::size_t frame_count(const NdArray<float>& array, int last_dim, const char* what) const;
+  // Sets 1 for each member of powerset class `set` in one frame's num_classes activations.
+  void mark_members(std::size_t set, float* frame_activations) const;
 
   int num_classes_;
   int max_set_size_;

@@ -82,6 +82,18 @@ TEST(Powerset, CompactDecodingKeepsOneClassPerFrame) {
   EXPECT_THROW(powerset.write_multilabel(unknown, three), Error);
 }
 
+TEST(Powerset, MoreClassesThanAByteStillDecodeToMultilabel) {
+  const Powerset large(9, 5);  // 382 sets
+  ASSERT_GT(large.num_powerset_classes(), 256);
+  NdArray<float> scores({1, static_cast<std::size_t>(large.num_powerset_classes())});
+  scores(300) = 1.0f;
+  const NdArray<float> decoded = large.to_multilabel(scores);
+  float active = 0.0f;
+  for (const float value : decoded.values()) active += value;
+  EXPECT_EQ(active, static_cast<float>(large.sets()[300].size()));
+  EXPECT_THROW(large.decode(scores), Error);
+}
+
 TEST(Powerset, SoftDecodingSumsProbabilitiesOfSetsContainingEachClass) {
   const Powerset powerset(3, 2);
   const std::vector<float> probabilities = {0.1f, 0.2f, 0.05f, 0.05f, 0.3f, 0.2f, 0.1f};
