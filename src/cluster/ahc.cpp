@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/parallel_for.h"
+#include "core/sanitizers.h"
 
 namespace parley::cluster {
 namespace {
@@ -206,7 +207,7 @@ namespace {
 // copies' resolver (an ifunc) runs before TSan's runtime is up, which crashes at start. Those
 // builds run the baseline copy, to the same bits.
 #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
-    !defined(__clang__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+    !defined(__clang__) && !defined(PARLEY_SANITIZED)
 #define PARLEY_ALSO_FOR_AVX2 [[gnu::target_clones("avx2", "default")]]
 #else
 #define PARLEY_ALSO_FOR_AVX2

@@ -6,18 +6,10 @@
 #include <fstream>
 #include <vector>
 
+#include "core/sanitizers.h"
+
 namespace parley {
 namespace {
-
-// The sanitizers replace malloc: their heaps do not keep what glibc keeps.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PARLEY_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PARLEY_SANITIZED 1
-#endif
 
 long resident_bytes() {
   std::ifstream statm("/proc/self/statm");
@@ -29,6 +21,7 @@ long resident_bytes() {
 
 TEST(Heap, FreedBlocksGoBackToTheSystem) {
 #if !defined(__GLIBC__) || defined(PARLEY_SANITIZED)
+  // The sanitizers replace malloc: their heaps do not keep what glibc keeps.
   GTEST_SKIP() << "glibc's own heap only (not under a sanitizer)";
 #else
   // 48 MB in blocks below glibc's mmap threshold, with a block after them that keeps the heap
