@@ -60,7 +60,7 @@ std::string sha256_file(const std::filesystem::path& path) {
   return hasher.hex_digest();
 }
 
-std::string sha256_text(const std::string& text) {
+std::string sha256_text(std::string_view text) {
   Sha256 hasher;
   hasher.update(text.data(), text.size());
   return hasher.hex_digest();

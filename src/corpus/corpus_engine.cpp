@@ -86,8 +86,10 @@ CorpusEngine::CorpusEngine(const pipeline::DiarizationModels& models,
     : config_(std::move(config)) {
   config_.validate();
   if (engines.empty()) fail("a corpus engine needs at least one engine configuration");
+  // Engines on one device run the same sessions: their sessions' settings name the device.
+  const auto sessions = std::make_shared<runtime::SessionShare>();
   for (const auto& engine : engines) {
-    diarizers_.push_back(std::make_unique<pipeline::Diarizer>(models, engine));
+    diarizers_.push_back(std::make_unique<pipeline::Diarizer>(models, engine, sessions));
   }
 }
 

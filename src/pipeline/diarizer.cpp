@@ -133,8 +133,10 @@ DiarizationModels locate_models(const DiarizationModels& explicit_paths,
   return paths;
 }
 
-Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config)
+Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
+                   std::shared_ptr<runtime::SessionShare> shared_sessions)
     : model_paths_(std::move(models)), config_(std::move(config)), models_(new Models) {
+  if (!shared_sessions) shared_sessions = std::make_shared<runtime::SessionShare>();
   config_.validate();
   // Each step timed in the debug log: where a cold start goes.
   auto step_start = std::chrono::steady_clock::now();
@@ -147,11 +149,15 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config)
     if (*route) spdlog::info("{}", (*route)->reason);
   }
   log_step("models routed");
-  models_->segmentation =
-      std::make_unique<SegmentationModel>(model_paths_.segmentation, sessions.segmentation);
+  models_->segmentation = std::make_unique<SegmentationModel>(
+      model_paths_.segmentation, sessions.segmentation, shared_sessions);
   log_step("segmentation model loaded");
-  models_->embedding =
-      std::make_unique<EmbeddingExtractor>(model_paths_.embedding, sessions.embedding);
+  models_->embedding = std::make_unique<EmbeddingExtractor>(model_paths_.embedding,
+                                                            sessions.embedding, shared_sessions);
+  if (embeds_in_graph_passes() || (config_.embedding_mode == EmbeddingMode::kExact &&
+                                   models_->embedding->pools_exact_in_graph())) {
+    models_->embedding->open_pooled_session();
+  }
   log_step("embedding model loaded");
 
   if (config_.clustering.method == cluster::ClusteringMethod::kVbx) {

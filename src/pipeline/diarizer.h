@@ -21,6 +21,7 @@
 #include "pipeline/shared_trunk.h"
 #include "pipeline/sliding_window.h"
 #include "runtime/onnx_session.h"
+#include "runtime/session_share.h"
 
 namespace parley::pipeline {
 
@@ -134,7 +135,11 @@ using SamplesNeeded = std::function<void(std::size_t recording, std::size_t end)
 
 class Diarizer {
  public:
-  Diarizer(DiarizationModels models, DiarizationConfig config);
+  // `shared_sessions`: where the models' accelerator sessions come from, shared with the other
+  // Diarizers given the same share (engines on one GPU: runtime/session_share.h); null: a share
+  // of its own.
+  Diarizer(DiarizationModels models, DiarizationConfig config,
+           std::shared_ptr<runtime::SessionShare> shared_sessions = nullptr);
   ~Diarizer();
   Diarizer(const Diarizer&) = delete;
   Diarizer& operator=(const Diarizer&) = delete;

@@ -106,12 +106,18 @@ NdArray<float> select_embedding_masks(const NdArray<float>& binarized_segmentati
 }
 
 EmbeddingExtractor::EmbeddingExtractor(const std::filesystem::path& model_path,
-                                       const EmbeddingConfig& config)
-    : EmbeddingExtractor(models::read_model_bytes(model_path), model_path.string(), config) {}
+                                       const EmbeddingConfig& config,
+                                       std::shared_ptr<runtime::SessionShare> sessions)
+    : EmbeddingExtractor(models::read_model_bytes(model_path), model_path.string(), config,
+                         std::move(sessions)) {}
 
 EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
-                                       const std::string& model_name, const EmbeddingConfig& config)
-    : config_(config), model_name_(model_name), fbank_(config.fbank) {
+                                       const std::string& model_name, const EmbeddingConfig& config,
+                                       std::shared_ptr<runtime::SessionShare> sessions)
+    : config_(config),
+      model_name_(model_name),
+      fbank_(config.fbank),
+      sessions_(sessions ? std::move(sessions) : std::make_shared<runtime::SessionShare>()) {
   config_.validate();
   split_ = models::split_before_statistics_pooling(model_bytes, model_name);
   if (config_.trunk_float16) {
@@ -134,7 +140,7 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
       input_dims = trunk_graph_->inputs.front().dims;
     }
   } else {
-    trunk_ = std::make_unique<runtime::OnnxSession>(
+    trunk_ = sessions_->open(
         runtime::ModelBuffer{split_.trunk_model, model_name + " (trunk before pooling)"},
         config_.session);
     input_name = trunk_->inputs().at(0).name;
@@ -183,13 +189,17 @@ NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
     }
     return session_for(*pooled_graph_, shapes).run(inputs, {Names::kEmbeddings}).at(0);
   }
-  if (!pooled_) {
-    pooled_model_ = models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
-    pooled_ = std::make_unique<runtime::OnnxSession>(
-        runtime::ModelBuffer{pooled_model_, model_name_ + " (trunk with pooling)"},
-        config_.session);
-  }
+  open_pooled_session();
   return pooled_->run(inputs, {Names::kEmbeddings}).at(0);
+}
+
+void EmbeddingExtractor::open_pooled_session() {
+  if (pooled_ || opens_per_shape()) return;
+  // ONNX Runtime keeps its own copy of the model: the bytes are not needed past creation.
+  const std::string pooled_model =
+      models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
+  pooled_ = sessions_->open(
+      runtime::ModelBuffer{pooled_model, model_name_ + " (trunk with pooling)"}, config_.session);
 }
 
 runtime::OnnxSession& EmbeddingExtractor::session_for(

@@ -23,6 +23,7 @@
 #include "models/receptive_field.h"
 #include "pipeline/fbank.h"
 #include "runtime/onnx_session.h"
+#include "runtime/session_share.h"
 #include "runtime/shape_plan.h"
 #include "runtime/shaped_session_pool.h"
 
@@ -81,10 +82,14 @@ struct EmbeddingGraph;
 
 class EmbeddingExtractor {
  public:
-  EmbeddingExtractor(const std::filesystem::path& model_path, const EmbeddingConfig& config);
+  // `sessions`: where the accelerator sessions come from, shared with other users of the same
+  // model and settings (engines on one GPU, runtime/session_share.h); null: a share of its own.
+  EmbeddingExtractor(const std::filesystem::path& model_path, const EmbeddingConfig& config,
+                     std::shared_ptr<runtime::SessionShare> sessions = nullptr);
   // From a model in memory; `model_name` stands in for a file name in messages.
   EmbeddingExtractor(const std::string& model_bytes, const std::string& model_name,
-                     const EmbeddingConfig& config);
+                     const EmbeddingConfig& config,
+                     std::shared_ptr<runtime::SessionShare> sessions = nullptr);
   ~EmbeddingExtractor();
   EmbeddingExtractor(const EmbeddingExtractor&) = delete;
   EmbeddingExtractor& operator=(const EmbeddingExtractor&) = delete;
@@ -136,11 +141,17 @@ class EmbeddingExtractor {
   bool pools_exact_in_graph() const;
   // Embeddings [B, pairs, D] of features [B, frames, bins] pooled per pair through the trunk
   // with the pooling and linear layer in one graph, on this extractor's provider; the inputs
-  // are those of models/pooled_trunk_graph.h. The session is created at the first call.
+  // are those of models/pooled_trunk_graph.h. The session is created at the first call, unless
+  // open_pooled_session() created it before.
   NdArray<float> embed_pooled_in_graph(const NdArray<float>& features,
                                        const NdArray<float>& pair_weights,
                                        const NdArray<float>& inv_weight_sums,
                                        const NdArray<float>& inv_variance_denominators);
+  // Creates embed_pooled_in_graph's session now, with the models, rather than at its first
+  // call: on a GPU a session is created alone in the process (runtime/new_shape_gate.h), which
+  // in the middle of a run stops every other engine's model calls. Nothing to do where sessions
+  // open per shape.
+  void open_pooled_session();
   // How far the trunk's frames reach along time into its features (models/receptive_field.h),
   // read from the graph at the first call: what the shared trunk's margins must cover.
   const models::TimeReceptiveField& trunk_receptive_field() const;
@@ -180,9 +191,9 @@ class EmbeddingExtractor {
   std::string model_name_;
   models::StatisticsPoolingSplit split_;
   Fbank fbank_;
-  std::unique_ptr<runtime::OnnxSession> trunk_;
-  std::string pooled_model_;  // built with the session, kept alive for it
-  std::unique_ptr<runtime::OnnxSession> pooled_;
+  std::shared_ptr<runtime::SessionShare> sessions_;
+  std::shared_ptr<runtime::OnnxSession> trunk_;
+  std::shared_ptr<runtime::OnnxSession> pooled_;
   std::vector<float> empty_pair_embedding_;
   mutable std::optional<models::TimeReceptiveField> receptive_field_;  // read at first use
   // Sessions per shape (static-shape providers): the graphs as files, one session per shape.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <numbers>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "pipeline/speed_twin_for_tests.h"
 #include "pipeline/stats_pooling.h"
 #include "runtime/onnx_session.h"
+#include "runtime/session_share.h"
 #include "testing/shared_data.h"
 
 namespace parley::pipeline {
@@ -398,6 +400,39 @@ TEST(Embedding, ExactModePoolingInTheGraphEqualsPoolingOnTheHost) {
     EXPECT_EQ(pooled(2, 0, d), graph.split().head.bias[d]) << "silent chunk: the bias";
     EXPECT_EQ(pooled(3, 2, d), graph.empty_pair_embedding()[d]) << "nothing left to pool";
   }
+}
+
+// Engines on one GPU run one session per model (runtime/session_share.h); the CPU shows the
+// mechanism with a share that covers CPU sessions.
+TEST(Embedding, ExtractorsGivenOneShareRunTheSameSessions) {
+  const auto share =
+      std::make_shared<runtime::SessionShare>(runtime::SessionShare::Scope::kEverySession);
+  EmbeddingConfig config = wespeaker_epsilon_config();
+  config.pool_exact_in_graph = true;
+  const std::string model = models::testing::make_test_embedding_model();
+  EmbeddingExtractor first(model, "test model", config, share);
+  EXPECT_EQ(share->size(), 1u) << "the trunk";
+  first.open_pooled_session();
+  EXPECT_EQ(share->size(), 2u) << "the trunk, and the trunk with pooling";
+  EmbeddingExtractor second(model, "test model", config, share);
+  second.open_pooled_session();
+  EXPECT_EQ(share->size(), 2u) << "the second extractor opened nothing new";
+  EmbeddingExtractor alone(model, "test model", config);
+  alone.open_pooled_session();
+  EXPECT_EQ(share->size(), 2u);
+
+  NdArray<float> waveforms({2, 16000});
+  for (std::size_t i = 0; i < waveforms.size(); ++i) {
+    waveforms.data()[i] = 0.3f * std::sin(0.01f * static_cast<float>(i % 9973));
+  }
+  NdArray<float> segmentation({2, 589, 3});
+  for (std::size_t f = 0; f < 589; ++f) {
+    segmentation(0, f, 0) = 1.0f;
+    segmentation(1, f, f % 3) = 1.0f;
+  }
+  const auto expected = alone.embed_chunks(waveforms, segmentation);
+  EXPECT_EQ(first.embed_chunks(waveforms, segmentation).values(), expected.values());
+  EXPECT_EQ(second.embed_chunks(waveforms, segmentation).values(), expected.values());
 }
 
 TEST(Embedding, RejectsInputsThatCannotBeEmbedded) {

@@ -45,6 +45,10 @@ void SegmentationConfig::validate() const {
   if (accelerator_sessions < 1) {
     fail("segmentation: accelerator sessions must be at least 1 (got {})", accelerator_sessions);
   }
+  if (accelerator_batch_multiple < 1) {
+    fail("segmentation: accelerator_batch_multiple must be at least 1 (got {})",
+         accelerator_batch_multiple);
+  }
   if (samples_per_chunk < 1) fail("segmentation: chunks must hold at least one sample");
   if (float16 && !models::float16_graph_suits(provider)) {
     fail(
@@ -102,26 +106,29 @@ std::string unfolded_fp16_warning(const std::string& model_bytes, const std::str
 }
 
 struct SegmentationModel::Worker {
-  std::unique_ptr<runtime::OnnxSession> session;  // every batch size (dynamic shapes)
+  std::shared_ptr<runtime::OnnxSession> session;  // every batch size (dynamic shapes)
   NdArray<float> input;                           // reused across calls of the same batch size
   std::vector<float> chunk_samples;  // one chunk's samples, when the model's input is not them
 };
 
 namespace {
 
-std::unique_ptr<runtime::OnnxSession> open_session(const std::filesystem::path& path,
+std::shared_ptr<runtime::OnnxSession> open_session(runtime::SessionShare& sessions,
+                                                   const std::filesystem::path& path,
                                                    const std::string& rewritten_model,
                                                    const runtime::SessionConfig& config) {
-  if (rewritten_model.empty()) return std::make_unique<runtime::OnnxSession>(path, config);
-  return std::make_unique<runtime::OnnxSession>(
-      runtime::ModelBuffer{rewritten_model, path.string()}, config);
+  if (rewritten_model.empty()) return sessions.open(path, config);
+  return sessions.open(runtime::ModelBuffer{rewritten_model, path.string()}, config);
 }
 
 }  // namespace
 
 SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
-                                     const SegmentationConfig& config)
-    : model_path_(model_path), config_(config) {
+                                     const SegmentationConfig& config,
+                                     std::shared_ptr<runtime::SessionShare> sessions)
+    : model_path_(model_path),
+      sessions_(sessions ? std::move(sessions) : std::make_shared<runtime::SessionShare>()),
+      config_(config) {
   config_.validate();
   // Parallelism comes from several single-threaded sessions by default, which keeps every
   // chunk's arithmetic independent of the thread count.
@@ -174,7 +181,7 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
     // That session reports the batch it was pinned to; the model itself takes any.
     signature_.batch_is_dynamic = batch_made_dynamic;
   } else {
-    first->session = open_session(model_path_, rewritten_model_, session_config_);
+    first->session = open_session(*sessions_, model_path_, rewritten_model_, session_config_);
     signature_ = SegmentationSignature::from(*first->session);
   }
   if (config_.share_first_convolution && config_.provider == runtime::ProviderId::kCpu &&
@@ -188,7 +195,7 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
           *split, session_config_, 2 * in_flight + 16, model_path_.string());
       rest_model_ = std::move(split->rest_model);
       rest_input_ = split->rest_input;
-      first->session = open_session(model_path_, rest_model_, session_config_);
+      first->session = open_session(*sessions_, model_path_, rest_model_, session_config_);
       spdlog::debug("{}: {}, shared across chunks", model_path_.string(), split->to_string());
     }
   }
@@ -212,8 +219,9 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   for (int worker = 1; worker < worker_count; ++worker) {
     auto next = std::make_unique<Worker>();
     if (!static_shapes_) {
-      next->session = open_session(model_path_, first_convolution_ ? rest_model_ : rewritten_model_,
-                                   session_config_);
+      next->session =
+          open_session(*sessions_, model_path_, first_convolution_ ? rest_model_ : rewritten_model_,
+                       session_config_);
     }
     workers_.push_back(std::move(next));
   }
@@ -245,11 +253,23 @@ std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk
   // other rows of a matrix product, but a call of one chunk takes the matrix-vector kernels.
   // Padded, a chunk's arithmetic is the same wherever it falls (last call of a run, or among
   // another recording's chunks in a corpus batch).
-  const bool pad = config_.provider == runtime::ProviderId::kCpu;
+  const std::size_t multiple = config_.provider == runtime::ProviderId::kCpu ? batch_size
+                               : static_shapes_                              ? 1
+                                                : config_.accelerator_batch_multiple;
+  return plan_padded_calls(chunk_count, batch_size, multiple);
+}
+
+std::vector<runtime::BatchSlice> plan_padded_calls(std::size_t chunk_count, std::size_t batch_size,
+                                                   std::size_t multiple) {
+  if (batch_size < 1 || multiple < 1) {
+    fail("plan_padded_calls: batch size and multiple must be at least 1 (got {} and {})",
+         batch_size, multiple);
+  }
   std::vector<runtime::BatchSlice> plan;
   for (std::size_t offset = 0; offset < chunk_count; offset += batch_size) {
     const std::size_t count = std::min(batch_size, chunk_count - offset);
-    plan.push_back({offset, count, pad ? batch_size : count});
+    const std::size_t padded = std::min(batch_size, (count + multiple - 1) / multiple * multiple);
+    plan.push_back({offset, count, padded});
   }
   return plan;
 }

@@ -19,6 +19,7 @@
 #include "core/ndarray.h"
 #include "pipeline/shared_first_convolution.h"
 #include "runtime/onnx_session.h"
+#include "runtime/session_share.h"
 #include "runtime/shape_plan.h"
 #include "runtime/shaped_session_pool.h"
 
@@ -59,10 +60,16 @@ struct SegmentationConfig {
   // (models/accelerator_rewrite.h: constant If inlined, zero LSTM states removed, batch dynamic).
   runtime::ProviderId provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions provider_options;
-  // Sessions feeding an accelerator at once (each with its own device stream), taking whole
-  // batches in turn: the LSTMs run step by step, so one stream leaves a large GPU mostly idle.
-  // Results do not depend on it (batches are formed before they are handed out).
+  // Workers feeding an accelerator at once, taking whole batches in turn, each call on its own
+  // device stream (the workers run one session: runtime/session_share.h): the LSTMs run step by
+  // step, so one stream leaves a large GPU mostly idle. Results do not depend on it (batches
+  // are formed before they are handed out).
   int accelerator_sessions = 1;
+  // On a dynamic-shape accelerator a call of fewer than batch_size chunks (a run's last) is
+  // padded with zero rows to a multiple of this: every new batch size costs a first run that
+  // goes alone in the process while cuDNN chooses its kernels (0.1 s on an H100), a padded row
+  // far less. 1: no padding.
+  std::size_t accelerator_batch_multiple = 64;
   // Pads every call to one of these batch sizes (the tail to the smallest that holds it; the
   // padding rows are zeros and their outputs are dropped), so that a static-shape provider
   // compiles one graph per bucket (runtime/shape_plan.h). Unset: calls of up to batch_size.
@@ -95,6 +102,12 @@ struct SegmentationSignature {
 // otherwise. SegmentationModel logs it as a warning.
 std::string unfolded_fp16_warning(const std::string& model_bytes, const std::string& model_name);
 
+// Calls of `batch_size` chunks for `chunk_count` chunks, each padded to a multiple of
+// `multiple` chunks but never past `batch_size` (the CPU pads to the whole batch, a dynamic-shape
+// accelerator to SegmentationConfig::accelerator_batch_multiple).
+std::vector<runtime::BatchSlice> plan_padded_calls(std::size_t chunk_count, std::size_t batch_size,
+                                                   std::size_t multiple);
+
 class SegmentationModel {
  public:
   // Writes chunk `chunk_index` (samples_per_chunk values, zero-padded past the end of the
@@ -116,7 +129,11 @@ class SegmentationModel {
   };
   using ChunkLocator = std::function<ChunkOrigin(std::size_t chunk_index)>;
 
-  SegmentationModel(const std::filesystem::path& model_path, const SegmentationConfig& config);
+  // `sessions`: where the accelerator sessions come from, shared with other users of the same
+  // model and settings (engines on one GPU); null: a share of its own. Either way the workers
+  // on an accelerator run one session (runtime/session_share.h).
+  SegmentationModel(const std::filesystem::path& model_path, const SegmentationConfig& config,
+                    std::shared_ptr<runtime::SessionShare> sessions = nullptr);
   ~SegmentationModel();
   SegmentationModel(const SegmentationModel&) = delete;
   SegmentationModel& operator=(const SegmentationModel&) = delete;
@@ -160,6 +177,7 @@ class SegmentationModel {
 
   std::filesystem::path model_path_;
   runtime::SessionConfig session_config_;
+  std::shared_ptr<runtime::SessionShare> sessions_;
   bool static_shapes_ = false;
   // Static-shape providers (one worker): the rewritten model on disk and its compiled graphs.
   runtime::ShapedModel compiled_model_;

@@ -57,6 +57,31 @@ TEST(SegmentationConfig, RejectsNonsense) {
   EXPECT_THROW(config.validate(), Error);
 }
 
+TEST(SegmentationConfig, RejectsAZeroBatchMultiple) {
+  SegmentationConfig config;
+  config.accelerator_batch_multiple = 0;
+  EXPECT_THROW(config.validate(), Error);
+}
+
+// A dynamic-shape accelerator pads a run's last call to a multiple: a few batch sizes, each of
+// which costs a first run alone in the process, instead of one per possible tail.
+TEST(PlanPaddedCalls, PadsTheLastCallToAMultipleWithinTheBatch) {
+  using runtime::BatchSlice;
+  EXPECT_EQ(plan_padded_calls(534, 256, 64),
+            (std::vector<BatchSlice>{{0, 256, 256}, {256, 256, 256}, {512, 22, 64}}));
+  EXPECT_EQ(plan_padded_calls(500, 256, 64),
+            (std::vector<BatchSlice>{{0, 256, 256}, {256, 244, 256}}));
+  EXPECT_EQ(plan_padded_calls(100, 96, 64), (std::vector<BatchSlice>{{0, 96, 96}, {96, 4, 64}}));
+  EXPECT_EQ(plan_padded_calls(70, 96, 64), (std::vector<BatchSlice>{{0, 70, 96}}))
+      << "never past the batch";
+  EXPECT_EQ(plan_padded_calls(7, 4, 4), (std::vector<BatchSlice>{{0, 4, 4}, {4, 3, 4}}))
+      << "the CPU's whole batches";
+  EXPECT_EQ(plan_padded_calls(7, 4, 1), (std::vector<BatchSlice>{{0, 4, 4}, {4, 3, 3}}));
+  EXPECT_TRUE(plan_padded_calls(0, 4, 4).empty());
+  EXPECT_THROW(plan_padded_calls(7, 0, 1), Error);
+  EXPECT_THROW(plan_padded_calls(7, 4, 0), Error);
+}
+
 TEST(SegmentationModel, MissingModelNamesTheFile) {
   try {
     SegmentationModel model("/nonexistent/seg.onnx", SegmentationConfig{});

@@ -57,6 +57,10 @@ NewShapeGate::Pass::Pass(NewShapeGate& gate, std::string shape_key, bool alone)
     : gate_(gate), shape_key_(std::move(shape_key)) {
   if (alone) {
     lock_.emplace<std::unique_lock<WriterFirstLock>>(process_lock());
+    // A session run by several threads: another may have run this shape while this one waited.
+    if (gate_.seen(shape_key_)) {
+      lock_.emplace<std::shared_lock<WriterFirstLock>>(process_lock());
+    }
   } else {
     lock_.emplace<std::shared_lock<WriterFirstLock>>(process_lock());
   }

@@ -29,6 +29,28 @@ TEST(NewShapeGate, ANewShapeRunsAloneUntilARunOfItSucceeds) {
   EXPECT_FALSE(pass.alone());
 }
 
+// Threads running one session (runtime/session_share.h) may meet a new shape at once: the first
+// chooses the kernels alone, the others then run beside the rest.
+TEST(NewShapeGate, ARunThatWaitedForTheSameNewShapeDoesNotRunAlone) {
+  NewShapeGate gate;
+  std::optional<NewShapeGate::Pass> first(gate.enter("[[12]]"));
+  ASSERT_TRUE(first->alone());
+  std::atomic<bool> entered{false};
+  std::atomic<bool> second_alone{true};
+  std::thread second([&] {
+    auto pass = gate.enter("[[12]]");
+    second_alone = pass.alone();
+    entered = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(entered) << "a run of the shape went while its first run chose the kernels";
+  first->succeeded();
+  first.reset();
+  second.join();
+  EXPECT_TRUE(entered);
+  EXPECT_FALSE(second_alone) << "the shape was seen by the time the second run went";
+}
+
 TEST(NewShapeGate, RunsOfSeenShapesGoSideBySide) {
   NewShapeGate first;
   NewShapeGate second;

@@ -1,0 +1,51 @@
+#pragma once
+// One ONNX Runtime session per model and settings on an accelerator, run by all its users at
+// once: the segmentation workers of an engine, and the engines that share a GPU. ONNX Runtime
+// runs concurrent Run() calls of one session on separate streams, so sharing costs no overlap,
+// and a shape's kernels are chosen once in the process instead of once per session: those first
+// runs go one at a time (runtime/new_shape_gate.h) and were most of a corpus's warm-up with
+// three engines of two segmentation sessions each (docs/corpus.md). Sessions on the CPU are
+// not shared: each worker keeps its own session, arena and single intra-op thread.
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "runtime/onnx_session.h"
+
+namespace parley::runtime {
+
+class SessionShare {
+ public:
+  enum class Scope {
+    kAccelerators,  // sessions on a dynamic-shape accelerator (CUDA, ROCm, ...)
+    // CPU sessions too: ONNX Runtime's CPU sessions also take concurrent runs (tests use it,
+    // having no accelerator)
+    kEverySession,
+  };
+  explicit SessionShare(Scope scope = Scope::kAccelerators) : scope_(scope) {}
+
+  // The session of this model with `config`: the one opened earlier through this share when
+  // the model's bytes and the settings are the same and the scope covers the provider, else a
+  // new one. Throws as OnnxSession does (and keeps nothing then).
+  std::shared_ptr<OnnxSession> open(const ModelBuffer& model, const SessionConfig& config);
+  std::shared_ptr<OnnxSession> open(const std::filesystem::path& model_path,
+                                    const SessionConfig& config);
+
+  // Sessions opened through the share and held by it.
+  std::size_t size() const;
+
+ private:
+  bool shares(const SessionConfig& config) const;
+  std::shared_ptr<OnnxSession> find_or_open(
+      const std::string& key, const std::function<std::shared_ptr<OnnxSession>()>& open_new);
+
+  Scope scope_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<OnnxSession>> sessions_;
+};
+
+}  // namespace parley::runtime
