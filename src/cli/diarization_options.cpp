@@ -221,8 +221,9 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
       ->check(number_at_least(1));
   command
       .add_option("--segmentation-sessions", flags.accelerator_segmentation_sessions,
-                  "segmentation sessions feeding a GPU at once (each its own stream; default 4, "
-                  "2 per engine with several engines on a GPU); output does not depend on it")
+                  "segmentation calls feeding a GPU at once (each on its own stream, all through "
+                  "one session; default 4, 2 per engine with several engines on a GPU); output "
+                  "does not depend on it")
       ->check(number_at_least(1));
   command.add_flag("--gpu-float16", flags.accelerator_float16,
                    "run the models in float16 on a CUDA/ROCm GPU (tensor cores; not exact: "

@@ -86,10 +86,12 @@ inline constexpr std::uintmax_t kDeviceBytesPerEngine = std::uintmax_t{16} << 30
 inline constexpr int kMaxAutomaticEnginesPerDevice = 3;
 int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& memory);
 
-// The segmentation layout of several engines sharing one GPU: two sessions of 256 chunks each
-// instead of one engine's four of 128. Measured on an H100 with three engines, 200 three-minute
-// calls: 2,099x real time with 32 GiB of device memory, against 1,670x (128 x 4) and 2,119x but
-// 80 GiB on nine-minute files (256 x 4). The engines, not the sessions, keep the GPU busy.
+// The segmentation layout of several engines sharing one GPU: two calls of 256 chunks at once
+// per engine instead of one engine's four of 128. Measured on an H100 with three engines (each
+// then with sessions of its own), 200 three-minute calls: 2,099x real time with 32 GiB of device
+// memory, against 1,670x (128 x 4) and 2,119x but 80 GiB on nine-minute files (256 x 4). The
+// engines, not the calls in flight, keep the GPU busy. The engines of a device run one session
+// per model (runtime/session_share.h).
 inline constexpr std::size_t kSeveralEnginesSegmentationBatch = 256;
 inline constexpr int kSeveralEnginesSegmentationSessions = 2;
 void use_several_engines_layout(pipeline::DiarizationConfig& config);

@@ -62,10 +62,11 @@ struct DiarizationConfig {
   std::size_t segmentation_batch_size = 0;
   // Chunks per embedding trunk call.
   std::size_t embedding_batch_size = 32;
-  // Segmentation sessions feeding an accelerator at once (pipeline/segmentation.h), each with
-  // its own stream. One hour on an H100: 1 session 3.7 s of wall time, 2 sessions 2.9 s, 3
-  // 2.1 s, 4 1.8 s, 6 1.8 s. Routed (`routing` set), fewer when they would not fit in the free
-  // device memory, and one on a static-shape provider.
+  // Segmentation calls feeding an accelerator at once (pipeline/segmentation.h), each on its
+  // own stream, all through one session (runtime/session_share.h). One hour on an H100 (when
+  // each had a session of its own): 1 at a time 3.7 s of wall time, 2 2.9 s, 3 2.1 s, 4 1.8 s,
+  // 6 1.8 s. Routed (`routing` set), fewer when they would not fit in the free device memory,
+  // and one on a static-shape provider.
   int segmentation_accelerator_sessions = 4;
   // On the CPU, segmentation's first (SincNet) convolution runs once per recording and the
   // overlapping chunks share it (pipeline/shared_first_convolution.h): a fifth less segmentation
