@@ -152,7 +152,8 @@ int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int want
   const int sessions = runtime::sessions_that_fit(memory, per_session, wanted);
   if (sessions < wanted) {
     notices.say(fmt::format(
-        "{}: {} segmentation sessions of {} chunks need about {} of device memory, {} is free; "
+        "{}: {} segmentation calls of {} chunks at once need about {} of device memory, {} is "
+        "free; "
         "using {} (segmentation_accelerator_sessions, accelerator_segmentation_batch_size)",
         runtime::provider_name(provider), wanted, batch,
         runtime::format_bytes(per_session * static_cast<std::uintmax_t>(wanted)),

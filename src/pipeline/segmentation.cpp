@@ -391,15 +391,17 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
                model_path_.string(), fmt::join(output.shape(), ","), call.bucket, call.bucket,
                signature_.classes);
         }
-        fail_on_damaged_scores(output);
-        std::lock_guard lock(report_mutex);
-        if (frames == 0) frames = output.dim(1);
-        if (output.dim(1) != frames) {
-          fail("{}: returned {} frames for one batch and {} for another of equal-length chunks",
-               model_path_.string(), output.dim(1), frames);
-        }
-        batch_outputs[batch] =
+        // The padding rows' scores are dropped unread: only the chunks' own are checked.
+        NdArray<float> kept =
             call.padding() == 0 ? std::move(output) : runtime::truncate_axis(output, 0, call.count);
+        fail_on_damaged_scores(kept);
+        std::lock_guard lock(report_mutex);
+        if (frames == 0) frames = kept.dim(1);
+        if (kept.dim(1) != frames) {
+          fail("{}: returned {} frames for one batch and {} for another of equal-length chunks",
+               model_path_.string(), kept.dim(1), frames);
+        }
+        batch_outputs[batch] = std::move(kept);
         chunks_done += call.count;
         if (progress) progress(chunks_done);
         // Batches finish out of order across workers; they are handed on in chunk order.

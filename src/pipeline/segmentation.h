@@ -170,8 +170,9 @@ class SegmentationModel {
 
  private:
   struct Worker;
-  // The session that runs a call of `batch` chunks: the worker's own, or on a static-shape
-  // provider the compiled graph for that batch size (opened on first use, through the cache).
+  // The session that runs a call of `batch` chunks: the worker's (on an accelerator one session
+  // that every worker runs, runtime/session_share.h), or on a static-shape provider the compiled
+  // graph for that batch size (opened on first use, through the cache).
   runtime::OnnxSession& session_for(Worker& worker, std::size_t batch);
   runtime::OnnxSession& compiled_session(std::size_t batch);
 

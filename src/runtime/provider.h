@@ -51,6 +51,10 @@ struct ProviderTraits {
   bool static_shapes = false;  // compiles one graph per input shape: pad inputs to buckets
   bool graph_capture = false;  // can replay a captured graph (CUDA graphs and the like)
   std::string_view graph_capture_option;  // provider option that turns it on
+  // Run() may be called on one session from several threads at once, each run on a device
+  // stream of its own (ONNX Runtime's CPU, CUDA and ROCm providers; DirectML allows one Run at a
+  // time). runtime/session_share.h shares only such sessions.
+  bool concurrent_runs = false;
   CompiledCacheKind cache_kind = CompiledCacheKind::kNone;
   LegacyAttach legacy_attach = LegacyAttach::kNone;
   int auto_priority = 0;  // 1 = auto tries it first; 0 = only when asked for by name

@@ -19,8 +19,17 @@ std::string settings_key(const SessionConfig& config) {
 }  // namespace
 
 bool SessionShare::shares(const SessionConfig& config) const {
+  const ProviderTraits& provider = traits(config.provider);
   // Static-shape providers compile a session per shape (runtime/shaped_session_pool.h).
-  if (traits(config.provider).static_shapes) return false;
+  if (!provider.concurrent_runs || provider.static_shapes) return false;
+  // A captured graph replays one run at a time.
+  if (!provider.graph_capture_option.empty()) {
+    const auto option = config.provider_options.find(std::string(provider.graph_capture_option));
+    if (option != config.provider_options.end() && option->second != "0" &&
+        option->second != "false") {
+      return false;
+    }
+  }
   return scope_ == Scope::kEverySession || config.provider != ProviderId::kCpu;
 }
 

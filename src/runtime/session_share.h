@@ -1,7 +1,9 @@
 #pragma once
 // One ONNX Runtime session per model and settings on an accelerator, run by all its users at
-// once: the segmentation workers of an engine, and the engines that share a GPU. ONNX Runtime
-// runs concurrent Run() calls of one session on separate streams, so sharing costs no overlap,
+// once: the segmentation workers of an engine, and the engines that share a GPU. ONNX Runtime's
+// CUDA and ROCm providers run concurrent Run() calls of one session on separate streams (the
+// providers whose ProviderTraits::concurrent_runs says so; not with a captured graph, nor on
+// DirectML, whose sessions stay one per user), so sharing costs no overlap,
 // and a shape's kernels are chosen once in the process instead of once per session: those first
 // runs go one at a time (runtime/new_shape_gate.h) and were most of a corpus's warm-up with
 // three engines of two segmentation sessions each (docs/corpus.md). Sessions on the CPU are
@@ -37,9 +39,12 @@ class SessionShare {
 
   // Sessions opened through the share and held by it.
   std::size_t size() const;
+  // Whether sessions with `config` are shared: the scope covers the provider, whose sessions
+  // take concurrent runs (ProviderTraits::concurrent_runs) of any shape, and no captured graph
+  // is asked for.
+  bool shares(const SessionConfig& config) const;
 
  private:
-  bool shares(const SessionConfig& config) const;
   std::shared_ptr<OnnxSession> find_or_open(
       const std::string& key, const std::function<std::shared_ptr<OnnxSession>()>& open_new);
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -16,8 +17,8 @@
 namespace parley::runtime {
 namespace {
 
-const std::filesystem::path kModel = std::filesystem::path(PARLEY_RUNTIME_TESTDATA) /
-                                     "affine_batch.onnx";
+const std::filesystem::path kModel =
+    std::filesystem::path(PARLEY_RUNTIME_TESTDATA) / "affine_batch.onnx";
 
 std::string model_bytes() {
   std::ifstream stream(kModel, std::ios::binary);
@@ -47,6 +48,26 @@ TEST(SessionShare, CpuSessionsAreNotSharedByDefault) {
   const auto second = share.open(ModelBuffer{bytes, "affine"}, SessionConfig{});
   EXPECT_NE(first, second);
   EXPECT_EQ(share.size(), 0u);
+}
+
+TEST(SessionShare, SharesSessionsThatTakeConcurrentRunsOfAnyShape) {
+  const auto on = [](ProviderId provider, ProviderOptions options = {}) {
+    SessionConfig config;
+    config.provider = provider;
+    config.provider_options = std::move(options);
+    return config;
+  };
+  const SessionShare share;
+  EXPECT_TRUE(share.shares(on(ProviderId::kCuda)));
+  EXPECT_TRUE(share.shares(on(ProviderId::kRocm)));
+  EXPECT_FALSE(share.shares(on(ProviderId::kCpu))) << "CPU workers keep their own arenas";
+  EXPECT_TRUE(SessionShare(SessionShare::Scope::kEverySession).shares(on(ProviderId::kCpu)));
+  EXPECT_FALSE(share.shares(on(ProviderId::kDml))) << "one Run at a time";
+  EXPECT_FALSE(share.shares(on(ProviderId::kTensorRt))) << "a session per shape";
+  EXPECT_FALSE(share.shares(on(ProviderId::kMigraphx)));
+  EXPECT_FALSE(share.shares(on(ProviderId::kCuda, {{"enable_cuda_graph", "1"}})))
+      << "a captured graph replays one run at a time";
+  EXPECT_TRUE(share.shares(on(ProviderId::kCuda, {{"enable_cuda_graph", "0"}})));
 }
 
 TEST(SessionShare, AFailedOpenKeepsNothing) {
