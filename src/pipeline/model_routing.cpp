@@ -153,8 +153,7 @@ int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int want
   if (sessions < wanted) {
     notices.say(fmt::format(
         "{}: {} segmentation calls of {} chunks at once need about {} of device memory, {} is "
-        "free; "
-        "using {} (segmentation_accelerator_sessions, accelerator_segmentation_batch_size)",
+        "free; using {} (segmentation_accelerator_sessions, accelerator_segmentation_batch_size)",
         runtime::provider_name(provider), wanted, batch,
         runtime::format_bytes(per_session * static_cast<std::uintmax_t>(wanted)),
         runtime::format_bytes(memory->free_bytes), sessions));
