@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -240,6 +241,9 @@ void replace(const fs::path& shown, const fs::path& file, std::string_view bytes
 }
 
 void write_in_place(const fs::path& shown, int descriptor, std::string_view bytes) {
+  // Whatever the process printed before through stdio comes first.
+  if (descriptor == STDOUT_FILENO) std::fflush(stdout);
+  if (descriptor == STDERR_FILENO) std::fflush(stderr);
   if (const int error = write_all(descriptor, bytes); error != 0) {
     fail("cannot write '{}': {}", shown.string(), std::strerror(error));
   }
