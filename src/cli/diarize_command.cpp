@@ -23,6 +23,7 @@
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "core/temporary_directory.h"
+#include "core/text.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
 #include "transcript/fusion.h"
@@ -46,14 +47,6 @@ struct DiarizeArguments {
   double asr_timeout = 0.0;
   double gap_tolerance = 1.0;
 };
-
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  if (from.empty()) return;
-  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
-    text.replace(at, from.size(), to);
-    at += to.size();
-  }
-}
 
 std::optional<transcript::TranscriptFormat> transcript_format(const DiarizeArguments& arguments) {
   if (arguments.transcript_format == "auto") return std::nullopt;
@@ -260,7 +253,7 @@ void run_diarize(const DiarizeArguments& arguments) {
       } catch (const Error& error) {
         std::string message = error.what();
         const auto kept = keep_transcript(result, arguments, written);
-        if (kept) replace_all(message, written.string(), kept->string());
+        if (kept) message = replace_all(message, written.string(), kept->string());
         fail("{}; {}{}", message, keep_turns(result, arguments),
              kept ? fmt::format(" and the recognizer's transcript to {}", kept->string())
                   : std::string());
