@@ -217,11 +217,6 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   if (!out_dir.empty()) {
     prepare_output_folder("--out-dir", out_dir);
     prepare_output_folder("--out-dir", records_dir);
-    for (std::size_t i = 0; i < audio.size(); ++i) {
-      if (!shard.holds(i)) continue;
-      check_output_file("--out-dir", (fs::path(out_dir) / (names[i] + "." + format)).string(),
-                        output_options);
-    }
   } else {
     check_output_file("--out", flags.out, output_options);
   }
@@ -288,6 +283,12 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
                       "settings: skipped",
                       skipped, listed));
     }
+  }
+
+  // Each file still to write, before any model loads (one finished earlier is left alone, even
+  // when read-only).
+  for (const Destination& destination : destinations) {
+    check_output_file("--out-dir", destination.output.string(), output_options);
   }
 
   std::size_t diarized = 0;

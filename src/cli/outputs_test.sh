@@ -90,9 +90,6 @@ run diarize "$work/short.wav" -o "$work/readonly.srt" "${models[@]}"
 check '[ $status -eq 1 ] && grep -q -- "read-only (mode 0444); make it writable, or set --force" "$work/err"' "diarize -o onto a read-only file"
 run diarize "$work/short.wav" -o "$work/real" "${models[@]}"
 check '[ $status -eq 1 ] && grep -q -- "it is a folder; name a file" "$work/err"' "diarize -o onto a folder"
-mkdir -p "$work/outdir/short.rttm"
-run diarize "$work/short.wav" "$work/long.wav" --out-dir "$work/outdir" "${models[@]}"
-check '[ $status -eq 1 ] && grep -q -- "--out-dir $work/outdir/short.rttm: it is a folder" "$work/err"' "corpus destination that is a folder"
 printf '{not json' >"$work/broken.json"
 run diarize "$work/short.wav" --transcript "$work/broken.json" "${models[@]}"
 check '[ $status -eq 1 ] && grep -q "broken.json" "$work/err" && ! grep -q "models" "$work/err"' "a transcript that does not parse fails before the models"
@@ -132,6 +129,22 @@ if [ -c "$work/mynull" ]; then
   "$parley" diarize "$shared/eval/falcon-test/test.wav" "${models[@]}" -q --step 2 -o "$work/mynull" 2>/dev/null
   check '[ -c "$work/mynull" ]' "diarize -o onto a character device"
 fi
+
+# Several recordings: each file still to write is checked before the models load (no speed-twin
+# warning, which comes just before they load, even with -q); a file finished earlier is skipped,
+# read-only or not.
+mkdir -p "$work/corpus/short.rttm"
+run diarize "$work/short.wav" "$shared/eval/falcon-test/test.wav" --out-dir "$work/corpus" "${models[@]}" -q --step 2
+check '[ $status -eq 1 ] && grep -q -- "--out-dir $work/corpus/short.rttm: it is a folder; name a file" "$work/err" && ! grep -q "speed twin" "$work/err"' "corpus destination that is a folder"
+run diarize "$shared/eval/falcon-test/test.wav" --out-dir "$work/corpus" "${models[@]}" -q --step 2
+check '[ $status -eq 0 ] && grep -q "^SPEAKER test 1 " "$work/corpus/test.rttm"' "corpus run"
+chmod 444 "$work/corpus/test.rttm"
+run diarize "$shared/eval/falcon-test/test.wav" --out-dir "$work/corpus" "${models[@]}" --step 2
+check '[ $status -eq 0 ] && grep -q "1 of 1 recordings were finished by an earlier run" "$work/err"' "a read-only output finished earlier is skipped"
+run diarize "$shared/eval/falcon-test/test.wav" --out-dir "$work/corpus" "${models[@]}" --step 1 -q
+check '[ $status -eq 1 ] && grep -q -- "--out-dir $work/corpus/test.rttm: the file is read-only (mode 0444)" "$work/err"' "a read-only output to redo needs --force"
+run diarize "$shared/eval/falcon-test/test.wav" --out-dir "$work/corpus" "${models[@]}" --step 1 -q --force
+check '[ $status -eq 0 ] && [ "$(stat -c %a "$work/corpus/test.rttm")" = 444 ]' "--force redoes it, still 0444"
 
 # A failed recognizer: the turns go to a free name; test.rttm beside the recording (a reference)
 # is left as it was.
