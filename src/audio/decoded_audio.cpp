@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
+#include "core/temporary_directory.h"
 
 namespace parley::audio {
 namespace {
@@ -30,15 +31,14 @@ namespace {
 // descriptor or mapping of it goes.
 class AnonymousFile {
  public:
-  AnonymousFile() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "parley-samples-XXXXXX").string();
+  AnonymousFile() : folder_(temporary_folder()) {
+    std::string pattern = (folder_ / "parley-samples-XXXXXX").string();
     descriptor_ = ::mkstemp(pattern.data());
     if (descriptor_ < 0) {
       fail(
           "cannot create a temporary file for a long recording in {}: {} (set TMPDIR to a "
           "folder with room for 230 MB per hour of audio)",
-          std::filesystem::temp_directory_path().string(), std::strerror(errno));
+          folder_.string(), std::strerror(errno));
     }
     ::unlink(pattern.c_str());
   }
@@ -56,7 +56,7 @@ class AnonymousFile {
         fail(
             "cannot write a long recording's samples to a temporary file in {}: {} (set "
             "TMPDIR to a folder with room for 230 MB per hour of audio)",
-            std::filesystem::temp_directory_path().string(), std::strerror(errno));
+            folder_.string(), std::strerror(errno));
       }
       bytes += written;
       left -= static_cast<std::size_t>(written);
@@ -70,12 +70,13 @@ class AnonymousFile {
       fail(
           "cannot make room for a long recording's samples in a temporary file in {}: {} (set "
           "TMPDIR to a folder with room for 230 MB per hour of audio)",
-          std::filesystem::temp_directory_path().string(), std::strerror(errno));
+          folder_.string(), std::strerror(errno));
     }
   }
   int descriptor() const { return descriptor_; }
 
  private:
+  std::filesystem::path folder_;
   int descriptor_ = -1;
 };
 

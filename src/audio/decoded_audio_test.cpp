@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "audio/mono_resampled_stream.h"
 #include "audio/resampler.h"
 #include "audio/test_audio_files.h"
+#include "core/error.h"
 #include "testing/temporary_directory.h"
 
 namespace parley::audio {
@@ -101,6 +103,38 @@ std::vector<float> awkward_channel(std::size_t frames, std::size_t channel) {
 
 // A background decode may be dropped or moved while it runs: dropped, it stops (and frees what
 // it decoded into); moved, it goes on filling the same samples.
+// A long recording's samples go to $TMPDIR: one naming a missing folder is reported with what
+// to do (it was "filesystem error: temp_directory_path"), by both ways of decoding.
+TEST(DecodedAudio, AMissingTmpdirSaysWhatToDo) {
+  const parley::testing::TemporaryDirectory folder("decoded-audio");
+  const auto path = folder / "tone.wav";
+  testing::write_sndfile(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
+                         testing::sine(440.0, 16000.0, 16000, 0.5f));
+  const std::string missing = (folder / "no-such-tmp").string();
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("TMPDIR", missing.c_str(), 1);
+  std::vector<std::string> messages;
+  for (const bool background : {false, true}) {
+    try {
+      const DecodedAudio audio = background ? DecodedAudio::decode_in_background(path, 1000)
+                                            : DecodedAudio::decode(path, 1000);
+      audio.wait();
+      messages.push_back("");
+    } catch (const Error& error) {
+      messages.push_back(error.what());
+    }
+  }
+  if (old != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  for (const std::string& message : messages) {
+    EXPECT_NE(message.find("TMPDIR is set to '" + missing + "'"), std::string::npos) << message;
+  }
+}
+
 TEST(DecodedAudio, BackgroundDecodeMayBeDroppedOrMovedWhileItRuns) {
   const parley::testing::TemporaryDirectory folder("decoded-audio-background");
   const auto path = folder / "five-minutes.wav";

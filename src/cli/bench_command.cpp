@@ -275,9 +275,11 @@ nlohmann::ordered_json bench_json(const std::vector<FileBench>& files,
 void run_bench(const BenchArguments& arguments) {
   if (arguments.repeat < 1) fail("--repeat {}: at least one timed run is needed", arguments.repeat);
   if (arguments.warmup < 0) fail("--warmup {}: must be 0 or more", arguments.warmup);
+  const OutputOptions output_options{.overwrite_read_only = arguments.flags.force};
   if (!arguments.plot.empty()) {
     static_cast<void>(plot::image_format_for(arguments.plot));
     static_cast<void>(plot::require_gnuplot());
+    check_output_file("--plot", arguments.plot, output_options);
   }
   // Every input is checked before any model loads, so a typo fails in milliseconds.
   double longest_input = 0.0;  // what the provider routing weighs
@@ -372,7 +374,7 @@ void run_bench(const BenchArguments& arguments) {
                     arguments.label.empty() ? "parley bench" : arguments.label, config.step_seconds,
                     pipeline::embedding_mode_name(config.embedding_mode), providers.describe(),
                     config.threads, arguments.repeat),
-        arguments.plot);
+        arguments.plot, output_options);
     if (!arguments.flags.quiet) fmt::print(stderr, "chart written to {}\n", arguments.plot);
   }
 }
@@ -401,6 +403,7 @@ void add_bench_command(CLI::App& app) {
                       "draw time per stage and speed per recording into this .png or .svg "
                       "(needs gnuplot)");
   command->add_option("--label", arguments->label, "name of this mode in the chart and JSON");
+  add_force_flag(*command, arguments->flags.force);
   command->callback([arguments] { run_bench(*arguments); });
 }
 

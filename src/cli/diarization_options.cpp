@@ -113,6 +113,25 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
                    "at most one speaker at a time (turns suited to transcripts)");
   command.add_option("-o,--out", flags.out, "output file, - for standard output")
       ->capture_default_str();
+  add_force_flag(command, flags.force);
+}
+
+void add_force_flag(CLI::App& command, bool& force) {
+  command.add_flag("--force", force,
+                   "replace output files that are read-only (they keep their mode); without it "
+                   "such a file is refused before any work");
+}
+
+void check_format(const DiarizationFlags& flags, bool with_transcript) {
+  if (!with_transcript && (flags.format == "srt" || flags.format == "vtt")) {
+    fail(
+        "--format {} writes a speaker-labelled transcript: pass --transcript FILE or --asr-cmd "
+        "(or use rttm, json or txt)",
+        flags.format);
+  }
+  if (with_transcript && flags.format == "rttm") {
+    fail("--format rttm has no place for words; with a transcript use srt, vtt, txt or json");
+  }
 }
 
 void add_engine_flags(CLI::App& command, EngineFlags& engine) {
@@ -277,18 +296,13 @@ void apply_diarization_flags(const DiarizationFlags& flags, pipeline::Diarizatio
 std::string format_result(const pipeline::DiarizationResult& result,
                           const DiarizationFlags& flags) {
   const auto& turns = flags.exclusive ? result.exclusive_turns : result.turns;
-  if (flags.format == "srt" || flags.format == "vtt") {
-    fail(
-        "--format {} writes a speaker-labelled transcript: pass --transcript FILE or --asr-cmd "
-        "(or use rttm, json or txt)",
-        flags.format);
-  }
+  check_format(flags, false);
   if (flags.format == "json") return pipeline::format_json(result.turns, result.exclusive_turns);
   if (flags.format == "txt") return pipeline::format_text(turns);
   return eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
 }
 
-void write_output(const std::string& text, const std::string& out) {
+void write_output(const std::string& text, const std::string& out, const OutputOptions& options) {
   if (out == "-" || out.empty()) {
     // A full disk or a closed pipe behind standard output must not pass for success.
     const std::size_t written = std::fwrite(text.data(), 1, text.size(), stdout);
@@ -298,16 +312,13 @@ void write_output(const std::string& text, const std::string& out) {
     }
     return;
   }
-  pipeline::write_text_file(out, text);
+  write_file_atomically(out, text, options);
 }
 
-void check_output_file(std::string_view flag, const std::string& out) {
+void check_output_file(std::string_view flag, const std::string& out,
+                       const OutputOptions& options) {
   if (out == "-" || out.empty()) return;
-  const std::filesystem::path parent = std::filesystem::absolute(out).parent_path();
-  std::error_code error;
-  if (!std::filesystem::is_directory(parent, error)) {
-    fail("{} {}: the folder {} does not exist", flag, out, parent.string());
-  }
+  if (const auto problem = output_problem(out, options)) fail("{} {}: {}", flag, out, *problem);
 }
 
 void prepare_output_folder(std::string_view flag, const std::filesystem::path& folder) {

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/provider_options.h"
+#include "core/atomic_file.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::cli {
@@ -26,12 +27,13 @@ struct DiarizationFlags {
   std::string format;  // rttm | json | txt, and srt | vtt with a transcript; empty: rttm
   bool exclusive = false;
   std::string out = "-";
+  bool force = false;  // replace read-only output files
   std::optional<std::string> models_dir;
   bool quiet = false;
 };
 
 // Clustering, speaker counts, --models and --quiet, then the output flags (--format,
-// --exclusive, --out).
+// --exclusive, --out, --force).
 void add_diarization_flags(CLI::App& command, DiarizationFlags& flags);
 // Only the clustering, speaker-count, --models and --quiet flags (commands that write their own
 // outputs: bench, eval).
@@ -124,14 +126,26 @@ std::string format_result(const pipeline::DiarizationResult& result, const Diari
 // The recording id for an audio file (shared with the library's C API).
 using pipeline::recording_uri;
 
-// Writes `text` to `out` ("-" or empty: standard output) whole or not at all: a file is
-// replaced atomically (core/atomic_file.h), and a failed write to standard output fails.
-void write_output(const std::string& text, const std::string& out);
+// --force: replace output files that are read-only (every command that writes files takes it).
+void add_force_flag(CLI::App& command, bool& force);
+
+// Fails (before any model loads) when --format cannot describe what the command will write:
+// srt and vtt need a transcript, rttm has no place for one's words.
+void check_format(const DiarizationFlags& flags, bool with_transcript);
+
+// Writes `text` to `out` ("-" or empty: standard output) as core/atomic_file.h writes: a file is
+// replaced whole or not at all, a device, FIFO or /dev/stdout is written in place, and a failed
+// write to standard output fails.
+void write_output(const std::string& text, const std::string& out,
+                  const OutputOptions& options = {});
 
 // Output destinations, checked before any work so that a typo costs nothing finished. Each fails
-// naming `flag`: unless the folder that the file `out` goes into exists ("-" or empty: standard
-// output); unless `folder` is a folder or can be made one (it is made, with its parents).
-void check_output_file(std::string_view flag, const std::string& out);
+// naming `flag` with what output_problem() finds (core/atomic_file.h: a missing or unwritable
+// folder, a folder where a file goes, a read-only file without --force); "-" or empty is
+// standard output. prepare_output_folder fails unless `folder` is a folder or can be made one (it
+// is made, with its parents).
+void check_output_file(std::string_view flag, const std::string& out,
+                       const OutputOptions& options = {});
 void prepare_output_folder(std::string_view flag, const std::filesystem::path& folder);
 
 }  // namespace parley::cli

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -15,9 +17,13 @@
 #include "cli/diarization_options.h"
 #include "cli/diarize_corpus.h"
 #include "cli/recording_list.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/sample_rate.h"
 #include "core/stage_timer.h"
+#include "core/temporary_directory.h"
+#include "core/text.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
 #include "transcript/fusion.h"
@@ -42,24 +48,69 @@ struct DiarizeArguments {
   double gap_tolerance = 1.0;
 };
 
+std::optional<transcript::TranscriptFormat> transcript_format(const DiarizeArguments& arguments) {
+  if (arguments.transcript_format == "auto") return std::nullopt;
+  return transcript::parse_transcript_format(arguments.transcript_format);
+}
+
 std::string fused_transcript(const pipeline::DiarizationResult& result,
-                             const std::filesystem::path& transcript_path,
+                             const transcript::Transcript& words,
                              const DiarizeArguments& arguments) {
-  std::optional<transcript::TranscriptFormat> input_format;
-  if (arguments.transcript_format != "auto") {
-    input_format = transcript::parse_transcript_format(arguments.transcript_format);
-  }
-  const transcript::Transcript words = transcript::read_transcript(transcript_path, input_format);
   transcript::FusionOptions options;
   options.gap_tolerance = arguments.gap_tolerance;
   // The exclusive turns (one speaker at a time) are what the transcript fusion reads.
   const auto turns = pipeline::to_eval_turns(result.exclusive_turns, result.uri);
   const transcript::Transcript fused = transcript::assign_speakers(words, turns, options);
   const std::string format = arguments.flags.format.empty() ? "txt" : arguments.flags.format;
-  if (format == "rttm") {
-    fail("--format rttm has no place for words; with a transcript use srt, vtt, txt or json");
-  }
   return transcript::format_transcript(fused, transcript::parse_output_format(format));
+}
+
+// Where what is kept of a run whose transcript failed goes (<name> is <recording>.rttm and the
+// like): in --out-dir; else beside -o, named after it, when -o names a file (or nothing yet);
+// else in the current folder.
+std::filesystem::path kept_file(const pipeline::DiarizationResult& result,
+                                const DiarizeArguments& arguments, const std::string& extension) {
+  if (!arguments.out_dir.empty()) {
+    return std::filesystem::path(arguments.out_dir) / (result.uri + extension);
+  }
+  const std::string& out = arguments.flags.out;
+  std::error_code error;
+  const auto type = std::filesystem::symlink_status(out, error).type();
+  if (out != "-" && (type == std::filesystem::file_type::not_found ||
+                     type == std::filesystem::file_type::regular)) {
+    return std::filesystem::path(out).replace_extension(extension);
+  }
+  return result.uri + extension;
+}
+
+// Saves the turns where kept_file() says, under a name nothing holds (a reference RTTM beside the
+// recording stays as it is), and says where; or why they could not be saved.
+std::string keep_turns(const pipeline::DiarizationResult& result,
+                       const DiarizeArguments& arguments) {
+  try {
+    const std::filesystem::path saved =
+        write_new_file(kept_file(result, arguments, ".rttm"),
+                       eval::format_rttm(pipeline::to_eval_turns(result.turns, result.uri)));
+    return fmt::format("the diarization was written to {}", saved.string());
+  } catch (const Error& error) {
+    return fmt::format("the diarization could not be saved either: {}", error.what());
+  }
+}
+
+// The recognizer's transcript, which lies in a folder removed with the recognizer, under a name
+// nothing holds beside the turns; the path, or nothing when it could not be kept.
+std::optional<std::filesystem::path> keep_transcript(const pipeline::DiarizationResult& result,
+                                                     const DiarizeArguments& arguments,
+                                                     const std::filesystem::path& written) {
+  try {
+    std::ifstream stream(written, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << stream.rdbuf();
+    return write_new_file(
+        kept_file(result, arguments, ".transcript" + written.extension().string()), bytes.str());
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 std::string summary(const pipeline::DiarizationResult& result, double wall_seconds) {
@@ -83,6 +134,8 @@ void run_diarize(const DiarizeArguments& arguments) {
     fail("name the recordings to diarize (or a --manifest FILE that lists them)");
   }
   const bool with_transcript = !arguments.transcript.empty() || !arguments.asr_command.empty();
+  // Usage mistakes fail before any work, not after an hour of it.
+  check_format(flags, with_transcript);
   const bool single_recording_features = with_transcript || !arguments.save_intermediates.empty();
   if (!single_recording_features && (arguments.audio.size() != 1 || !arguments.out_dir.empty() ||
                                      wants_corpus(arguments.corpus))) {
@@ -104,11 +157,35 @@ void run_diarize(const DiarizeArguments& arguments) {
   if (!arguments.transcript.empty() && !arguments.asr_command.empty()) {
     fail("give either --transcript (an existing transcript) or --asr-cmd (a recognizer to run)");
   }
+  // Every destination is checked before any model loads.
+  const OutputOptions output_options{.overwrite_read_only = flags.force};
+  std::string destination = flags.out;
+  if (!arguments.out_dir.empty()) {
+    prepare_output_folder("--out-dir", arguments.out_dir);
+    destination = (std::filesystem::path(arguments.out_dir) /
+                   (recording_uri(audio_path) + "." + output_format))
+                      .string();
+    check_output_file("--out-dir", destination, output_options);
+  } else {
+    check_output_file("--out", destination, output_options);
+  }
+  if (!arguments.save_intermediates.empty()) {
+    prepare_output_folder("--save-intermediates", arguments.save_intermediates);
+  }
   // The input is checked before any model loads, so a typo fails in milliseconds; its length is
   // what the provider routing weighs.
   const auto duration = audio::open_audio_source(audio_path)->info().duration_seconds();
+  if (duration.value_or(0.0) * kSampleRate >
+      static_cast<double>(audio::DecodedAudio::kDefaultSpillSamples)) {
+    static_cast<void>(temporary_folder());  // where its samples will go
+  }
   const pipeline::DiarizationConfig config =
       diarization_config(arguments.engine, flags, duration.value_or(0.0));
+  // A transcript given as a file is read now: one that does not parse costs no diarization.
+  std::optional<transcript::Transcript> given_words;
+  if (!arguments.transcript.empty()) {
+    given_words = transcript::read_transcript(arguments.transcript, transcript_format(arguments));
+  }
 
   // The recognizer starts first so that it runs while parley loads its models and diarizes.
   std::unique_ptr<transcript::RecognizerProcess> recognizer;
@@ -158,35 +235,41 @@ void run_diarize(const DiarizeArguments& arguments) {
 
   std::string text;
   if (with_transcript) {
-    std::filesystem::path transcript_path = arguments.transcript;
+    // Nothing finished is lost: when no transcript can be fused, the turns are saved (never over
+    // an existing file) before the failure is reported, and so is the recognizer's transcript.
+    transcript::Transcript words;
     if (recognizer) {
+      std::filesystem::path written;
       try {
         std::optional<std::chrono::duration<double>> timeout;
         if (arguments.asr_timeout > 0.0)
           timeout = std::chrono::duration<double>(arguments.asr_timeout);
-        transcript_path = recognizer->wait(timeout);
+        written = recognizer->wait(timeout);
       } catch (const Error& error) {
-        // Nothing lost: the diarization is written before the recognizer's failure is reported.
-        std::filesystem::path rttm_path = flags.out == "-"
-                                              ? std::filesystem::path(result.uri + ".rttm")
-                                              : std::filesystem::path(flags.out);
-        if (flags.out != "-") rttm_path.replace_extension(".rttm");
-        eval::write_rttm(rttm_path, pipeline::to_eval_turns(result.turns, result.uri));
-        fail("{}; the diarization was written to {}", error.what(), rttm_path.string());
+        fail("{}; {}", error.what(), keep_turns(result, arguments));
       }
+      try {
+        words = transcript::read_transcript(written, transcript_format(arguments));
+      } catch (const Error& error) {
+        std::string message = error.what();
+        const auto kept = keep_transcript(result, arguments, written);
+        if (kept) message = replace_all(message, written.string(), kept->string());
+        fail("{}; {}{}", message, keep_turns(result, arguments),
+             kept ? fmt::format(" and the recognizer's transcript to {}", kept->string())
+                  : std::string());
+      }
+    } else {
+      words = std::move(*given_words);
     }
-    text = fused_transcript(result, transcript_path, arguments);
+    try {
+      text = fused_transcript(result, words, arguments);
+    } catch (const Error& error) {
+      fail("{}; {}", error.what(), keep_turns(result, arguments));
+    }
   } else {
     text = format_result(result, flags);
   }
-  if (!arguments.out_dir.empty()) {
-    std::filesystem::create_directories(arguments.out_dir);
-    write_output(
-        text,
-        (std::filesystem::path(arguments.out_dir) / (result.uri + "." + output_format)).string());
-  } else {
-    write_output(text, flags.out);
-  }
+  write_output(text, destination, output_options);
   if (!flags.quiet) fmt::print(stderr, "{}\n", summary(result, wall));
 }
 

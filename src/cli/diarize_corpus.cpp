@@ -12,13 +12,16 @@
 #include <nlohmann/json.hpp>
 
 #include "audio/audio_source.h"
+#include "audio/decoded_audio.h"
 #include "cli/recording_list.h"
 #include "cli/run_settings.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/sample_rate.h"
 #include "core/sha256.h"
 #include "core/stage_timer.h"
+#include "core/temporary_directory.h"
 #include "corpus/corpus_engine.h"
 #include "eval/eval_results.h"
 #include "models/speed_twin.h"
@@ -208,12 +211,14 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   const Shard shard = corpus.shard.empty() ? Shard{} : Shard::parse(corpus.shard);
 
   // Every destination is checked before any work, so that nothing finished is lost to a typo.
+  check_format(flags, false);
+  const OutputOptions output_options{.overwrite_read_only = flags.force};
   const fs::path records_dir = fs::path(out_dir) / ".parley";
   if (!out_dir.empty()) {
     prepare_output_folder("--out-dir", out_dir);
     prepare_output_folder("--out-dir", records_dir);
   } else {
-    check_output_file("--out", flags.out);
+    check_output_file("--out", flags.out, output_options);
   }
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
@@ -240,6 +245,9 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     }
   }
 
+  if (longest * kSampleRate > static_cast<double>(audio::DecodedAudio::kDefaultSpillSamples)) {
+    static_cast<void>(temporary_folder());  // where the samples of the longest will go
+  }
   const pipeline::DiarizationModels paths = resolve_models(engine, flags);
   pipeline::DiarizationConfig config = diarization_config(engine, flags, longest);
   const ModelProviders providers = model_providers(paths, config);
@@ -277,6 +285,12 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     }
   }
 
+  // Each file still to write, before any model loads (one finished earlier is left alone, even
+  // when read-only).
+  for (const Destination& destination : destinations) {
+    check_output_file("--out-dir", destination.output.string(), output_options);
+  }
+
   std::size_t diarized = 0;
   double audio_seconds = 0.0;
   double run_seconds = 0.0;
@@ -301,7 +315,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
         const pipeline::DiarizationResult& result = *outcome.result;
         const std::string text = format_result(result, flags);
         if (!out_dir.empty()) {
-          write_file_atomically(destinations[k].output, text);
+          write_file_atomically(destinations[k].output, text, output_options);
           nlohmann::ordered_json record = {{"audio", fs::absolute(inputs[k].audio).string()},
                                            {"output", destinations[k].output.filename().string()},
                                            {"output_sha256", sha256_text(text)},
@@ -338,7 +352,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     if (out_dir.empty() && flags.out != "-") {
       std::string combined;
       for (const auto& text : texts) combined += text.value_or("");
-      write_output(combined, flags.out);
+      write_output(combined, flags.out, output_options);
     }
   }
 

@@ -57,6 +57,7 @@ struct EvalArguments {
   std::string plot;
   std::vector<std::string> compare;
   bool redo = false;
+  bool force = false;
 };
 
 // --rttm, --uem and --audio-dir come once for every list or once per list.
@@ -124,9 +125,18 @@ class EvalRunner {
         config_(std::move(config)),
         scoring_(scoring),
         settings_(run_settings(config_, models_, providers, arguments.exclusive)),
-        progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {}
+        progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto),
+        output_options_{.overwrite_read_only = arguments.force} {}
 
   const nlohmann::ordered_json& settings() const { return settings_; }
+
+  // Where --out keeps a recording's record and hypothesis.
+  static std::filesystem::path record_path(const std::string& out_dir, const std::string& uri) {
+    return std::filesystem::path(out_dir) / "files" / (file_stem(uri) + ".json");
+  }
+  static std::filesystem::path hypothesis_path(const std::string& out_dir, const std::string& uri) {
+    return std::filesystem::path(out_dir) / "files" / (file_stem(uri) + ".rttm");
+  }
 
   eval::EvalFileResult evaluate(const eval::EvalFile& file) {
     eval::EvalFileResult result;
@@ -144,7 +154,7 @@ class EvalRunner {
       if (!reuse_earlier(file, settings, result, hypothesis)) {
         hypothesis = diarize(file, result);
         if (!arguments_.out_dir.empty()) {
-          write_file_atomically(hypothesis_path(file.uri), hypothesis);
+          write_file_atomically(hypothesis_path(file.uri), hypothesis, output_options_);
         }
       }
       const std::vector<eval::Turn> turns = eval::parse_rttm(hypothesis, file.uri);
@@ -157,7 +167,7 @@ class EvalRunner {
         record["settings"] = settings;
         // What a resumed run checks before it trusts files/<uri>.rttm (emptied or edited since).
         record["hypothesis_sha256"] = sha256_text(hypothesis);
-        write_file_atomically(record_path(file.uri), record.dump(2) + "\n");
+        write_file_atomically(record_path(file.uri), record.dump(2) + "\n", output_options_);
       }
       say("{}: DER {:.2f} %, {:.1f} s of audio in {:.2f} s ({:.1f}x real time){}", file.uri,
           100.0 * result.scores.der(), result.audio_seconds, result.wall_seconds, result.speed(),
@@ -181,10 +191,10 @@ class EvalRunner {
   }
 
   std::filesystem::path record_path(const std::string& uri) const {
-    return std::filesystem::path(arguments_.out_dir) / "files" / (file_stem(uri) + ".json");
+    return record_path(arguments_.out_dir, uri);
   }
   std::filesystem::path hypothesis_path(const std::string& uri) const {
-    return std::filesystem::path(arguments_.out_dir) / "files" / (file_stem(uri) + ".rttm");
+    return hypothesis_path(arguments_.out_dir, uri);
   }
 
   // True when --out holds this recording's result from a run with the same settings and audio:
@@ -275,6 +285,7 @@ class EvalRunner {
   Progress progress_;
   std::unique_ptr<pipeline::Diarizer> diarizer_;
   bool models_failed_ = false;
+  OutputOptions output_options_;
 };
 
 void run_eval(const EvalArguments& arguments) {
@@ -294,16 +305,28 @@ void run_eval(const EvalArguments& arguments) {
   }
   // Destinations and compared systems are checked first: a wrong path fails before an hour of
   // diarization (an --out that was a file gave "internal error: filesystem error").
+  const OutputOptions output_options{.overwrite_read_only = arguments.force};
   if (!arguments.out_dir.empty()) {
     prepare_output_folder("--out", arguments.out_dir);
     prepare_output_folder("--out", std::filesystem::path(arguments.out_dir) / "files");
+    check_output_file("--out", (std::filesystem::path(arguments.out_dir) / "eval.json").string(),
+                      output_options);
   }
-  check_output_file("--json", arguments.json);
+  check_output_file("--json", arguments.json, output_options);
+  check_output_file("--plot", arguments.plot, output_options);
   std::vector<eval::SystemSummary> compared;
   for (const std::string& path : arguments.compare) {
     compared.push_back(eval::read_system_summary(path));
   }
   const std::vector<eval::EvalFile> files = recordings(arguments);
+  if (!arguments.out_dir.empty()) {
+    for (const eval::EvalFile& file : files) {
+      check_output_file("--out", EvalRunner::record_path(arguments.out_dir, file.uri).string(),
+                        output_options);
+      check_output_file("--out", EvalRunner::hypothesis_path(arguments.out_dir, file.uri).string(),
+                        output_options);
+    }
+  }
   double longest_input = 0.0;  // what the provider routing weighs
   for (const eval::EvalFile& file : files) {
     if (!file.problem.empty()) continue;
@@ -334,9 +357,9 @@ void run_eval(const EvalArguments& arguments) {
   const nlohmann::ordered_json json = eval::eval_run_json(run);
   if (!arguments.out_dir.empty()) {
     write_file_atomically(std::filesystem::path(arguments.out_dir) / "eval.json",
-                          json.dump(2) + "\n");
+                          json.dump(2) + "\n", output_options);
   }
-  if (!arguments.json.empty()) write_output(json.dump(2) + "\n", arguments.json);
+  if (!arguments.json.empty()) write_output(json.dump(2) + "\n", arguments.json, output_options);
   if (arguments.json != "-") fmt::print("{}", eval::format_eval_table(run));
 
   if (!arguments.plot.empty()) {
@@ -351,7 +374,7 @@ void run_eval(const EvalArguments& arguments) {
     plot::plot_accuracy_speed(
         points, bars,
         fmt::format("accuracy against speed ({} recordings)", eval::eval_totals(run.files).files),
-        arguments.plot);
+        arguments.plot, output_options);
     if (!arguments.flags.quiet) fmt::print(stderr, "chart written to {}\n", arguments.plot);
   }
   const eval::EvalTotals totals = eval::eval_totals(run.files);
@@ -402,6 +425,7 @@ void add_eval_command(CLI::App& app) {
                       "eval.json; a rerun skips recordings done with the same settings");
   command->add_flag("--redo", arguments->redo,
                     "diarize every recording again even when --out has its result");
+  add_force_flag(*command, arguments->force);
   command->add_option("--json", arguments->json,
                       "write the results JSON (schema parley-eval/2) here; - for standard output");
   command->add_option("--label", arguments->label,

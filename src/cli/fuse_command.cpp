@@ -28,6 +28,7 @@ struct FuseArguments {
   std::string file_id;
   double gap_tolerance = 1.0;
   std::string unknown_speaker = "UNKNOWN";
+  bool force = false;
 };
 
 // The RTTM turns of the one recording being fused.
@@ -68,6 +69,8 @@ void run_fuse(const FuseArguments& arguments) {
         transcript::output_format_for_path(arguments.out).value_or(transcript::OutputFormat::text);
   }
 
+  const OutputOptions output_options{.overwrite_read_only = arguments.force};
+  check_output_file("--out", arguments.out, output_options);
   const transcript::Transcript input =
       transcript::read_transcript(arguments.transcript, input_format);
   const std::vector<eval::Turn> turns = recording_turns(arguments);
@@ -76,7 +79,7 @@ void run_fuse(const FuseArguments& arguments) {
       transcript::FusionOptions{.gap_tolerance = arguments.gap_tolerance,
                                 .unknown_speaker = arguments.unknown_speaker});
   const std::string text = transcript::format_transcript(labelled, output_format);
-  write_output(text, arguments.out);
+  write_output(text, arguments.out, output_options);
 }
 
 }  // namespace
@@ -103,6 +106,7 @@ void add_fuse_command(CLI::App& app) {
                       "Output: srt, vtt, txt or json (default: from the --out extension, else "
                       "txt)");
   command->add_option("--out", arguments->out, "Output file (default: standard output)");
+  add_force_flag(*command, arguments->force);
   command->add_option("--file-id", arguments->file_id,
                       "Recording whose turns to use when the RTTM holds several");
   command

@@ -23,6 +23,9 @@ struct ReclusterArguments {
 void run_recluster(const ReclusterArguments& arguments) {
   pipeline::DiarizationConfig config;
   apply_diarization_flags(arguments.flags, config);
+  check_format(arguments.flags, false);
+  const OutputOptions output_options{.overwrite_read_only = arguments.flags.force};
+  check_output_file("--out", arguments.flags.out, output_options);
   const pipeline::DiarizationIntermediates intermediates =
       pipeline::read_model_intermediates(arguments.directory);
 
@@ -51,7 +54,7 @@ void run_recluster(const ReclusterArguments& arguments) {
   StageTimes times;
   const pipeline::DiarizationResult result =
       pipeline::diarize_from_embeddings(intermediates, config, plda ? &*plda : nullptr, uri, times);
-  write_output(format_result(result, arguments.flags), arguments.flags.out);
+  write_output(format_result(result, arguments.flags), arguments.flags.out, output_options);
   if (!arguments.flags.quiet) {
     fmt::print(stderr, "{}: {} speakers, {} turns (clustering {:.3f} s)\n", uri,
                result.speaker_count, result.turns.size(), times.total());

@@ -6,9 +6,16 @@
 
 namespace parley {
 
+// The folder temporary files go to: $TMPDIR, else /tmp (std::filesystem::temp_directory_path).
+// Fails saying what to do when TMPDIR names something that is not an existing folder (the
+// library's own "filesystem error: temp_directory_path" says neither which nor what to do), or
+// when the folder is not writable.
+std::filesystem::path temporary_folder();
+
 class TemporaryDirectory {
  public:
-  // Creates <temp>/<prefix>XXXXXX with mode 0700 (mkdtemp: a fresh name, never an existing folder).
+  // Creates <temporary_folder()>/<prefix>XXXXXX with mode 0700 (mkdtemp: a fresh name, never an
+  // existing folder).
   explicit TemporaryDirectory(const std::string& prefix);
   ~TemporaryDirectory();
   TemporaryDirectory(const TemporaryDirectory&) = delete;

@@ -158,14 +158,14 @@ std::string stage_time_script(const std::vector<StageBar>& bars, const std::stri
 
 void plot_accuracy_speed(const std::vector<SpeedAccuracyPoint>& points,
                          const std::vector<StageBar>& stages, const std::string& title,
-                         const std::filesystem::path& output) {
+                         const std::filesystem::path& output, const OutputOptions& options) {
   const std::string script = accuracy_speed_script(points, stages, title);
-  render(script, output, stage_names(stages).empty() ? 800 : 1400, 600);
+  render(script, output, stage_names(stages).empty() ? 800 : 1400, 600, options);
 }
 
 void plot_stage_times(const std::vector<StageBar>& bars, const std::string& title,
-                      const std::filesystem::path& output) {
-  render(stage_time_script(bars, title), output, 1400, 600);
+                      const std::filesystem::path& output, const OutputOptions& options) {
+  render(stage_time_script(bars, title), output, 1400, 600, options);
 }
 
 }  // namespace parley::plot

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/stage_timer.h"
 
 namespace parley::plot {
@@ -31,8 +32,8 @@ std::string stage_time_script(const std::vector<StageBar>& bars, const std::stri
 
 void plot_accuracy_speed(const std::vector<SpeedAccuracyPoint>& points,
                          const std::vector<StageBar>& stages, const std::string& title,
-                         const std::filesystem::path& output);
+                         const std::filesystem::path& output, const OutputOptions& options = {});
 void plot_stage_times(const std::vector<StageBar>& bars, const std::string& title,
-                      const std::filesystem::path& output);
+                      const std::filesystem::path& output, const OutputOptions& options = {});
 
 }  // namespace parley::plot

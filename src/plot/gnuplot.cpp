@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/subprocess.h"
+#include "core/temporary_directory.h"
 
 namespace parley::plot {
 namespace {
@@ -77,10 +78,14 @@ std::string gnuplot_string(std::string_view text) {
   return literal + "\"";
 }
 
-void render(const std::string& body, const std::filesystem::path& output, int width, int height) {
+void render(const std::string& body, const std::filesystem::path& output, int width, int height,
+            const OutputOptions& options) {
   const ImageFormat format = image_format_for(output);
   const std::optional<std::filesystem::path> gnuplot = require_gnuplot();
-  const std::filesystem::path absolute_output = std::filesystem::absolute(output);
+  check_output_destination(output, options);
+  const TemporaryDirectory work("parley-plot-");
+  const std::filesystem::path image =
+      work / (format == ImageFormat::png ? "chart.png" : "chart.svg");
   // "noenhanced": file names and labels such as SPEAKER_00 are shown as written, not with
   // subscripts.
   const std::string terminal =
@@ -92,32 +97,25 @@ void render(const std::string& body, const std::filesystem::path& output, int wi
                 "\"white\"",
                 width, height);
   const std::string script = fmt::format("{}\nset output {}\n{}\nunset output\n", terminal,
-                                         gnuplot_string(absolute_output.string()), body);
-
-  const std::filesystem::path work = std::filesystem::temp_directory_path() /
-                                     fmt::format("parley-plot-{}", static_cast<long>(::getpid()));
-  std::filesystem::create_directories(work);
+                                         gnuplot_string(image.string()), body);
   const std::filesystem::path script_path = work / "chart.gp";
   const std::filesystem::path errors_path = work / "gnuplot.err";
   std::ofstream(script_path, std::ios::binary) << script;
-  std::error_code ignored;
-  std::filesystem::remove(absolute_output, ignored);
-  SpawnOptions options;
-  options.stdout_path = "/dev/null";
-  options.stderr_path = errors_path;
-  const int status = run_process({gnuplot->string(), script_path.string()}, options);
+  SpawnOptions spawn;
+  spawn.stdout_path = "/dev/null";
+  spawn.stderr_path = errors_path;
+  const int status = run_process({gnuplot->string(), script_path.string()}, spawn);
   const std::string errors = read_all(errors_path);
-  std::filesystem::remove_all(work, ignored);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fail("gnuplot ({}) failed drawing {}: {}", gnuplot->string(), output.string(),
          errors.empty() ? std::string("no message") : errors);
   }
-  std::error_code size_error;
-  if (!std::filesystem::exists(absolute_output) ||
-      std::filesystem::file_size(absolute_output, size_error) == 0) {
-    fail("gnuplot ran but wrote no image to {}{}{}; check that the folder is writable",
-         output.string(), errors.empty() ? "" : ": ", errors);
+  const std::string drawn = read_all(image);
+  if (drawn.empty()) {
+    fail("gnuplot ran but drew no image for {}{}{}", output.string(), errors.empty() ? "" : ": ",
+         errors);
   }
+  write_file_atomically(output, drawn, options);
 }
 
 }  // namespace parley::plot

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/atomic_file.h"
+
 namespace parley::plot {
 
 enum class ImageFormat { png, svg };
@@ -24,8 +26,10 @@ std::filesystem::path require_gnuplot();
 std::string gnuplot_string(std::string_view text);
 
 // Runs `body` (plot commands, without terminal or output) with a terminal for `output`'s format
-// at width x height pixels, writing `output`. Fails when gnuplot is missing (naming the Debian
-// package to install), when it reports an error (with its message), or when no image appears.
-void render(const std::string& body, const std::filesystem::path& output, int width, int height);
+// at width x height pixels, writing `output` as core/atomic_file.h writes outputs (gnuplot draws
+// into a temporary folder). Fails when gnuplot is missing (naming the Debian package to install),
+// when it reports an error (with its message), or when no image appears.
+void render(const std::string& body, const std::filesystem::path& output, int width, int height,
+            const OutputOptions& options = {});
 
 }  // namespace parley::plot
