@@ -160,7 +160,8 @@ PARLEY_API const char* parley_result_warning(const parley_result* result, size_t
 /* The RTTM text of the (non-exclusive) turns; `uri` NULL: the result's own. Owned by the
  * result, valid until the next call on it or its free. */
 PARLEY_API const char* parley_result_rttm(const parley_result* result, const char* uri);
-/* {"diarization": [...], "exclusive_diarization": [...]}, as `parley diarize --format json`. */
+/* {"diarization": [...], "exclusive_diarization": [...], "speaker_embeddings": {"SPEAKER_00":
+ * [...], ...}}, as `parley diarize --format json` writes it. */
 PARLEY_API const char* parley_result_json(const parley_result* result);
 PARLEY_API void parley_result_free(parley_result* result);
 

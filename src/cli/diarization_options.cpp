@@ -283,7 +283,8 @@ std::string format_result(const pipeline::DiarizationResult& result,
         "(or use rttm, json or txt)",
         flags.format);
   }
-  if (flags.format == "json") return pipeline::format_json(result.turns, result.exclusive_turns);
+  if (flags.format == "json")
+    return pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);
   if (flags.format == "txt") return pipeline::format_text(turns);
   return eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
 }
