@@ -74,7 +74,8 @@ typedef enum { PARLEY_EMBEDDING_SHARED = 0, PARLEY_EMBEDDING_EXACT = 1 } parley_
 
 typedef struct parley_params {
   /* Folder searched for the models first. NULL: $PARLEY_MODELS, then the per-user cache (where
-   * `parley models fetch` puts them), as the parley command searches. */
+   * `parley models fetch` puts them), then share/parley/models of the prefix libparley is
+   * installed in, then the build tree's build/models, as the parley command searches. */
   const char* models_dir;
   /* Explicit model files; NULL: found through the search above. */
   const char* segmentation_model; /* segmentation-3.0 .onnx */
