@@ -1,5 +1,7 @@
 # `cmake --install build --prefix P`: the header, libparley.so.N with ONNX Runtime beside it, the
-# parley command, parley.pc and the CMake package (find_package(parley) -> parley::parley).
+# parley command, parley.pc and the CMake package (find_package(parley) -> parley::parley), the
+# models of build/models in share/parley/models (where the installed library and command find them:
+# src/models/model_locator.h) and the LICENSE in share/doc/parley.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS parley EXPORT parleyTargets
@@ -13,6 +15,14 @@ if(TARGET parley_cli)
   set_target_properties(parley_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
   install(TARGETS parley_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 endif()
+
+# The models scripts/prepare-models put in the build tree, copied (links followed) when the install
+# runs, not when it is configured: they are prepared after the build.
+install(CODE "set(PARLEY_MODELS_SOURCE \"${PROJECT_BINARY_DIR}/models\")
+set(PARLEY_MODELS_DESTINATION \"${CMAKE_INSTALL_DATADIR}/parley/models\")" COMPONENT models)
+install(SCRIPT "${PROJECT_SOURCE_DIR}/cmake/ParleyInstallModels.cmake" COMPONENT models)
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        COMPONENT library)
 
 set(PARLEY_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/parley)
 install(EXPORT parleyTargets NAMESPACE parley:: DESTINATION ${PARLEY_CMAKE_DIR}

@@ -1,7 +1,8 @@
 /* The C API in a page: diarize one recording and print who spoke when.
  *   diarize AUDIO [MODELS_DIR]
  * Without MODELS_DIR the models are found as the parley command finds them ($PARLEY_MODELS, then
- * the per-user cache that `parley models fetch` fills). */
+ * the per-user cache that `parley models fetch` fills, then the installed share/parley/models or
+ * the build tree's build/models: docs/models.md). */
 #include <stdio.h>
 
 #include <parley/parley.h>

@@ -2,7 +2,8 @@
 """The Python API in a page: diarize one recording and print who spoke when.
     diarize.py AUDIO [MODELS_DIR]
 Without MODELS_DIR the models are found as the parley command finds them ($PARLEY_MODELS, then
-the per-user cache that `parley models fetch` fills)."""
+the per-user cache that `parley models fetch` fills, then the installed share/parley/models or the
+build tree's build/models: docs/models.md)."""
 import sys
 
 import parley

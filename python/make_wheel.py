@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a wheel of an importable package folder with the standard library only (no PyPI here):
-make_wheel.py --package build/python/parley --out build/python --version 0.1.0.
+make_wheel.py --package build/python/parley --out build/python --version 0.1.0 --license LICENSE.
 The folder holds the compiled extension and the shared libraries it loads through $ORIGIN."""
 import argparse
 import base64
@@ -21,6 +21,8 @@ def main() -> None:
     parser.add_argument("--package", type=pathlib.Path, required=True)
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--version", required=True)
+    parser.add_argument("--license", type=pathlib.Path, required=True,
+                        help="the project's LICENSE file (MIT), copied into the .dist-info folder")
     arguments = parser.parse_args()
 
     python_tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -37,6 +39,8 @@ def main() -> None:
         f"Name: {name}",
         f"Version: {arguments.version}",
         "Summary: Speaker diarization (who spoke when): pyannote community-1 on ONNX Runtime",
+        "License: MIT",
+        "Classifier: License :: OSI Approved :: MIT License",
         "Requires-Python: >=3.9",
         "Provides-Extra: numpy",
         'Requires-Dist: numpy; extra == "numpy"',
@@ -57,7 +61,8 @@ def main() -> None:
             archive.writestr(info, data)
             records.append(record_line(member, data))
         for member, text in ((f"{dist_info}/METADATA", metadata),
-                             (f"{dist_info}/WHEEL", wheel)):
+                             (f"{dist_info}/WHEEL", wheel),
+                             (f"{dist_info}/LICENSE", arguments.license.read_text())):
             archive.writestr(member, text)
             records.append(record_line(member, text.encode()))
         records.append(f"{dist_info}/RECORD,,")

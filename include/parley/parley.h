@@ -74,7 +74,8 @@ typedef enum { PARLEY_EMBEDDING_SHARED = 0, PARLEY_EMBEDDING_EXACT = 1 } parley_
 
 typedef struct parley_params {
   /* Folder searched for the models first. NULL: $PARLEY_MODELS, then the per-user cache (where
-   * `parley models fetch` puts them), as the parley command searches. */
+   * `parley models fetch` puts them), then share/parley/models of the prefix libparley is
+   * installed in, then the build tree's build/models, as the parley command searches. */
   const char* models_dir;
   /* Explicit model files; NULL: found through the search above. */
   const char* segmentation_model; /* segmentation-3.0 .onnx */
@@ -160,7 +161,8 @@ PARLEY_API const char* parley_result_warning(const parley_result* result, size_t
 /* The RTTM text of the (non-exclusive) turns; `uri` NULL: the result's own. Owned by the
  * result, valid until the next call on it or its free. */
 PARLEY_API const char* parley_result_rttm(const parley_result* result, const char* uri);
-/* {"diarization": [...], "exclusive_diarization": [...]}, as `parley diarize --format json`. */
+/* {"diarization": [...], "exclusive_diarization": [...], "speaker_embeddings": {"SPEAKER_00":
+ * [...], ...}}, as `parley diarize --format json` writes it. */
 PARLEY_API const char* parley_result_json(const parley_result* result);
 PARLEY_API void parley_result_free(parley_result* result);
 

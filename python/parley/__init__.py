@@ -1,7 +1,7 @@
 """parley: speaker diarization ("who spoke when") for Python.
 
     import parley
-    pipeline = parley.Pipeline()                 # models: $PARLEY_MODELS or the per-user cache
+    pipeline = parley.Pipeline()                 # models: docs/models.md, "Where models are found"
     diarization = pipeline("meeting.wav")
     for turn in diarization.turns:
         print(f"{turn.start:.1f} {turn.end:.1f} {turn.speaker}")
@@ -146,7 +146,8 @@ class Pipeline:
 
     Args:
         models_dir: folder searched for the models first; None: ``$PARLEY_MODELS``, then the
-            per-user cache that ``parley models fetch`` fills.
+            per-user cache that ``parley models fetch`` fills, then the models of the build tree
+            the package was built in (build/models) or of an install (share/parley/models).
         provider: execution provider: "auto" (a GPU where it pays off), "cpu", "cuda",
             "tensorrt", ...; a named provider that cannot be used raises :class:`Error`.
         provider_options: options passed to the provider, e.g. ``{"device_id": 1}``.

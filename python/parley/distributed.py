@@ -38,8 +38,11 @@ try:
     from distributed.diagnostics.plugin import WorkerPlugin
     from distributed.scheduler import KilledWorker
 except ImportError as error:  # pragma: no cover - depends on the machine
-    raise parley.Error("parley.distributed needs Dask: apt install python3-distributed "
-                       "(or pip install distributed)") from error
+    raise parley.Error(
+        f"parley.distributed needs Dask, which {sys.executable} cannot import: pip install "
+        "distributed into its environment, or run Debian's /usr/bin/python3 (apt install "
+        "python3-distributed) or a virtual environment made from it with "
+        "--system-site-packages") from error
 
 __all__ = ["Report", "diarize_archive", "iter_archive", "read_manifest", "output_names"]
 

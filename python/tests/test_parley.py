@@ -70,6 +70,10 @@ def test_result_fields(falcon):
     assert len(next(falcon.itertracks())) == 2
     document = json.loads(falcon.to_json())
     assert len(document["diarization"]) == len(falcon.turns)
+    # The JSON's embeddings are the same float32 rows, keyed by label.
+    assert list(document["speaker_embeddings"]) == falcon.speakers
+    assert np.array_equal(np.array(list(document["speaker_embeddings"].values()), np.float32),
+                          falcon.embeddings)
     assert "segmentation" in falcon.stage_times and "clustering" in falcon.stage_times
     assert any("speed twin" in warning for warning in falcon.warnings)
     assert falcon.to_rttm("other").startswith("SPEAKER other 1 ")

@@ -128,6 +128,8 @@ static void diarizes_a_recording(parley_diarizer* diarizer, const char* eval, ch
   CHECK(strncmp(parley_result_rttm(result, NULL), "SPEAKER test 1 ", 15) == 0);
   CHECK(strncmp(parley_result_rttm(result, "other"), "SPEAKER other 1 ", 16) == 0);
   CHECK(strstr(parley_result_json(result), "\"exclusive_diarization\"") != NULL);
+  CHECK(strstr(parley_result_json(result), "\"speaker_embeddings\": {\n    \"SPEAKER_00\": [") !=
+        NULL);
   *rttm = strdup(parley_result_rttm(result, NULL));
   parley_result_free(result);
 

@@ -542,8 +542,8 @@ const char* parley_result_rttm(const parley_result* result, const char* uri) {
 
 const char* parley_result_json(const parley_result* result) {
   if (result == nullptr) return "";
-  result->json =
-      parley::pipeline::format_json(result->result.turns, result->result.exclusive_turns);
+  result->json = parley::pipeline::format_json(result->result.turns, result->result.exclusive_turns,
+                                               result->result.speaker_embeddings);
   return result->json.c_str();
 }
 

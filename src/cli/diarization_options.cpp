@@ -297,7 +297,8 @@ std::string format_result(const pipeline::DiarizationResult& result,
                           const DiarizationFlags& flags) {
   const auto& turns = flags.exclusive ? result.exclusive_turns : result.turns;
   check_format(flags, false);
-  if (flags.format == "json") return pipeline::format_json(result.turns, result.exclusive_turns);
+  if (flags.format == "json")
+    return pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);
   if (flags.format == "txt") return pipeline::format_text(turns);
   return eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
 }

@@ -25,10 +25,20 @@ awk '$1 != "SPEAKER" || $2 != "test" || NF != 10 { bad = 1 } END { exit bad }' "
 "$parley" score --ref "$shared/eval/falcon-test/test.rttm" --hyp "$work/test.rttm" --json >"$work/score.json"
 check '/usr/bin/python3 -c "import json,sys; t=json.load(open(sys.argv[1]))[\"total\"]; sys.exit(0 if t[\"missed\"]+t[\"false_alarm\"] < 0.25 else 1)" "$work/score.json"' "speech regions"
 
-# --format json carries both diarizations.
+# --format json carries both diarizations and one 256-number embedding per speaker, keyed by the
+# labels the turns use.
 "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" --format json -q \
   --step 2 --out "$work/test.json" 2>/dev/null
 check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d[\"diarization\"] and \"exclusive_diarization\" in d else 1)" "$work/test.json"' "json output"
+check '/usr/bin/python3 -c "
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+e = d[\"speaker_embeddings\"]
+labels = sorted({turn[\"speaker\"] for turn in d[\"diarization\"]})
+ok = labels and sorted(e) == labels and all(
+    len(row) == 256 and all(isinstance(x, float) and math.isfinite(x) for x in row) and
+    any(x != 0 for x in row) for row in e.values())
+sys.exit(0 if ok else 1)" "$work/test.json"' "json speaker embeddings"
 
 # recluster: the saved arrays give the same turns without the models running again.
 "$parley" recluster "$work/saved" --models "$work/models" --uri test -q >"$work/again.rttm"

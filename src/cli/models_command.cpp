@@ -188,8 +188,9 @@ void add_models_command(CLI::App& app) {
   models->require_subcommand(1);
   models->add_option("--models", arguments->models_dir,
                      "Folder searched first for model files (then $PARLEY_MODELS, then "
-                     "${XDG_CACHE_HOME:-~/.cache}/parley/models; models/ beside parley only "
-                     "when neither names a folder)");
+                     "${XDG_CACHE_HOME:-~/.cache}/parley/models; then, only when neither names "
+                     "a folder, models/ beside parley, share/parley/models of an install and the "
+                     "build tree's models/)");
 
   auto* list = models->add_subcommand("list", "Show the model registry and where each file is");
   list->fallthrough();

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# CTest: every `build/parley ...` line in README.md's code blocks works exactly as written, run
-# from a scratch folder laid out like the checkout root after scripts/setup: build/parley, the
-# models where scripts/prepare-models puts them (beside the executable), an empty home (no
-# per-user model cache, no $PARLEY_MODELS), and the README's file names made from real
-# recordings in ../shared/eval. A command added to the README is tested without editing this.
+# CTest: every command of README.md's `sh` code blocks (but scripts/setup and scripts/test) works
+# exactly as written, in order, run from a scratch folder laid out like the checkout root after
+# scripts/setup: `build` is this build tree (build/parley, the wheel in build/python, the models
+# where scripts/prepare-models puts them), `examples` the source's; an empty home (no per-user
+# model cache, no $PARLEY_MODELS, nothing in ~/.local); and the README's file names made from real
+# recordings in ../shared/eval. `python3` in PATH is an interpreter without numpy or Dask (as a
+# pyenv one may be), so no line may depend on it. A command added to the README is tested
+# without editing this.
 #   readme_commands_test.sh PARLEY SOURCE_DIR WORK_DIR ENCODE_AUDIO   (PARLEY_SHARED_DIR: shared data)
 # Skips (exit 77) when the shared models or recordings are absent.
 set -euo pipefail
 parley=$1 source_dir=$2 work=$3 encode_audio=$(realpath "$4")
+build_dir=$(dirname "$(realpath "$parley")")
 shared=${PARLEY_SHARED_DIR:?}
 eval_dir=$shared/eval
 for needed in models/segmentation-3.0-fp16.onnx models/plda eval/pyannote-sample/sample.wav \
@@ -16,13 +20,15 @@ for needed in models/segmentation-3.0-fp16.onnx models/plda eval/pyannote-sample
 done
 
 # The models as a user has them after setup: in `models` beside the parley executable.
-PARLEY_BUILD_DIR=$(dirname "$(realpath "$parley")") PARLEY_SHARED_DIR=$shared \
-  "$source_dir/scripts/prepare-models" >/dev/null
+PARLEY_BUILD_DIR=$build_dir PARLEY_SHARED_DIR=$shared "$source_dir/scripts/prepare-models" >/dev/null
 
 rm -rf "$work"
 checkout=$work/checkout
-mkdir -p "$checkout/build" "$work/home"
-ln -s "$(realpath "$parley")" "$checkout/build/parley"
+mkdir -p "$checkout" "$work/home"
+ln -s "$build_dir" "$checkout/build"
+ln -s "$(realpath "$source_dir/examples")" "$checkout/examples"
+# A python3 first in PATH that is not Debian's: it has neither numpy nor Dask.
+/usr/bin/python3 -m venv --without-pip "$work/other-python"
 cd "$checkout"
 # The README's recordings, from real ones.
 "$encode_audio" "$eval_dir/pyannote-sample/sample.wav" meeting.m4a
@@ -34,6 +40,8 @@ sox "$eval_dir/ami-debug/tst00.wav" -b 16 tst00.flac
 # An evaluation set in pyannote's list format, its audio beside the list.
 for part in lst rttm uem; do cp "$eval_dir/ami-debug/debug.development.$part" "set.$part"; done
 while read -r uri; do cp "$eval_dir/ami-debug/$uri.wav" .; done <set.lst
+# A manifest for parley.distributed.
+printf 'call.wav\nlong.wav\n' >files.tsv
 # A reference and a hypothesis: the people's turns, and the same turns 0.3 s late.
 cp "$eval_dir/pyannote-sample/sample.rttm" ref.rttm
 awk '{ $4 = sprintf("%.3f", $4 + 0.3); print }' ref.rttm >hyp.rttm
@@ -44,12 +52,15 @@ awk '{ n++; s = $4; e = $4 + $5
               int(s % 3600 / 60), s % 60, int(e / 3600), int(e % 3600 / 60), e % 60, n }' talk.rttm |
   sed 's/\([0-9]\)\.\([0-9][0-9][0-9]\)/\1,\2/g' >talk.srt
 
-# The command lines: inside ``` blocks, starting with build/parley, trailing comment removed.
-mapfile -t commands < <(awk '/^```/ { inside = !inside; next }
-                             inside && /^build\/parley / { sub(/[ \t]+#.*$/, ""); print }' \
-                             "$source_dir/README.md")
-if [ ${#commands[@]} -lt 10 ]; then
-  echo "FAILED: found only ${#commands[@]} build/parley lines in README.md's code blocks" >&2
+# The command lines: inside ```sh blocks, but the two at the top, trailing comment removed.
+mapfile -t commands < <(awk '/^```sh/ { inside = 1; next }  /^```/ { inside = 0; next }
+                             inside && NF && $1 != "scripts/setup" && $1 != "scripts/test" {
+                               sub(/[ \t]+#.*$/, ""); print }' "$source_dir/README.md")
+count() { printf '%s\n' "${commands[@]}" | grep -c "$1" || true; }
+if [ "$(count '^build/parley ')" -lt 10 ] || [ "$(count '^venv/bin/python ')" -lt 1 ] ||
+   [ "$(count '^cmake --install build')" -lt 1 ]; then
+  echo "FAILED: README.md's sh blocks lack the build/parley, Python or C lines:" >&2
+  printf '  %s\n' "${commands[@]}" >&2
   exit 1
 fi
 
@@ -57,7 +68,8 @@ failed=0
 for index in "${!commands[@]}"; do
   command=${commands[$index]}
   log=$work/command-$index.log
-  if env -i PATH="$PATH" HOME="$work/home" LANG=C.UTF-8 bash -c "$command" >"$log" 2>&1; then
+  if env -i PATH="$work/other-python/bin:$PATH" HOME="$work/home" LANG=C.UTF-8 \
+    bash -c "$command" >"$log" 2>&1; then
     echo "ok      $command"
   else
     echo "FAILED  $command" >&2

@@ -1,5 +1,6 @@
 #include "models/model_locator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <system_error>
 
@@ -40,9 +41,28 @@ std::filesystem::path executable_models_dir() {
   return folder.empty() ? folder : folder / "models";
 }
 
+std::vector<SearchPlace> builtin_search_places() {
+  // Set by src/models/CMakeLists.txt: share/parley/models relative to the install's bin/ and
+  // lib/ folders, and this build tree's models folder.
+  std::vector<SearchPlace> places;
+  if (auto beside = executable_models_dir(); !beside.empty()) {
+    places.push_back({beside, "beside the executable", false});
+  }
+  if (const auto folder = executable_folder(); !folder.empty()) {
+    places.push_back(
+        {(folder / PARLEY_BIN_TO_MODELS).lexically_normal(), "installed with parley", false});
+  }
+  if (const auto folder = code_folder(); !folder.empty()) {
+    places.push_back(
+        {(folder / PARLEY_LIB_TO_MODELS).lexically_normal(), "installed with parley", false});
+  }
+  places.push_back({PARLEY_BUILD_TREE_MODELS, "build tree", false});
+  return places;
+}
+
 std::vector<SearchPlace> default_search_places(
     const std::optional<std::filesystem::path>& models_flag,
-    const std::filesystem::path& executable_models) {
+    const std::vector<SearchPlace>& builtin) {
   std::vector<SearchPlace> places;
   std::error_code error;
   if (models_flag && !models_flag->empty()) {
@@ -56,14 +76,22 @@ std::vector<SearchPlace> default_search_places(
     places.push_back({*from_environment, "$PARLEY_MODELS"});
   }
   // A folder named by the flag or the variable must not be completed silently by the models a
-  // build left beside the executable (the speed twin, say): those serve only when none is named.
+  // build left in a built-in folder (the speed twin, say): those serve only when none is named.
   const bool folder_named = !places.empty();
   if (auto cache = user_cache_models_dir(); !cache.empty()) {
     places.push_back({cache, "per-user cache"});
   }
-  if (!folder_named && !executable_models.empty() &&
-      std::filesystem::is_directory(executable_models, error)) {
-    places.push_back({executable_models, "beside the executable", false});
+  if (folder_named) return places;
+  // The built-in folders often coincide (build/parley's `models` is its build tree's); each is
+  // searched, and listed in messages, once.
+  std::vector<std::filesystem::path> seen;
+  for (const SearchPlace& place : builtin) {
+    if (place.dir.empty() || !std::filesystem::is_directory(place.dir, error)) continue;
+    const std::filesystem::path canonical = std::filesystem::canonical(place.dir, error);
+    if (error) continue;
+    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) continue;
+    seen.push_back(canonical);
+    places.push_back(place);
   }
   return places;
 }

@@ -1,11 +1,13 @@
 #pragma once
-// Finds model files on disk. Folders are searched in a fixed order: `--models DIR`, then
-// $PARLEY_MODELS, then the per-user cache `${XDG_CACHE_HOME:-~/.cache}/parley/models`, then, when
-// neither the flag nor the variable named a folder, a `models` folder beside the executable
-// (build/models for build/parley, where scripts/prepare-models puts them: a fresh checkout works
-// without flags, and models a user fetched or pointed at win over those). Within a folder a role's
-// entries are tried in the registry's preference order (default first, speed twin last). `parley
-// models fetch` writes into the first of the folders before the executable's.
+// Finds model files on disk. Folders are searched in a fixed order: `--models DIR` (models_dir),
+// then $PARLEY_MODELS, then the per-user cache `${XDG_CACHE_HOME:-~/.cache}/parley/models`, then,
+// when neither the flag nor the variable named a folder, the folders parley itself brings models
+// in (builtin_search_places: build/models beside build/parley, where scripts/prepare-models puts
+// them, for the command, the library and the Python package of a build tree; share/parley/models
+// of an installed prefix): a fresh checkout or install works without flags, and models a user
+// fetched or pointed at win over those. Within a folder a role's entries are tried in the
+// registry's preference order (default first, speed twin last). `parley models fetch` writes into
+// the first of the folders before the built-in ones.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -17,9 +19,11 @@ namespace parley::models {
 
 struct SearchPlace {
   std::filesystem::path dir;
-  std::string origin;  // "--models", "$PARLEY_MODELS", "per-user cache", "beside the executable"
-  // Whether `parley models fetch` may write here; not beside the executable, which an install
-  // may not let users write and a rebuild may wipe.
+  // "models_dir", "$PARLEY_MODELS", "per-user cache", or a built-in folder's origin ("beside the
+  // executable", "installed with parley", "build tree")
+  std::string origin;
+  // Whether `parley models fetch` may write here; not the built-in folders, which an install may
+  // not let users write and a rebuild may wipe.
   bool takes_fetches = true;
 };
 
@@ -35,13 +39,23 @@ std::filesystem::path user_cache_models_dir();
 // `models` beside the running executable (build/models for build/parley); empty when unknown.
 std::filesystem::path executable_models_dir();
 
+// The folders parley itself brings models in, in this order, whether they exist or not:
+//   "beside the executable"  `models` beside the running program (build/models for build/parley);
+//   "installed with parley"  share/parley/models of the prefix the program (bin/) or the library
+//                            (lib/) is installed in, where `cmake --install` puts the build's
+//                            models;
+//   "build tree"             the models folder of the build tree this code was compiled in
+//                            (build/models), for the library used from the build tree or from a
+//                            wheel built there (a Python venv, a C program linked in place).
+std::vector<SearchPlace> builtin_search_places();
+
 // The search order for this process: `models_flag` when given (an error when that folder does
 // not exist: a typo must not silently fall through to other models), $PARLEY_MODELS when set and
-// non-empty, the per-user cache, then `executable_models` when that folder exists and neither
-// the flag nor the variable named a folder.
+// non-empty, the per-user cache, then those of `builtin` that exist, each folder once, when
+// neither the flag nor the variable named a folder.
 std::vector<SearchPlace> default_search_places(
     const std::optional<std::filesystem::path>& models_flag,
-    const std::filesystem::path& executable_models = executable_models_dir());
+    const std::vector<SearchPlace>& builtin = builtin_search_places());
 
 class ModelLocator {
  public:

@@ -48,7 +48,9 @@ TEST(ModelLocator, SearchOrderIsFlagThenEnvironmentThenUserCache) {
   ScopedEnvironment models("PARLEY_MODELS", "/from/env");
   ScopedEnvironment cache("XDG_CACHE_HOME", "/xdg/cache");
   // A named folder (flag or variable) leaves out the models beside the executable.
-  const auto places = default_search_places(flag_dir.path(), executable_models.path());
+  const std::vector<SearchPlace> builtin = {
+      {executable_models.path(), "beside the executable", false}};
+  const auto places = default_search_places(flag_dir.path(), builtin);
   ASSERT_EQ(places.size(), 3u);
   EXPECT_EQ(places[0].dir, flag_dir.path());
   EXPECT_EQ(places[0].origin, "models_dir");
@@ -56,7 +58,7 @@ TEST(ModelLocator, SearchOrderIsFlagThenEnvironmentThenUserCache) {
   EXPECT_EQ(places[1].origin, "$PARLEY_MODELS");
   EXPECT_EQ(places[2].dir, "/xdg/cache/parley/models");
   EXPECT_EQ(places[2].origin, "per-user cache");
-  EXPECT_EQ(default_search_places(std::nullopt, executable_models.path()).size(), 2u);
+  EXPECT_EQ(default_search_places(std::nullopt, builtin).size(), 2u);
 }
 
 TEST(ModelLocator, AMissingModelsFlagFolderIsAnError) {
@@ -70,25 +72,54 @@ TEST(ModelLocator, AMissingModelsFlagFolderIsAnError) {
   }
 }
 
-TEST(ModelLocator, BesideTheExecutableIsLastAndNeverReceivesFetches) {
+TEST(ModelLocator, BuiltInFoldersAreLastOnceEachAndNeverReceiveFetches) {
   parley::testing::TemporaryDirectory executable_models("beside");
+  parley::testing::TemporaryDirectory installed_models("installed");
   ScopedEnvironment models("PARLEY_MODELS", nullptr);
   ScopedEnvironment cache("XDG_CACHE_HOME", "/xdg/cache");
-  const ModelLocator locator(Registry::builtin(),
-                             default_search_places(std::nullopt, executable_models.path()));
-  ASSERT_EQ(locator.places().size(), 2u);
+  const std::vector<SearchPlace> builtin = {
+      {executable_models.path(), "beside the executable", false},
+      {installed_models / "absent", "installed with parley", false},
+      {installed_models.path(), "installed with parley", false},
+      // The same folder again, by another spelling (build/parley's models are its build tree's).
+      {executable_models / ".." / executable_models.path().filename(), "build tree", false}};
+  const ModelLocator locator(Registry::builtin(), default_search_places(std::nullopt, builtin));
+  // Absent folders are not searched (nor listed in error messages), nor the same one twice.
+  ASSERT_EQ(locator.places().size(), 3u);
+  EXPECT_EQ(locator.places()[1].dir, executable_models.path());
+  EXPECT_EQ(locator.places()[2].dir, installed_models.path());
   EXPECT_EQ(locator.fetch_dir(), "/xdg/cache/parley/models");
+  write_text(installed_models / "segmentation-3.0-fp16.onnx", "s");
+  auto found = locator.find(Role::kSegmentation);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->place->origin, "installed with parley");
   write_text(executable_models / "segmentation-3.0-fp16.onnx", "s");
-  const auto found = locator.find(Role::kSegmentation);
+  found = locator.find(Role::kSegmentation);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->place->origin, "beside the executable");
-  // Absent, it is not searched (nor listed in error messages).
-  EXPECT_EQ(default_search_places(std::nullopt, executable_models / "absent").size(), 1u);
 }
 
-TEST(ModelLocator, BesideTheExecutableIsTheRunningProgramsFolder) {
+TEST(ModelLocator, BuiltInFoldersAreBesideTheProgramInstalledAndTheBuildTree) {
   EXPECT_EQ(executable_models_dir().filename(), "models");
   EXPECT_TRUE(std::filesystem::exists(executable_models_dir().parent_path() / "models_test"));
+  const auto places = builtin_search_places();
+  ASSERT_EQ(places.size(), 4u);
+  EXPECT_EQ(places[0].dir, executable_models_dir());
+  // This test program is not installed: bin/../share/parley/models seen from its folder.
+  const auto installed =
+      executable_models_dir().parent_path().parent_path() / "share" / "parley" / "models";
+  EXPECT_EQ(places[1].dir, installed);
+  EXPECT_EQ(places[1].origin, "installed with parley");
+  // The code is linked into the test program, so the library's folder is the program's.
+  EXPECT_EQ(places[2].dir, places[1].dir);
+  EXPECT_EQ(places[3].origin, "build tree");
+  EXPECT_EQ(places[3].dir.filename(), "models");
+  // build/src/models/models_test: the build tree is two folders up.
+  std::error_code error;
+  EXPECT_EQ(std::filesystem::weakly_canonical(places[3].dir.parent_path(), error),
+            std::filesystem::weakly_canonical(executable_models_dir().parent_path() / ".." / "..",
+                                              error));
+  for (const auto& place : places) EXPECT_FALSE(place.takes_fetches) << place.dir;
 }
 
 TEST(ModelLocator, UserCacheFallsBackToHomeAndUnsetVariablesAreSkipped) {

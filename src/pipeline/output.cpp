@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "pipeline/segments.h"
 
 namespace parley::pipeline {
 
@@ -31,14 +32,36 @@ nlohmann::ordered_json turns_json(std::span<const Turn> turns) {
   return list;
 }
 
+// JSON numbers are doubles: a float widened as it is would print 17 digits of binary noise. The
+// double nearest to the float's shortest decimal text prints as that text and reads back as it.
+double shortest_double(float value) {
+  const std::string text = fmt::format("{}", value);
+  return std::strtod(text.c_str(), nullptr);
+}
+
+nlohmann::ordered_json embeddings_json(const NdArray<float>& embeddings) {
+  nlohmann::ordered_json speakers = nlohmann::ordered_json::object();
+  if (embeddings.rank() != 2) return speakers;
+  const std::size_t dimension = embeddings.dim(1);
+  for (std::size_t speaker = 0; speaker < embeddings.dim(0); ++speaker) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    const float* values = embeddings.data() + speaker * dimension;
+    for (std::size_t i = 0; i < dimension; ++i) row.push_back(shortest_double(values[i]));
+    speakers[speaker_label(speaker)] = std::move(row);
+  }
+  return speakers;
+}
+
 }  // namespace
 
 std::string format_json(std::span<const Turn> diarization,
-                        std::span<const Turn> exclusive_diarization) {
+                        std::span<const Turn> exclusive_diarization,
+                        const NdArray<float>& speaker_embeddings) {
   // ordered: keys in the order pyannote writes them (start, end, speaker)
   const nlohmann::ordered_json document = {
       {"diarization", turns_json(diarization)},
-      {"exclusive_diarization", turns_json(exclusive_diarization)}};
+      {"exclusive_diarization", turns_json(exclusive_diarization)},
+      {"speaker_embeddings", embeddings_json(speaker_embeddings)}};
   return document.dump(2) + "\n";
 }
 

@@ -3,7 +3,9 @@
 //   RTTM:  eval::format_rttm(to_eval_turns(turns, uri)), the project's one RTTM writer
 //          (eval/rttm.h, pyannote.core's Annotation.write_rttm).
 //   JSON:  pyannote.audio DiarizeOutput.serialize: {"diarization": [{"start", "end",
-//          "speaker"}...], "exclusive_diarization": [...]}, times rounded to 3 decimals.
+//          "speaker"}...], "exclusive_diarization": [...]}, times rounded to 3 decimals, then
+//          "speaker_embeddings": {"SPEAKER_00": [D floats], ...}, DiarizeOutput's
+//          speaker_embeddings (one centroid per speaker) keyed by label.
 //   text:  one "start end speaker" line per turn (seconds, 3 decimals), for people.
 #include <filesystem>
 #include <span>
@@ -11,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/ndarray.h"
 #include "eval/rttm.h"
 
 namespace parley::pipeline {
@@ -27,8 +30,11 @@ struct Turn {
   double duration() const { return end - start; }
 };
 
+// `speaker_embeddings`: [speakers, D], row i SPEAKER_<i>'s centroid (DiarizationResult's); each
+// float is written in the fewest digits that read back as the same float32.
 std::string format_json(std::span<const Turn> diarization,
-                        std::span<const Turn> exclusive_diarization);
+                        std::span<const Turn> exclusive_diarization,
+                        const NdArray<float>& speaker_embeddings);
 std::string format_text(std::span<const Turn> turns);
 
 // The same turns as the scoring, transcript and RTTM code holds them (file id `uri`, start and

@@ -44,7 +44,7 @@ TEST(Output, TurnsBecomeRttmLikePyannote) {
 }
 
 TEST(Output, WritesJsonLikeDiarizeOutputSerialize) {
-  const std::string json = format_json(kTurns, std::span(kTurns).first(2));
+  const std::string json = format_json(kTurns, std::span(kTurns).first(2), NdArray<float>());
   const auto parsed = nlohmann::json::parse(json);
   ASSERT_EQ(parsed.at("diarization").size(), 3u);
   ASSERT_EQ(parsed.at("exclusive_diarization").size(), 2u);
@@ -53,6 +53,28 @@ TEST(Output, WritesJsonLikeDiarizeOutputSerialize) {
   EXPECT_EQ(parsed["diarization"][0]["speaker"], "SPEAKER_00");
   EXPECT_EQ(parsed["diarization"][2]["end"].get<double>(), 3.0);  // round(3.0004, 3)
   EXPECT_NE(json.find("\"start\": 6.731,"), std::string::npos) << json;
+  // No speaker: no embedding.
+  EXPECT_EQ(parsed.at("speaker_embeddings"), nlohmann::json::object());
+}
+
+TEST(Output, JsonCarriesOneEmbeddingPerSpeakerThatReadsBackAsTheSameFloats) {
+  const NdArray<float> embeddings({2, 3}, {0.1f, -2.5f, 1.0f / 3.0f, 0.0f, 1e-8f, 123456.79f});
+  const std::string json = format_json(kTurns, kTurns, embeddings);
+  const auto parsed = nlohmann::ordered_json::parse(json);
+  const auto& speakers = parsed.at("speaker_embeddings");
+  ASSERT_EQ(speakers.size(), 2u);
+  EXPECT_EQ(speakers.begin().key(), "SPEAKER_00");  // rows in order, keyed by their label
+  ASSERT_EQ(speakers.at("SPEAKER_01").size(), 3u);
+  for (std::size_t speaker = 0; speaker < 2; ++speaker) {
+    const auto& row = speakers.at(speaker == 0 ? "SPEAKER_00" : "SPEAKER_01");
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(static_cast<float>(row[i].get<double>()), embeddings.data()[speaker * 3 + i]);
+    }
+  }
+  // The float's shortest text, not the 17 digits of its widened double.
+  EXPECT_NE(json.find("0.33333334"), std::string::npos) << json;
+  EXPECT_EQ(json.find("0.3333333432674408"), std::string::npos) << json;
+  EXPECT_NE(json.find("    -2.5,\n"), std::string::npos) << json;
 }
 
 TEST(Output, WritesPlainText) {

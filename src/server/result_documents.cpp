@@ -21,7 +21,8 @@ std::map<std::string, std::string> result_documents(const pipeline::DiarizationR
   const auto& turns = exclusive ? result.exclusive_turns : result.turns;
   std::map<std::string, std::string> documents;
   documents["rttm"] = eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
-  documents["json"] = pipeline::format_json(result.turns, result.exclusive_turns);
+  documents["json"] =
+      pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);
   documents["txt"] = pipeline::format_text(turns);
   if (!transcript.empty()) {
     const transcript::Transcript words = transcript::read_transcript(transcript);

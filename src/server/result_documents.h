@@ -1,8 +1,9 @@
 #pragma once
 // The documents a finished job is served as, made once when it finishes (so that a result never
 // changes after it is first served, and serving it needs no models):
-//   rttm  the turns as RTTM, json  pyannote's {"diarization", "exclusive_diarization"} plus, with
-//   a transcript, "transcript" (the speaker-labelled segments), txt  the turns one per line, or
+//   rttm  the turns as RTTM, json  pyannote's {"diarization", "exclusive_diarization",
+//   "speaker_embeddings"} plus, with a transcript, "transcript" (the speaker-labelled segments),
+//   txt  the turns one per line, or
 //   with a transcript the speaker-labelled text, srt / vtt  the speaker-labelled transcript (only
 //   with a transcript).
 #include <filesystem>
