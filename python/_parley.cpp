@@ -205,7 +205,7 @@ parley_run_options run_options(std::optional<int> num_speakers, std::optional<in
 }
 
 // Every progress step of a run, with the GIL held: Python's signal handlers run (so that Ctrl-C
-// stops the run at once rather than when it ends), then the progress callable, if any. An
+// stops the run at its next step rather than when it ends), then the progress callable. An
 // exception either raises (KeyboardInterrupt too) is kept and re-raised once parley has stopped;
 // a true return value stops the run as parley.Cancelled.
 struct ProgressBridge {
