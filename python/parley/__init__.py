@@ -359,7 +359,8 @@ class Pipeline:
         Error)``). With ``errors="yield"``, a failed file comes out in its turn as ``(path,
         Error)``, and nothing is raised.
 
-        Closing the iterator early (``break``, Ctrl-C) drops the files not yet done at once.
+        Leaving the loop early (``break``, Ctrl-C, which the wait sees within 0.1 s) drops the
+        files not yet done: those not started at once, those in the networks at their next step.
         """
         if errors not in ("raise", "yield"):
             raise InvalidArgument(f"errors must be 'raise' or 'yield' (got {errors!r})")
