@@ -1,15 +1,22 @@
 // parley._parley: the Python extension, a thin layer over the C API (include/parley/parley.h),
 // as every binding is. The GIL is released while parley works; the progress callback takes it
-// back. Failures raise parley.Error (parley.Cancelled when a progress callback stopped the run)
-// with the C API's one-line message.
+// back, and checks for signals (Ctrl-C) on the way. Failures raise parley.Error (its subclasses
+// parley.Cancelled when a progress callback stopped the run, parley.InvalidArgument for a wrong
+// argument) with the C API's one-line message. The parley package checks argument types and
+// ranges before they come here; paths come as bytes (os.fsencode), so any file name works.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
+
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -19,10 +26,20 @@ namespace py = pybind11;
 
 namespace {
 
-// parley.Error and its subclass parley.Cancelled, made when the module loads and kept for the
-// life of the process (a py::object would be released after the interpreter is gone).
+// parley.Error and its subclasses, made when the module loads and kept for the life of the
+// process (a py::object would be released after the interpreter is gone).
 PyObject* error_type = nullptr;
 PyObject* cancelled_type = nullptr;
+PyObject* invalid_argument_type = nullptr;
+
+// Text from the C API as str: file names and messages may hold bytes that are not UTF-8 (a
+// path's own bytes), kept as os.fsdecode keeps them.
+py::str text(const char* value) {
+  PyObject* decoded =
+      PyUnicode_DecodeUTF8(value, static_cast<Py_ssize_t>(std::strlen(value)), "surrogateescape");
+  if (decoded == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
 
 class ParleyError : public std::exception {
  public:
@@ -40,6 +57,12 @@ void check(parley_status status) {
   if (status != PARLEY_OK) throw ParleyError(status, parley_last_error());
 }
 
+// A C API text that is NULL on failure.
+const char* checked(const char* value) {
+  if (value == nullptr) throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT, parley_last_error());
+  return value;
+}
+
 struct ResultDeleter {
   void operator()(parley_result* result) const { parley_result_free(result); }
 };
@@ -50,7 +73,8 @@ class Result {
  public:
   explicit Result(ResultHandle handle) : handle_(std::move(handle)) {}
 
-  std::string uri() const { return parley_result_uri(handle_.get()); }
+  py::str uri() const { return text(parley_result_uri(handle_.get())); }
+  bool speed_twin() const { return parley_result_speed_twin(handle_.get()) != 0; }
   double duration() const { return parley_result_duration(handle_.get()); }
   std::size_t speaker_count() const { return parley_result_speaker_count(handle_.get()); }
 
@@ -87,18 +111,18 @@ class Result {
     return times;
   }
 
-  std::vector<std::string> warnings() const {
-    std::vector<std::string> warnings;
+  py::list warnings() const {
+    py::list warnings;
     for (std::size_t i = 0; i < parley_result_warning_count(handle_.get()); ++i) {
-      warnings.emplace_back(parley_result_warning(handle_.get(), i));
+      warnings.append(text(parley_result_warning(handle_.get(), i)));
     }
     return warnings;
   }
 
-  std::string rttm(const std::optional<std::string>& uri) const {
-    return parley_result_rttm(handle_.get(), uri ? uri->c_str() : nullptr);
+  py::str rttm(const std::optional<std::string>& uri) const {
+    return text(checked(parley_result_rttm(handle_.get(), uri ? uri->c_str() : nullptr)));
   }
-  std::string json() const { return parley_result_json(handle_.get()); }
+  py::str json() const { return text(checked(parley_result_json(handle_.get()))); }
 
  private:
   ResultHandle handle_;
@@ -180,8 +204,10 @@ parley_run_options run_options(std::optional<int> num_speakers, std::optional<in
   return options;
 }
 
-// The Python progress callable, called with the GIL held. An exception it raises is kept and
-// re-raised once parley has stopped; a true return value stops the run as parley.Cancelled.
+// Every progress step of a run, with the GIL held: Python's signal handlers run (so that Ctrl-C
+// stops the run at its next step rather than when it ends), then the progress callable. An
+// exception either raises (KeyboardInterrupt too) is kept and re-raised once parley has stopped;
+// a true return value stops the run as parley.Cancelled.
 struct ProgressBridge {
   py::object callable;
   std::optional<py::error_already_set> raised;
@@ -190,7 +216,9 @@ struct ProgressBridge {
     auto* bridge = static_cast<ProgressBridge*>(user_data);
     py::gil_scoped_acquire gil;
     try {
-      return py::bool_(bridge->callable(fraction, stage)) ? 1 : 0;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (bridge->callable.is_none()) return 0;
+      return py::bool_(bridge->callable(fraction, text(stage))) ? 1 : 0;
     } catch (py::error_already_set& error) {
       bridge->raised.emplace(std::move(error));
       return 1;
@@ -206,9 +234,24 @@ class Diarizer {
   Diarizer(const Diarizer&) = delete;
   Diarizer& operator=(const Diarizer&) = delete;
 
-  Result diarize_file(const std::string& path, std::optional<int> num_speakers,
+  py::list warnings() const {
+    py::list warnings;
+    for (std::size_t i = 0; i < parley_diarizer_warning_count(handle_); ++i) {
+      warnings.append(text(parley_diarizer_warning(handle_, i)));
+    }
+    return warnings;
+  }
+  bool speed_twin() const { return parley_diarizer_speed_twin(handle_) != 0; }
+
+  Result diarize_file(const py::bytes& path_bytes, std::optional<int> num_speakers,
                       std::optional<int> min_speakers, std::optional<int> max_speakers,
                       const py::object& progress) {
+    const std::string path = path_bytes;
+    if (path.find('\0') != std::string::npos) {
+      throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
+                        "the path holds a NUL character, which no file name can; pass the file's "
+                        "real name");
+    }
     return run(num_speakers, min_speakers, max_speakers, progress,
                [&](const parley_run_options* options, parley_result** result) {
                  return parley_diarize_file(handle_, path.c_str(), options, result);
@@ -239,15 +282,23 @@ class Diarizer {
              std::optional<int> max_speakers, const py::object& progress, Call&& call) {
     parley_run_options options = run_options(num_speakers, min_speakers, max_speakers);
     ProgressBridge bridge{progress, std::nullopt};
-    if (!progress.is_none()) {
-      options.progress = &ProgressBridge::call;
-      options.progress_user_data = &bridge;
+    options.progress = &ProgressBridge::call;
+    options.progress_user_data = &bridge;
+    // A parley_diarizer runs one call at a time: calls from several threads take turns here
+    // (waiting without the GIL, which the running call's progress may need).
+    if (running_thread_.load() == std::this_thread::get_id()) {
+      throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
+                        "a Pipeline cannot be called from its own progress callback; use "
+                        "another Pipeline");
     }
     parley_result* result = nullptr;
     parley_status status;
     {
       py::gil_scoped_release release;
+      std::lock_guard lock(busy_);
+      running_thread_.store(std::this_thread::get_id());
       status = call(&options, &result);
+      running_thread_.store(std::thread::id());
     }
     if (bridge.raised) throw std::move(*bridge.raised);
     check(status);
@@ -255,6 +306,8 @@ class Diarizer {
   }
 
   parley_diarizer* handle_ = nullptr;
+  std::mutex busy_;
+  std::atomic<std::thread::id> running_thread_;
 };
 
 class Batch {
@@ -268,8 +321,14 @@ class Batch {
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
 
-  std::size_t submit_file(const std::string& path, std::optional<int> num_speakers,
+  std::size_t submit_file(const py::bytes& path_bytes, std::optional<int> num_speakers,
                           std::optional<int> min_speakers, std::optional<int> max_speakers) {
+    const std::string path = path_bytes;
+    if (path.find('\0') != std::string::npos) {
+      throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
+                        "the path holds a NUL character, which no file name can; pass the file's "
+                        "real name");
+    }
     const parley_run_options options = run_options(num_speakers, min_speakers, max_speakers);
     std::size_t index = 0;
     check(parley_batch_submit_file(handle_, path.c_str(), &options, &index));
@@ -279,8 +338,18 @@ class Batch {
   void finish() { parley_batch_finish(handle_); }
 
   // (index, Result) for the next finished recording, (index, error message) for a failed one,
-  // None once every recording was handed out.
+  // None once every recording was handed out. Waits in short steps, running Python's signal
+  // handlers between them, so that Ctrl-C interrupts the wait.
   py::object next() {
+    for (;;) {
+      int ready = 0;
+      {
+        py::gil_scoped_release release;
+        ready = parley_batch_wait(handle_, 0.1);
+      }
+      if (ready) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
     parley_result* result = nullptr;
     std::size_t index = 0;
     parley_status status;
@@ -289,7 +358,8 @@ class Batch {
       status = parley_batch_next_result(handle_, &index, &result);
     }
     if (status == PARLEY_DONE) return py::none();
-    if (status != PARLEY_OK) return py::make_tuple(index, std::string(parley_last_error()));
+    if (status == PARLEY_ERROR_INVALID_ARGUMENT) check(status);  // the call was wrong
+    if (status != PARLEY_OK) return py::make_tuple(index, text(parley_last_error()));
     return py::make_tuple(index, Result(ResultHandle(result)));
   }
 
@@ -297,8 +367,11 @@ class Batch {
   parley_batch* handle_ = nullptr;
 };
 
-py::tuple score_rttm(const std::string& reference, const std::string& hypothesis, double collar,
-                     bool skip_overlap) {
+// The RTTM texts come as bytes: a file name in them need not be UTF-8.
+py::tuple score_rttm(const py::bytes& reference_bytes, const py::bytes& hypothesis_bytes,
+                     double collar, bool skip_overlap) {
+  const std::string reference = reference_bytes;
+  const std::string hypothesis = hypothesis_bytes;
   parley_der der{};
   check(
       parley_score_rttm(reference.c_str(), hypothesis.c_str(), collar, skip_overlap ? 1 : 0, &der));
@@ -313,23 +386,41 @@ PYBIND11_MODULE(_parley, module) {
   error_type = PyErr_NewExceptionWithDoc(
       "parley.Error", "What parley could not do, in one line that says what to do next.",
       PyExc_Exception, nullptr);
+  if (error_type == nullptr) throw py::error_already_set();
   cancelled_type = PyErr_NewExceptionWithDoc(
       "parley.Cancelled", "A progress callback stopped the run (it returned True).", error_type,
       nullptr);
-  if (error_type == nullptr || cancelled_type == nullptr) throw py::error_already_set();
+  // Also a ValueError, so that code written for Python's conventions catches it as one.
+  const py::tuple invalid_bases =
+      py::make_tuple(py::handle(error_type), py::handle(PyExc_ValueError));
+  invalid_argument_type = PyErr_NewExceptionWithDoc(
+      "parley.InvalidArgument", "An argument parley cannot take; the message names it.",
+      invalid_bases.ptr(), nullptr);
+  if (cancelled_type == nullptr || invalid_argument_type == nullptr) {
+    throw py::error_already_set();
+  }
   module.attr("Error") = py::handle(error_type);
   module.attr("Cancelled") = py::handle(cancelled_type);
+  module.attr("InvalidArgument") = py::handle(invalid_argument_type);
   py::register_exception_translator([](std::exception_ptr pointer) {
     try {
       if (pointer) std::rethrow_exception(pointer);
     } catch (const ParleyError& error) {
-      PyErr_SetString(error.status() == PARLEY_ERROR_CANCELLED ? cancelled_type : error_type,
-                      error.what());
+      PyObject* type = error.status() == PARLEY_ERROR_CANCELLED          ? cancelled_type
+                       : error.status() == PARLEY_ERROR_INVALID_ARGUMENT ? invalid_argument_type
+                                                                         : error_type;
+      // A message may quote a file name that is not UTF-8.
+      PyObject* message = PyUnicode_DecodeUTF8(
+          error.what(), static_cast<Py_ssize_t>(std::strlen(error.what())), "backslashreplace");
+      if (message == nullptr) return;  // the decoding error is set instead
+      PyErr_SetObject(type, message);
+      Py_DECREF(message);
     }
   });
 
   py::class_<Result>(module, "Result")
       .def_property_readonly("uri", &Result::uri)
+      .def_property_readonly("speed_twin", &Result::speed_twin)
       .def_property_readonly("duration", &Result::duration)
       .def_property_readonly("speaker_count", &Result::speaker_count)
       .def("turns", &Result::turns, py::arg("exclusive"))
@@ -358,6 +449,8 @@ PYBIND11_MODULE(_parley, module) {
 
   py::class_<Diarizer>(module, "Diarizer")
       .def(py::init<const Settings&>(), py::arg("settings"))
+      .def("warnings", &Diarizer::warnings)
+      .def_property_readonly("speed_twin", &Diarizer::speed_twin)
       .def("diarize_file", &Diarizer::diarize_file, py::arg("path"), py::arg("num_speakers"),
            py::arg("min_speakers"), py::arg("max_speakers"), py::arg("progress"))
       .def("diarize_samples", &Diarizer::diarize_samples, py::arg("samples"),

@@ -16,7 +16,9 @@
  *   parley_diarizer_free(diarizer);
  *
  * Errors: every function that can fail returns a parley_status; PARLEY_OK (0) is success.
- * On failure parley_last_error() holds a one-line message saying what to do next.
+ * On failure parley_last_error() holds a one-line message saying what to do next. A wrong
+ * argument (NULL where a value is needed, a number out of range, NaN or infinity) is
+ * PARLEY_ERROR_INVALID_ARGUMENT with a message naming it. No function lets a C++ exception out.
  *
  * Thread safety:
  *   - a parley_diarizer runs one call at a time: use one per thread (they are independent, so
@@ -25,7 +27,7 @@
  *     parley_result_rttm / parley_result_json write the result's text buffer (one caller at a
  *     time per result);
  *   - a parley_batch may be fed (submit, finish) from one thread while another takes its results
- *     (next_result);
+ *     (next_result; a taker asks only for recordings already submitted, see next_result);
  *   - parley_last_error() is per thread;
  *   - the progress callback is called on the thread that called parley_diarize_*.
  *
@@ -88,10 +90,11 @@ typedef struct parley_params {
   /* "key=value" options for the provider, a NULL-terminated list (NULL: none). */
   const char* const* provider_options;
   int device_id;                        /* accelerator number; -1: the provider's default */
-  double step_seconds;                  /* between 10 s windows: 1 (default) or 2 (faster) */
+  double step_seconds;                  /* between 10 s windows (0.1-10): 1 (default) or 2 */
   parley_embedding_mode embedding_mode; /* shared (default, faster) or exact (pyannote's) */
   parley_clustering clustering;         /* VBx (default, pyannote's) or AHC */
-  int threads; /* CPU threads; 0: all cores. Output does not depend on it */
+  /* CPU threads; 0: all cores (at most 4 times the cores). Output does not depend on it. */
+  int threads;
 } parley_params;
 
 PARLEY_API parley_params parley_default_params(void);
@@ -102,18 +105,26 @@ typedef struct parley_diarizer parley_diarizer;
 PARLEY_API parley_status parley_diarizer_new(const parley_params* params,
                                              parley_diarizer** diarizer);
 PARLEY_API void parley_diarizer_free(parley_diarizer* diarizer);
+/* Things to tell the user about the models, once (every result repeats them): for example that
+ * the embedding model is the speed twin. */
+PARLEY_API size_t parley_diarizer_warning_count(const parley_diarizer* diarizer);
+PARLEY_API const char* parley_diarizer_warning(const parley_diarizer* diarizer, size_t index);
+/* 1 when the speaker-embedding model is the speed twin (random weights: timing is real, speaker
+ * labels are meaningless), else 0. */
+PARLEY_API int parley_diarizer_speed_twin(const parley_diarizer* diarizer);
 
 /* ---- Diarizing ---------------------------------------------------------------------------- */
 
 /* Called as work advances: `fraction` (0..1) of `stage` is done. Stages come in this order:
  * "segmentation+embedding" (or "segmentation" then "embedding"), then "clustering". Return
- * nonzero to stop: the call then fails with PARLEY_ERROR_CANCELLED. */
+ * nonzero to stop: the call then fails with PARLEY_ERROR_CANCELLED. Each stage reports 0 first and
+ * 1 last, and no fraction twice. */
 typedef int (*parley_progress_callback)(double fraction, const char* stage, void* user_data);
 
 typedef struct parley_run_options {
-  int num_speakers;                  /* exact number of speakers; 0: unknown */
-  int min_speakers;                  /* 0: no lower bound */
-  int max_speakers;                  /* 0: no upper bound */
+  int num_speakers;                  /* exact number of speakers (1 to 1000); 0: unknown */
+  int min_speakers;                  /* 1 to 1000; 0: no lower bound */
+  int max_speakers;                  /* 1 to 1000; 0: no upper bound */
   parley_progress_callback progress; /* NULL: none (not used by parley_batch) */
   void* progress_user_data;
 } parley_run_options;
@@ -127,7 +138,8 @@ typedef struct parley_result parley_result;
 PARLEY_API parley_status parley_diarize_file(parley_diarizer* diarizer, const char* path,
                                              const parley_run_options* options,
                                              parley_result** result);
-/* Mono samples in [-1, 1] at `sample_rate` Hz (resampled to 16 kHz when it differs). */
+/* Mono samples in [-1, 1] at `sample_rate` Hz, 1000 to 768000 as for files (resampled to 16 kHz
+ * when it differs). */
 PARLEY_API parley_status parley_diarize_samples(parley_diarizer* diarizer, const float* samples,
                                                 size_t sample_count, int sample_rate,
                                                 const parley_run_options* options,
@@ -158,11 +170,14 @@ PARLEY_API double parley_result_stage_seconds(const parley_result* result, size_
 /* Things the user should know about the result (for example a speed twin in use). */
 PARLEY_API size_t parley_result_warning_count(const parley_result* result);
 PARLEY_API const char* parley_result_warning(const parley_result* result, size_t index);
+/* 1 when the speed twin made the embeddings (speaker labels are meaningless), else 0. */
+PARLEY_API int parley_result_speed_twin(const parley_result* result);
 /* The RTTM text of the (non-exclusive) turns; `uri` NULL: the result's own. Owned by the
- * result, valid until the next call on it or its free. */
+ * result, valid until the next call on it or its free. NULL (parley_last_error says why) when
+ * `result` is NULL or `uri` holds whitespace or control characters, which RTTM cannot hold. */
 PARLEY_API const char* parley_result_rttm(const parley_result* result, const char* uri);
 /* {"diarization": [...], "exclusive_diarization": [...], "speaker_embeddings": {"SPEAKER_00":
- * [...], ...}}, as `parley diarize --format json` writes it. */
+ * [...], ...}}, as `parley diarize --format json` writes it; NULL when `result` is NULL. */
 PARLEY_API const char* parley_result_json(const parley_result* result);
 PARLEY_API void parley_result_free(parley_result* result);
 
@@ -184,11 +199,18 @@ PARLEY_API parley_status parley_batch_submit_samples(parley_batch* batch, const 
                                                      size_t* index);
 /* No more submissions: once the queued recordings are done, next_result returns PARLEY_DONE. */
 PARLEY_API void parley_batch_finish(parley_batch* batch);
-/* Waits for the next finished recording. PARLEY_OK: `result` is set (free it). A status other
- * than PARLEY_OK and PARLEY_DONE: that recording failed (parley_last_error says why) and `result`
- * is NULL; the batch goes on. `index` (may be NULL) says which recording it was. */
+/* Waits for the next finished recording. PARLEY_OK: `result` is set (free it). PARLEY_DONE: the
+ * batch is finished and every result was handed out. PARLEY_ERROR_FAILED (or another failure
+ * status): that recording failed (parley_last_error says why) and `result` is NULL; the batch
+ * goes on. `index` (may be NULL) says which recording it was. When every submitted recording
+ * was handed out and the batch is not finished, it returns PARLEY_ERROR_INVALID_ARGUMENT at once
+ * rather than wait for a submission that may never come. */
 PARLEY_API parley_status parley_batch_next_result(parley_batch* batch, size_t* index,
                                                   parley_result** result);
+/* Waits at most `timeout_seconds` (at most a day) until parley_batch_next_result would return
+ * without waiting: 1 then, 0 when the time ran out. For callers that must stay responsive (to a
+ * signal, a user's cancel) while a batch works. */
+PARLEY_API int parley_batch_wait(parley_batch* batch, double timeout_seconds);
 /* Stops the batch (unfinished recordings are dropped) and frees it. */
 PARLEY_API void parley_batch_free(parley_batch* batch);
 
@@ -204,7 +226,8 @@ typedef struct parley_der {
 
 /* Diarization error rate of RTTM text `hypothesis` against RTTM text `reference`, over every
  * file of the reference (md-eval's definition). `collar`: seconds unscored on each side of every
- * reference boundary; skip_overlap != 0: overlapped reference speech is not scored. */
+ * reference boundary (finite, at least 0); skip_overlap != 0: overlapped reference speech is not
+ * scored. */
 PARLEY_API parley_status parley_score_rttm(const char* reference, const char* hypothesis,
                                            double collar, int skip_overlap, parley_der* der);
 

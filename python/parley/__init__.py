@@ -7,19 +7,136 @@
         print(f"{turn.start:.1f} {turn.end:.1f} {turn.speaker}")
 
 A thin layer over parley's C API (libparley): the same pipeline, options and messages as the
-``parley`` command. Everything that fails raises :class:`parley.Error`.
+``parley`` command. Everything that fails raises :class:`parley.Error`: a wrong argument
+:class:`parley.InvalidArgument` (also a ValueError) or :class:`parley.ArgumentTypeError` (also
+a TypeError).
 """
 from __future__ import annotations
 
+import math
+import numbers
 import os
+import warnings
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 from . import _parley
-from ._parley import Cancelled, Error
+from ._parley import Cancelled, Error, InvalidArgument
 
-__all__ = ["Pipeline", "Diarization", "Turn", "Segment", "Score", "Error", "Cancelled", "score",
-           "__version__"]
+__all__ = ["Pipeline", "Diarization", "Turn", "Segment", "Score", "Error", "Cancelled",
+           "InvalidArgument", "ArgumentTypeError", "SpeedTwinWarning", "score", "__version__"]
 __version__: str = _parley.version()
+
+
+class ArgumentTypeError(Error, TypeError):
+    """An argument of a type parley cannot take; the message names it and what it takes."""
+
+
+class SpeedTwinWarning(UserWarning):
+    """The speaker-embedding model is the speed twin (random weights): timing is real, speaker
+    labels are meaningless. Raised once per :class:`Pipeline`."""
+
+
+# The bounds of the C API (include/parley/parley.h), checked here first so that any Python value
+# gets a parley error rather than a conversion error.
+MAX_SPEAKERS = 1000
+MIN_SAMPLE_RATE = 1000
+MAX_SAMPLE_RATE = 768000
+_INT_MAX = 2**31 - 1
+MAX_COLLAR = 1e9  # seconds: any finite collar is allowed, and this is past every recording
+
+
+def _integer(name: str, value: Any, low: int, high: int) -> int:
+    """`value` as an int in [low, high]: ints (numpy's too) and floats without a fraction."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, numbers.Real)):
+        raise ArgumentTypeError(f"{name} must be an integer (got {type(value).__name__})")
+    if not isinstance(value, numbers.Integral):
+        number = _float(name, value)
+        if not (math.isfinite(number) and number.is_integer()):
+            raise InvalidArgument(f"{name} must be a whole number (got {value!r})")
+        value = int(number)
+    value = int(value)
+    if not low <= value <= high:
+        raise InvalidArgument(f"{name} must be {low} to {high} (got {value})")
+    return value
+
+
+def _float(name: str, value: Any) -> float:
+    try:
+        return float(value)
+    except (OverflowError, ValueError):
+        raise InvalidArgument(f"{name} is out of range (got {value!r})") from None
+
+
+def _speakers(name: str, value: Any) -> Optional[int]:
+    return None if value is None else _integer(name, value, 1, MAX_SPEAKERS)
+
+
+def _number(name: str, value: Any, low: float, high: float) -> float:
+    """`value` as a finite float in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be a number (got {type(value).__name__})")
+    number = _float(name, value)
+    if not (math.isfinite(number) and low <= number <= high):
+        raise InvalidArgument(f"{name} must be a number from {low:g} to {high:g} (got {value!r})")
+    return number
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, numbers.Integral) and int(value) in (0, 1):  # bool, numpy.bool_ too
+        return bool(value)
+    if type(value).__name__ in ("bool_", "bool"):  # numpy's bool is not Integral
+        return bool(value)
+    raise ArgumentTypeError(f"{name} must be True or False (got {value!r})")
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{name} must be a string (got {type(value).__name__})")
+    if "\0" in value:
+        raise InvalidArgument(f"{name} holds a NUL character: {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{name} is not valid Unicode text: {value!r}") from None
+    return value
+
+
+def _raw_text(name: str, value: Any) -> bytes:
+    """Text that may carry a file name's bytes (as os.fsdecode keeps them), as those bytes."""
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{name} must be a string (got {type(value).__name__})")
+    if "\0" in value:
+        raise InvalidArgument(f"{name} holds a NUL character: {value!r}")
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{name} is not valid Unicode text: {value!r}") from None
+
+
+def _path(name: str, value: Any) -> bytes:
+    """A path as the bytes the C API takes: any file name, UTF-8 or not."""
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"{name} must be a path: str, bytes or os.PathLike "
+                                f"(got {type(value).__name__})")
+    try:
+        path = os.fsencode(value)
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{name} is not valid Unicode text: {value!r}") from None
+    except TypeError as error:  # an os.PathLike whose __fspath__ returns something else
+        raise ArgumentTypeError(f"{name}: {error}") from None
+    if b"\0" in path:
+        raise InvalidArgument(f"{name} holds a NUL character, which no file name can: {value!r}")
+    if not path:
+        raise InvalidArgument(f"{name} is empty; pass a file name")
+    return path
+
+
+def _progress(value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(f"progress must be a callable or None "
+                                f"(got {type(value).__name__})")
+    return value
+
 
 ProgressCallback = Callable[[float, str], Optional[bool]]
 # A path, or a 1-D numpy array of samples (numpy is needed for arrays and embeddings only).
@@ -79,6 +196,9 @@ class Diarization:
         """Seconds spent per stage (segmentation, embedding, clustering, ...)."""
         self.warnings: list[str] = result.warnings()
         """Things to know about this result (for example a speed-twin model in use)."""
+        self.speed_twin: bool = result.speed_twin
+        """True when the speed twin (random weights) made the speaker embeddings: the turns'
+        timing is real, their speaker labels are meaningless."""
 
     @property
     def embeddings(self) -> Any:
@@ -103,8 +223,8 @@ class Diarization:
 
     def to_rttm(self, uri: Optional[str] = None) -> str:
         """The turns as RTTM text, byte for byte what ``parley diarize`` writes; ``uri`` names
-        the recording (default: :attr:`uri`)."""
-        return self._result.rttm(uri)
+        the recording (default: :attr:`uri`; no whitespace)."""
+        return self._result.rttm(None if uri is None else _raw_text("uri", uri))
 
     def to_json(self) -> str:
         """``{"diarization": [...], "exclusive_diarization": [...]}`` as ``parley diarize
@@ -134,11 +254,28 @@ def _settings(models_dir: Optional[Union[str, "os.PathLike[str]"]] = None, provi
               threads: int = 0, device_id: int = -1) -> "_parley.Settings":
     """The C API's settings for :class:`Pipeline`'s arguments (parley.distributed feeds a
     corpus engine with the same)."""
-    options = [f"{key}={value}" for key, value in (provider_options or {}).items()]
+    if provider_options is None:
+        provider_options = {}
+    if not isinstance(provider_options, dict):
+        raise ArgumentTypeError(f"provider_options must be a dict (got "
+                                f"{type(provider_options).__name__})")
+    options = []
+    for key, value in provider_options.items():
+        key = _text("a provider_options key", key)
+        if "=" in key or not key:
+            raise InvalidArgument(f"provider_options key {key!r} is empty or holds '='")
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
+            raise ArgumentTypeError(f"provider_options[{key!r}] must be a string or a number "
+                                    f"(got {type(value).__name__})")
+        options.append(f"{key}={_text(f'provider_options[{key!r}]', str(value))}")
     return _parley.Settings(
-        models_dir=os.fspath(models_dir) if models_dir is not None else None,
-        provider=provider, provider_options=options, device_id=int(device_id), step=float(step),
-        embedding_mode=embedding_mode, clustering=clustering, threads=int(threads))
+        models_dir=None if models_dir is None else _path("models_dir", models_dir),
+        provider=_text("provider", provider), provider_options=options,
+        device_id=_integer("device_id", device_id, -1, _INT_MAX),
+        step=_number("step", step, 0.1, 10.0),
+        embedding_mode=_text("embedding_mode", embedding_mode),
+        clustering=_text("clustering", clustering),
+        threads=_integer("threads", threads, 0, _INT_MAX))
 
 
 class Pipeline:
@@ -156,8 +293,11 @@ class Pipeline:
         clustering: "vbx" (pyannote's) or "ahc".
         threads: CPU threads; 0: all cores. Results do not depend on it.
 
-    One pipeline runs one recording at a time; use one pipeline per thread to run several at
-    once (the GIL is released while parley works).
+    One pipeline runs one recording at a time: calls from several threads take turns. Use one
+    pipeline per thread to run several at once (the GIL is released while parley works).
+
+    When the speaker-embedding model is the speed twin (random weights), the pipeline warns once
+    (:class:`SpeedTwinWarning`) and every result says so (:attr:`Diarization.speed_twin`).
     """
 
     def __init__(self, models_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
@@ -168,6 +308,9 @@ class Pipeline:
         self._settings = _settings(models_dir, provider, provider_options, step, embedding_mode,
                                    clustering, threads)
         self._diarizer = _parley.Diarizer(self._settings)
+        if self._diarizer.speed_twin:
+            for message in self._diarizer.warnings():
+                warnings.warn(message, SpeedTwinWarning, stacklevel=2)
 
     def __call__(self, audio: Audio, sample_rate: int = 16000,
                  num_speakers: Optional[int] = None, min_speakers: Optional[int] = None,
@@ -176,56 +319,114 @@ class Pipeline:
         """Diarizes ``audio``: a file path (any format parley reads, any rate and channel count)
         or a 1-D numpy array of mono samples in [-1, 1] at ``sample_rate`` Hz.
 
-        ``progress(fraction, stage)`` is called as work advances; return True to stop (raises
-        :class:`Cancelled`). An exception it raises stops the run and comes out of this call.
+        ``progress(fraction, stage)`` is called as work advances (each stage from 0 to 1, no
+        fraction twice); return True to stop (raises :class:`Cancelled`). An exception it raises
+        stops the run and comes out of this call; so does Ctrl-C (KeyboardInterrupt).
         """
-        speakers = dict(num_speakers=num_speakers, min_speakers=min_speakers,
-                        max_speakers=max_speakers, progress=progress)
-        if isinstance(audio, (str, os.PathLike)):
-            result = self._diarizer.diarize_file(os.fspath(audio), **speakers)
+        speakers = dict(num_speakers=_speakers("num_speakers", num_speakers),
+                        min_speakers=_speakers("min_speakers", min_speakers),
+                        max_speakers=_speakers("max_speakers", max_speakers),
+                        progress=_progress(progress))
+        rate = _integer("sample_rate", sample_rate, MIN_SAMPLE_RATE, MAX_SAMPLE_RATE)
+        if isinstance(audio, (str, bytes, os.PathLike)):
+            result = self._diarizer.diarize_file(_path("audio", audio), **speakers)
         elif hasattr(audio, "__array__"):
             import numpy as np
 
-            samples = np.asarray(audio)
+            try:
+                samples = np.asarray(audio)
+            except (TypeError, ValueError) as error:
+                raise InvalidArgument(f"audio cannot be read as a numpy array: {error}") from None
             if not np.issubdtype(samples.dtype, np.floating):
-                raise Error(f"expected float samples in [-1, 1] (got dtype {samples.dtype}; for "
-                            "int16 audio pass samples / 32768)")
-            result = self._diarizer.diarize_samples(samples, int(sample_rate), **speakers)
+                raise InvalidArgument(f"expected float samples in [-1, 1] (got dtype "
+                                      f"{samples.dtype}; for int16 audio pass samples / 32768)")
+            result = self._diarizer.diarize_samples(samples, rate, **speakers)
         else:
-            raise Error(f"expected a file path or a numpy array (got {type(audio).__name__})")
+            raise ArgumentTypeError(f"expected a file path or a numpy array "
+                                    f"(got {type(audio).__name__})")
         return Diarization(result)
 
-    def map(self, paths: Iterable[Union[str, "os.PathLike[str]"]],
+    def map(self, paths: Iterable[Union[str, bytes, "os.PathLike[str]"]],
             num_speakers: Optional[int] = None, min_speakers: Optional[int] = None,
-            max_speakers: Optional[int] = None) -> Iterator[tuple[str, Diarization]]:
+            max_speakers: Optional[int] = None,
+            errors: str = "raise") -> Iterator[tuple[Any, Union[Diarization, Error]]]:
         """Diarizes many files through the corpus engine (decoding, networks and clustering in
         parallel stages) and yields ``(path, Diarization)`` as each finishes, in completion
-        order. A file that fails raises :class:`Error` naming it when its turn comes. Loads its
-        own copy of the models."""
-        paths = [os.fspath(path) for path in paths]
+        order. Loads its own copy of the models.
+
+        A file that fails fails alone: the others are diarized and yielded all the same. With
+        ``errors="raise"`` (the default), once every other file was yielded, an :class:`Error`
+        names each file that failed and why (its ``failures`` attribute: a list of ``(path,
+        Error)``). With ``errors="yield"``, a failed file comes out in its turn as ``(path,
+        Error)``, and nothing is raised.
+
+        Leaving the loop early (``break``, Ctrl-C, which the wait sees within 0.1 s) drops the
+        files not yet done: those not started at once, those in the networks at their next step.
+        """
+        if errors not in ("raise", "yield"):
+            raise InvalidArgument(f"errors must be 'raise' or 'yield' (got {errors!r})")
+        if isinstance(paths, (str, bytes, os.PathLike)):
+            raise ArgumentTypeError("map takes a list of paths; for one file call the pipeline")
+        try:
+            paths = list(paths)
+        except TypeError:
+            raise ArgumentTypeError(f"map takes an iterable of paths "
+                                    f"(got {type(paths).__name__})") from None
+        encoded = [_path("each path", path) for path in paths]
+        speakers = (_speakers("num_speakers", num_speakers),
+                    _speakers("min_speakers", min_speakers),
+                    _speakers("max_speakers", max_speakers))
+        return self._map(paths, encoded, speakers, errors)
+
+    def _map(self, paths: list, encoded: list[bytes], speakers: tuple,
+             errors: str) -> Iterator[tuple[Any, Union[Diarization, Error]]]:
         batch = _parley.Batch(self._settings)
-        for path in paths:
-            batch.submit_file(path, num_speakers, min_speakers, max_speakers)
+        for path in encoded:
+            batch.submit_file(path, *speakers)
         batch.finish()
+        failures: list[tuple[Any, Error]] = []
         while (item := batch.next()) is not None:
             index, outcome = item
             if isinstance(outcome, str):
-                raise Error(outcome)
+                if errors == "yield":
+                    yield paths[index], Error(outcome)
+                else:
+                    failures.append((paths[index], Error(outcome)))
+                continue
             yield paths[index], Diarization(outcome)
+        if failures:
+            error = Error(f"{len(failures)} of {len(paths)} recordings failed: "
+                          + "; ".join(str(failure) for _, failure in failures))
+            error.failures = failures  # type: ignore[attr-defined]
+            raise error
 
 
-def _rttm_text(value: Union[Diarization, str, "os.PathLike[str]"], uri: Optional[str]) -> str:
+def _looks_like_rttm(text: str) -> bool:
+    return "\n" in text or text.lstrip().startswith(("SPEAKER ", "SPEAKER\t", ";;"))
+
+
+def _rttm_text(name: str, value: Union[Diarization, str, bytes, "os.PathLike[str]"],
+               uri: Optional[str]) -> str:
+    """RTTM text of a Diarization, RTTM text itself (several lines, or one SPEAKER line), or
+    the contents of the RTTM file a path names."""
     if isinstance(value, Diarization):
         return value.to_rttm(uri)
-    text = os.fspath(value)
-    if "\n" not in text and os.path.isfile(text):
-        with open(text, encoding="utf-8") as file:
+    if isinstance(value, str) and _looks_like_rttm(value):
+        return value
+    path = _path(name, value)
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as file:
             return file.read()
-    return text
+    except FileNotFoundError:
+        raise Error(f"{name}: no such RTTM file {os.fsdecode(path)!r} (pass a Diarization, an "
+                    "RTTM file's path or RTTM text)") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise Error(f"{name}: cannot read the RTTM file {os.fsdecode(path)!r}: {error}") from None
 
 
 def _single_uri(rttm: str) -> Optional[str]:
-    uris = {line.split()[1] for line in rttm.splitlines() if line.startswith("SPEAKER ")}
+    uris = {fields[1] for fields in (line.split() for line in rttm.splitlines())
+            if len(fields) > 1 and fields[0] == "SPEAKER"}
     return uris.pop() if len(uris) == 1 else None
 
 
@@ -234,14 +435,19 @@ def score(reference: Union[Diarization, str, "os.PathLike[str]"],
           skip_overlap: bool = False) -> Score:
     """Diarization error rate of ``hypothesis`` against ``reference`` (md-eval's definition).
 
-    Each side is a :class:`Diarization`, an RTTM file path or RTTM text. A Diarization scored
+    Each side is a :class:`Diarization`, an RTTM file path or RTTM text (a string of several
+    lines, or one starting with ``SPEAKER``; any other string is a path, and a missing file is
+    an :class:`Error` naming it). A Diarization scored
     against single-recording RTTM takes that recording's name. ``collar``: seconds left unscored
     on each side of every reference boundary (md-eval's -c; pyannote.metrics' collar is twice
     this); ``skip_overlap``: leave overlapped reference speech unscored.
     """
-    reference_text = _rttm_text(reference, None)
-    hypothesis_text = _rttm_text(hypothesis, _single_uri(reference_text))
+    collar = _number("collar", collar, 0.0, MAX_COLLAR)
+    skip_overlap = _flag("skip_overlap", skip_overlap)
+    reference_text = _rttm_text("reference", reference, None)
+    hypothesis_text = _rttm_text("hypothesis", hypothesis, _single_uri(reference_text))
     if isinstance(reference, Diarization):
         reference_text = reference.to_rttm(_single_uri(hypothesis_text))
-    return Score(*_parley.score_rttm(reference_text, hypothesis_text, float(collar),
-                                     bool(skip_overlap)))
+    return Score(*_parley.score_rttm(_raw_text("reference", reference_text),
+                                     _raw_text("hypothesis", hypothesis_text), collar,
+                                     skip_overlap))

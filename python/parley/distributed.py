@@ -209,12 +209,15 @@ class _Engine:
         self._lock = threading.Lock()
         self._waiting: dict[int, queue.Queue] = {}
         self.in_flight = 0
+        # One release per submission, and one at close: the collector asks the batch for a
+        # result only when one is owed (it refuses to wait for submissions that may never come).
+        self._owed = threading.Semaphore(0)
         self._collector = threading.Thread(target=self._collect, daemon=True,
                                            name="parley-collector")
         self._collector.start()
 
     def _collect(self) -> None:
-        while (item := self._batch.next()) is not None:
+        while self._owed.acquire() and (item := self._batch.next()) is not None:
             index, outcome = item
             with self._lock:
                 answer = self._waiting.pop(index)
@@ -227,18 +230,20 @@ class _Engine:
         positions = {}
         with self._lock:
             for position, path in enumerate(paths):
-                index = self._batch.submit_file(path, speakers.get("num_speakers"),
+                index = self._batch.submit_file(os.fsencode(path), speakers.get("num_speakers"),
                                                 speakers.get("min_speakers"),
                                                 speakers.get("max_speakers"))
                 positions[index] = position
                 self._waiting[index] = answers
                 self.in_flight += 1
+                self._owed.release()
         for _ in paths:
             index, outcome = answers.get()
             yield positions[index], outcome
 
     def close(self) -> None:
         self._batch.finish()
+        self._owed.release()
         self._collector.join()
 
 
@@ -253,7 +258,9 @@ class PipelinePlugin(WorkerPlugin):
         self.engines: list[_Engine] = []
 
     def setup(self, worker: Any) -> None:
-        gpus = int(worker.total_resources.get("GPU", 0))
+        # Dask 2022.8 moved the resources to worker.state (the old name warns FutureWarning).
+        state = getattr(worker, "state", worker)
+        gpus = int(state.total_resources.get("GPU", 0))
         devices = range(gpus) if gpus > 0 else [-1]
         self.engines = [_Engine(parley._settings(**self.options, device_id=device))
                         for device in devices]

@@ -157,3 +157,27 @@ def test_worker_killed_mid_run(client, corpus, reference, tmp_path):
     leftovers = [name for folder in (out, os.path.join(out, ".parley"))
                  for name in os.listdir(folder) if name.endswith(".partial")]
     assert not leftovers  # a retry reuses the temporary a killed worker left
+
+
+def test_worker_setup_reads_resources_without_a_future_warning():
+    """Dask moved Worker.total_resources to Worker.state (the old name warns FutureWarning at
+    every worker start)."""
+    import warnings
+
+    class State:
+        total_resources: dict = {}
+
+    class Worker:
+        state = State()
+
+        @property
+        def total_resources(self):
+            warnings.warn("Worker.total_resources moved", FutureWarning)
+            return {}
+
+    plugin = pd.PipelinePlugin(OPTIONS, "parley-test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plugin.setup(Worker())
+    assert len(plugin.engines) == 1
+    plugin.teardown(Worker())

@@ -3,6 +3,10 @@
 #include "parley/parley.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -18,6 +22,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "audio/audio_source.h"
 #include "audio/mono_resampled_stream.h"
 #include "audio/resampler.h"
 #include "core/error.h"
@@ -33,11 +38,13 @@
 struct parley_diarizer {
   std::unique_ptr<parley::pipeline::Diarizer> diarizer;
   std::vector<std::string> warnings;  // copied into every result
+  bool speed_twin = false;
 };
 
 struct parley_result {
   parley::pipeline::DiarizationResult result;
   std::vector<std::string> warnings;
+  bool speed_twin = false;
   // Owned storage for the texts handed out; filling it does not change the result.
   mutable std::string rttm;
   mutable std::string json;
@@ -50,7 +57,23 @@ using parley::pipeline::DiarizationModels;
 
 constexpr int kModelSampleRate = 16000;
 
+// The bounds on a speaker count: far beyond any recording, and low enough that the zero rows a
+// requested count adds (frames x speakers) cannot exhaust memory.
+constexpr int kMaxSpeakers = 1000;
+// The smallest step between 10 s windows: a tenth of pyannote's, where the chunk count (and with
+// it time and memory) is already ten times pyannote's.
+constexpr double kMinStepSeconds = 0.1;
+
 thread_local std::string last_error;
+
+// Records `message` for parley_last_error without ever throwing (a C caller cannot catch).
+void remember(const char* message) noexcept {
+  try {
+    last_error = message;
+  } catch (...) {
+    last_error.clear();
+  }
+}
 
 // A failure that already knows its status.
 class StatusError : public std::runtime_error {
@@ -79,22 +102,45 @@ auto with_status(parley_status status, Work&& work) -> decltype(work()) {
   throw StatusError(PARLEY_ERROR_INVALID_ARGUMENT, message);
 }
 
-// Runs the body of an API function: records its failure for parley_last_error.
+// Runs the body of an API function: records its failure for parley_last_error. No exception
+// leaves a C API function: every one runs its body through guarded or answered.
 template <typename Work>
-parley_status guarded(Work&& work) {
+parley_status guarded(Work&& work) noexcept {
   last_error.clear();
   try {
     work();
     return PARLEY_OK;
   } catch (const StatusError& error) {
-    last_error = error.what();
+    remember(error.what());
     return error.status();
   } catch (const std::exception& error) {
-    last_error = error.what();
+    remember(error.what());
   } catch (...) {
-    last_error = "parley: unknown error";
+    remember("parley: unknown error");
   }
   return PARLEY_ERROR_FAILED;
+}
+
+// For API functions that cannot report a failure (freeing, finishing): the message of an earlier
+// call stays readable, and a failure, which should not happen, is only recorded.
+template <typename Work>
+void quietly(Work&& work) noexcept {
+  try {
+    work();
+  } catch (const std::exception& error) {
+    remember(error.what());
+  } catch (...) {
+    remember("parley: unknown error");
+  }
+}
+
+// For API functions that return a value rather than a status: `work`'s value, or `failed` with
+// the failure recorded for parley_last_error.
+template <typename Value, typename Work>
+Value answered(Value failed, Work&& work) noexcept {
+  Value value = failed;
+  guarded([&] { value = work(); });
+  return value;
 }
 
 // The library's log (its own copy of spdlog, hidden inside libparley) goes to standard error,
@@ -166,6 +212,10 @@ parley::pipeline::ProviderRouting provider_routing(const parley_params& params) 
 
 DiarizationConfig diarization_config(const parley_params& params) {
   DiarizationConfig config;
+  if (!(params.step_seconds >= kMinStepSeconds && params.step_seconds <= 10.0)) {
+    invalid(fmt::format("step_seconds must be between {} and 10 seconds (got {}); 1 is pyannote's",
+                        kMinStepSeconds, params.step_seconds));
+  }
   config.step_seconds = params.step_seconds;
   const int max_threads = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (params.threads < 0 || params.threads > max_threads) {
@@ -211,8 +261,9 @@ std::optional<parley::cluster::SpeakerCountConstraints> speaker_counts(
   if (options == nullptr) return std::nullopt;
   parley::cluster::SpeakerCountConstraints speakers;
   const auto bound = [](int value, const char* name) -> std::optional<int> {
-    if (value < 0)
-      invalid(fmt::format("{} must be at least 1, or 0 for none (got {})", name, value));
+    if (value < 0 || value > kMaxSpeakers) {
+      invalid(fmt::format("{} must be 1 to {}, or 0 for none (got {})", name, kMaxSpeakers, value));
+    }
     return value > 0 ? std::optional<int>(value) : std::nullopt;
   };
   speakers.num_speakers = bound(options->num_speakers, "num_speakers");
@@ -233,7 +284,11 @@ std::vector<std::string> model_warnings(const DiarizationModels& paths) {
 // `samples` at `sample_rate` as the 16 kHz the models take.
 std::vector<float> samples_16k(const float* samples, std::size_t sample_count, int sample_rate) {
   if (samples == nullptr && sample_count > 0) invalid("samples is NULL");
-  if (sample_rate <= 0) invalid(fmt::format("sample_rate must be positive (got {})", sample_rate));
+  if (sample_rate < parley::audio::kMinSampleRate || sample_rate > parley::audio::kMaxSampleRate) {
+    invalid(fmt::format(
+        "sample_rate must be {} to {} Hz, the rate the samples were recorded at (got {})",
+        parley::audio::kMinSampleRate, parley::audio::kMaxSampleRate, sample_rate));
+  }
   const std::span<const float> input(samples, sample_count);
   if (const auto bad = std::find_if(input.begin(), input.end(),
                                     [](float value) { return !std::isfinite(value); });
@@ -265,6 +320,7 @@ class CallbackProgress : public parley::ProgressSink {
     std::lock_guard lock(mutex_);
     stage_ = stage;
     total_ = total;
+    last_ = -1.0;
     report(0.0);
   }
   void update(std::size_t done) override {
@@ -278,8 +334,10 @@ class CallbackProgress : public parley::ProgressSink {
   }
 
  private:
+  // Each fraction of a stage once: the last update of a stage and its end both mean 1.0.
   void report(double fraction) {
-    if (callback_ == nullptr) return;
+    if (callback_ == nullptr || fraction == last_) return;
+    last_ = fraction;
     if (callback_(fraction, stage_.c_str(), user_data_) != 0) {
       callback_ = nullptr;  // no more calls once it asked to stop
       throw StatusError(PARLEY_ERROR_CANCELLED, "cancelled by the progress callback");
@@ -291,6 +349,7 @@ class CallbackProgress : public parley::ProgressSink {
   std::mutex mutex_;
   std::string stage_;
   std::size_t total_ = 0;
+  double last_ = -1.0;  // the fraction last reported in this stage
 };
 
 parley_result* diarize(parley_diarizer& handle, std::span<const float> samples,
@@ -308,14 +367,16 @@ parley_result* diarize(parley_diarizer& handle, std::span<const float> samples,
     progress.end();
   });
   result->warnings = handle.warnings;
+  result->speed_twin = handle.speed_twin;
   return result.release();
 }
 
 parley_result* result_of(parley::corpus::RecordingOutcome& outcome,
-                         const std::vector<std::string>& warnings) {
+                         const std::vector<std::string>& warnings, bool speed_twin) {
   auto result = std::make_unique<parley_result>();
   result->result = std::move(*outcome.result);
   result->warnings = warnings;
+  result->speed_twin = speed_twin;
   return result.release();
 }
 
@@ -339,13 +400,15 @@ std::vector<parley::eval::Turn> parse_rttm_text(const char* text, const char* na
 struct parley_batch {
   std::unique_ptr<parley::corpus::CorpusEngine> engine;
   std::vector<std::string> warnings;
+  bool speed_twin = false;
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<parley::corpus::CorpusRecording> pending;
   std::deque<parley::corpus::RecordingOutcome> outcomes;
   std::size_t submitted = 0;
-  bool finished = false;     // no more submissions
-  bool engine_done = false;  // run() returned
+  std::size_t handed_out = 0;  // outcomes next_result took
+  bool finished = false;       // no more submissions
+  bool engine_done = false;    // run() returned
   std::exception_ptr engine_failure;
   std::atomic<bool> stop{false};
   std::thread runner;
@@ -382,6 +445,12 @@ struct parley_batch {
     pending.push_back(std::move(recording));
     changed.notify_all();
     return submitted++;
+  }
+
+  // next_result would return without waiting (the caller holds `mutex`): a result is there, the
+  // engine ended, or nothing submitted is left to wait for.
+  bool answerable() const {
+    return !outcomes.empty() || engine_done || (!finished && handed_out == submitted);
   }
 
   ~parley_batch() {
@@ -444,13 +513,29 @@ parley_status parley_diarizer_new(const parley_params* params, parley_diarizer**
     auto handle = std::make_unique<parley_diarizer>();
     with_status(PARLEY_ERROR_MODELS, [&] {
       handle->warnings = model_warnings(paths);
+      handle->speed_twin = !handle->warnings.empty();
       handle->diarizer = std::make_unique<parley::pipeline::Diarizer>(paths, std::move(config));
     });
     *diarizer = handle.release();
   });
 }
 
-void parley_diarizer_free(parley_diarizer* diarizer) { delete diarizer; }
+void parley_diarizer_free(parley_diarizer* diarizer) {
+  quietly([&] { delete diarizer; });
+}
+
+size_t parley_diarizer_warning_count(const parley_diarizer* diarizer) {
+  return diarizer == nullptr ? 0 : diarizer->warnings.size();
+}
+
+const char* parley_diarizer_warning(const parley_diarizer* diarizer, size_t index) {
+  if (index >= parley_diarizer_warning_count(diarizer)) return "";
+  return diarizer->warnings[index].c_str();
+}
+
+int parley_diarizer_speed_twin(const parley_diarizer* diarizer) {
+  return diarizer != nullptr && diarizer->speed_twin ? 1 : 0;
+}
 
 parley_status parley_diarize_samples(parley_diarizer* diarizer, const float* samples,
                                      size_t sample_count, int sample_rate,
@@ -459,6 +544,7 @@ parley_status parley_diarize_samples(parley_diarizer* diarizer, const float* sam
     require(result, "parley_diarize_samples", "result");
     *result = nullptr;
     require(diarizer, "parley_diarize_samples", "diarizer");
+    speaker_counts(options);  // before resampling
     const std::vector<float> input = samples_16k(samples, sample_count, sample_rate);
     *result = diarize(*diarizer, input, "audio", options);
   });
@@ -533,21 +619,42 @@ const char* parley_result_warning(const parley_result* result, size_t index) {
   return result->warnings[index].c_str();
 }
 
+int parley_result_speed_twin(const parley_result* result) {
+  return result != nullptr && result->speed_twin ? 1 : 0;
+}
+
 const char* parley_result_rttm(const parley_result* result, const char* uri) {
-  if (result == nullptr) return "";
-  result->rttm = parley::eval::format_rttm(parley::pipeline::to_eval_turns(
-      result->result.turns, uri != nullptr ? std::string(uri) : result->result.uri));
-  return result->rttm.c_str();
+  return answered<const char*>(nullptr, [&]() -> const char* {
+    require(result, "parley_result_rttm", "result");
+    const std::string name = uri != nullptr ? std::string(uri) : result->result.uri;
+    // Checked here too, not only per turn: a result without turns must refuse the same uri.
+    if (std::any_of(name.begin(), name.end(), [](char c) {
+          return std::isspace(static_cast<unsigned char>(c)) ||
+                 std::iscntrl(static_cast<unsigned char>(c));
+        })) {
+      invalid(fmt::format(
+          "parley_result_rttm: uri '{}' holds whitespace or control characters, which RTTM "
+          "cannot represent; pass a name without them",
+          name));
+    }
+    result->rttm =
+        parley::eval::format_rttm(parley::pipeline::to_eval_turns(result->result.turns, name));
+    return result->rttm.c_str();
+  });
 }
 
 const char* parley_result_json(const parley_result* result) {
-  if (result == nullptr) return "";
-  result->json = parley::pipeline::format_json(result->result.turns, result->result.exclusive_turns,
-                                               result->result.speaker_embeddings);
-  return result->json.c_str();
+  return answered<const char*>(nullptr, [&]() -> const char* {
+    require(result, "parley_result_json", "result");
+    result->json = parley::pipeline::format_json(
+        result->result.turns, result->result.exclusive_turns, result->result.speaker_embeddings);
+    return result->json.c_str();
+  });
 }
 
-void parley_result_free(parley_result* result) { delete result; }
+void parley_result_free(parley_result* result) {
+  quietly([&] { delete result; });
+}
 
 parley_status parley_batch_new(const parley_params* params, parley_batch** batch) {
   return guarded([&] {
@@ -560,8 +667,12 @@ parley_status parley_batch_new(const parley_params* params, parley_batch** batch
     auto handle = std::make_unique<parley_batch>();
     with_status(PARLEY_ERROR_MODELS, [&] {
       handle->warnings = model_warnings(paths);
+      handle->speed_twin = !handle->warnings.empty();
+      // Freeing the batch drops what it still holds: nobody will read those results.
+      parley::corpus::CorpusConfig corpus;
+      corpus.abandon_on_stop = true;
       handle->engine = std::make_unique<parley::corpus::CorpusEngine>(
-          paths, std::vector<DiarizationConfig>{config}, parley::corpus::CorpusConfig{});
+          paths, std::vector<DiarizationConfig>{config}, corpus);
     });
     handle->runner = std::thread([batch = handle.get()] { batch->run(); });
     *batch = handle.release();
@@ -589,19 +700,36 @@ parley_status parley_batch_submit_samples(parley_batch* batch, const float* samp
     require(batch, "parley_batch_submit_samples", "batch");
     parley::corpus::CorpusRecording recording;
     recording.uri = "audio";
+    recording.speakers = speaker_counts(options);
     recording.samples =
         std::make_shared<const std::vector<float>>(samples_16k(samples, sample_count, sample_rate));
-    recording.speakers = speaker_counts(options);
     const std::size_t submitted = batch->submit(std::move(recording));
     if (index != nullptr) *index = submitted;
   });
 }
 
 void parley_batch_finish(parley_batch* batch) {
-  if (batch == nullptr) return;
-  std::lock_guard lock(batch->mutex);
-  batch->finished = true;
-  batch->changed.notify_all();
+  quietly([&] {
+    if (batch == nullptr) return;
+    std::lock_guard lock(batch->mutex);
+    batch->finished = true;
+    batch->changed.notify_all();
+  });
+}
+
+int parley_batch_wait(parley_batch* batch, double timeout_seconds) {
+  return answered(1, [&] {
+    if (batch == nullptr) return 1;
+    // At most a day per call, so that the deadline below cannot overflow.
+    const double seconds = std::isfinite(timeout_seconds)
+                               ? std::clamp(timeout_seconds, 0.0, 86400.0)
+                               : (timeout_seconds > 0 ? 86400.0 : 0.0);
+    std::unique_lock lock(batch->mutex);
+    return batch->changed.wait_for(lock, std::chrono::duration<double>(seconds),
+                                   [batch] { return batch->answerable(); })
+               ? 1
+               : 0;
+  });
 }
 
 parley_status parley_batch_next_result(parley_batch* batch, size_t* index, parley_result** result) {
@@ -611,30 +739,41 @@ parley_status parley_batch_next_result(parley_batch* batch, size_t* index, parle
     *result = nullptr;
     require(batch, "parley_batch_next_result", "batch");
     std::unique_lock lock(batch->mutex);
-    batch->changed.wait(lock, [batch] { return !batch->outcomes.empty() || batch->engine_done; });
+    batch->changed.wait(lock, [batch] { return batch->answerable(); });
     if (batch->outcomes.empty()) {
-      if (batch->engine_failure) std::rethrow_exception(batch->engine_failure);
-      return;
+      if (batch->engine_done) {
+        if (batch->engine_failure) std::rethrow_exception(batch->engine_failure);
+        return;
+      }
+      // Nothing submitted is left and more may come: waiting here could be for ever.
+      invalid(
+          "parley_batch_next_result: every submitted recording was handed out and the batch is "
+          "not finished; submit another recording, or call parley_batch_finish to end the batch");
     }
     outcome = std::move(batch->outcomes.front());
     batch->outcomes.pop_front();
+    ++batch->handed_out;
     lock.unlock();
     if (index != nullptr) *index = outcome->index;
     if (!outcome->ok()) throw StatusError(PARLEY_ERROR_FAILED, outcome->error);
-    *result = result_of(*outcome, batch->warnings);
+    *result = result_of(*outcome, batch->warnings, batch->speed_twin);
   });
   if (status == PARLEY_OK && !outcome) return PARLEY_DONE;
   return status;
 }
 
-void parley_batch_free(parley_batch* batch) { delete batch; }
+void parley_batch_free(parley_batch* batch) {
+  quietly([&] { delete batch; });
+}
 
 parley_status parley_score_rttm(const char* reference, const char* hypothesis, double collar,
                                 int skip_overlap, parley_der* der) {
   return guarded([&] {
     require(der, "parley_score_rttm", "der");
-    if (!(collar >= 0.0))
-      invalid(fmt::format("collar must be at least 0 seconds (got {})", collar));
+    if (!std::isfinite(collar) || collar < 0.0) {
+      invalid(
+          fmt::format("collar must be a finite number of seconds, at least 0 (got {})", collar));
+    }
     const auto reference_turns = parse_rttm_text(reference, "reference");
     const auto hypothesis_turns = parse_rttm_text(hypothesis, "hypothesis");
     parley::eval::ScoringOptions options;

@@ -64,10 +64,6 @@ void check_is_nonempty_regular_file(const std::filesystem::path& path) {
   }
 }
 
-// Bounds on what a real recording declares; outside them the header is damaged, and decoding
-// would need absurd buffers (a 1 Hz file becomes 16000 times longer at 16 kHz).
-constexpr int kMinSampleRate = 1000;
-constexpr int kMaxSampleRate = 768000;
 constexpr int kMaxChannels = 1024;
 
 std::unique_ptr<AudioSource> checked(std::unique_ptr<AudioSource> source,

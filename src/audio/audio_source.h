@@ -12,6 +12,12 @@
 
 namespace parley::audio {
 
+// Bounds on the sample rate of audio parley takes, from a file's header or from a caller's
+// samples; outside them the audio is damaged or mislabelled, and decoding would need absurd
+// buffers (a 1 Hz file becomes 16000 times longer at 16 kHz).
+inline constexpr int kMinSampleRate = 1000;
+inline constexpr int kMaxSampleRate = 768000;
+
 // What a file says about itself before any sample is decoded.
 struct AudioInfo {
   int sample_rate = 0;

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -125,6 +127,9 @@ struct CorpusEngine::Run {
         embedded(static_cast<std::size_t>(owner.config_.clustering_threads) * 2) {}
 
   bool stopping() const { return aborted.load() || (stop != nullptr && stop->load()); }
+  bool abandoning() const {
+    return engine.config_.abandon_on_stop && stop != nullptr && stop->load();
+  }
 
   void abort() {
     aborted = true;
@@ -257,12 +262,26 @@ struct CorpusEngine::Run {
     }
     std::vector<StageTimes> times;
     std::vector<pipeline::DiarizationIntermediates> intermediates;
+    // Progress steps are where the networks can be left (abandon_on_stop).
+    class StopCheck : public ProgressSink {
+     public:
+      explicit StopCheck(const Run& run) : run_(run) {}
+      void begin(const std::string&, std::size_t) override { check(); }
+      void update(std::size_t) override { check(); }
+      void end() override {}
+
+     private:
+      void check() const {
+        if (run_.abandoning()) throw std::runtime_error("the run was stopped");
+      }
+      const Run& run_;
+    } stop_check(*this);
     try {
-      Progress quiet(Progress::Mode::kNever);
       intermediates = diarizer.segment_and_embed(
-          recordings, times, quiet,
+          recordings, times, stop_check,
           [&group](std::size_t k, std::size_t sample) { group[k].audio.release_before(sample); });
     } catch (const std::exception& error) {
+      if (abandoning()) return;
       if (group.size() == 1) {
         report_failure(group.front().index, error.what(), group.front().decode_seconds,
                        group.front().start, engine_index);

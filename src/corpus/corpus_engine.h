@@ -57,6 +57,10 @@ struct CorpusConfig {
   // (at a 1 s step, 1,024 chunks are about 17 minutes of audio). A recording longer than this
   // goes alone.
   std::size_t group_chunks = 1024;
+  // When the run's stop flag is set, recordings in the networks are abandoned at their next step
+  // (and not reported) instead of finished: for callers that stop because nobody waits for the
+  // results any more (a library batch being freed).
+  bool abandon_on_stop = false;
 
   void validate() const;
   std::string to_string() const;
@@ -127,7 +131,8 @@ class CorpusEngine {
 
   // Diarizes every recording `next` gives and returns once all are reported. When `stop`
   // becomes true no new recording starts; those already in the networks finish and are
-  // reported, those decoded but not started are not. One run at a time per engine.
+  // reported (unless config().abandon_on_stop), those decoded but not started are not. One run
+  // at a time per engine.
   void run(const RecordingSource& next, const ResultCallback& on_result,
            const StageCallback& on_stage = {}, const std::atomic<bool>* stop = nullptr);
   // The same over a list.

@@ -209,6 +209,34 @@ TEST_F(CorpusEngineTest, StopsTakingRecordingsWhenAsked) {
   EXPECT_LT(reported, inputs_.size());
 }
 
+TEST_F(CorpusEngineTest, AbandonsTheRecordingsInTheNetworksOnlyWhenConfiguredTo) {
+  // The stop comes as the one recording enters the networks: it is finished and reported, or,
+  // with abandon_on_stop (a library batch being freed), dropped at its first step.
+  for (const bool abandon : {false, true}) {
+    std::atomic<bool> stop = false;
+    CorpusConfig corpus;
+    corpus.abandon_on_stop = abandon;
+    CorpusEngine engine(models_, {config(1)}, corpus);
+    bool given = false;
+    std::atomic<std::size_t> reported = 0;
+    engine.run(
+        [&]() -> std::optional<CorpusRecording> {
+          if (given) return std::nullopt;
+          given = true;
+          return inputs_.front();
+        },
+        [&](RecordingOutcome outcome) {
+          EXPECT_TRUE(outcome.ok()) << outcome.error;
+          ++reported;
+        },
+        [&](std::size_t, std::string_view stage) {
+          if (stage == "networks") stop = true;
+        },
+        &stop);
+    EXPECT_EQ(reported.load(), abandon ? 0u : 1u) << "abandon_on_stop " << abandon;
+  }
+}
+
 TEST_F(CorpusEngineTest, CallbackFailureStopsTheRunAndIsRethrown) {
   CorpusEngine engine(models_, {config(1)}, CorpusConfig{});
   EXPECT_THROW(engine.run(inputs_, [](RecordingOutcome) { fail("disk full"); }), Error);
