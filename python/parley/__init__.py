@@ -12,7 +12,7 @@ A thin layer over parley's C API (libparley): the same pipeline, options and mes
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
 
 from . import _parley
 from ._parley import Cancelled, Error
