@@ -1,6 +1,6 @@
 #pragma once
 // Reads a 16 kHz mono sound file through libsndfile alone, for the benchmark programs: they must
-// run on machines that get only a few carried libraries (scripts/device/bundle), where the audio
+// run on machines that get only a few carried libraries (bench/gpu/bundle), where the audio
 // module's decoders (libav) would not fit. `parley` and the tests read audio through audio/ (any
 // format and rate).
 #include <filesystem>

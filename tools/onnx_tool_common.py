@@ -6,8 +6,9 @@ import tempfile
 
 def import_onnx(tool):
     try:
-        import numpy  # noqa: F401
+        import numpy
         import onnx
+        del numpy  # imported only so that a missing numpy is reported here, with this message
         return onnx
     except ImportError:
         sys.exit(f"{tool}: the 'onnx' and 'numpy' Python packages are missing; install "

@@ -17,7 +17,7 @@ import math
 import numbers
 import os
 import warnings
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
 
 from . import _parley
 from ._parley import Cancelled, Error, InvalidArgument
