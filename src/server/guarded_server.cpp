@@ -157,13 +157,15 @@ class DeadlineStream : public httplib::Stream {
   std::size_t end_ = 0;
 };
 
-// A thread per connection, up to `threads`; beyond them a single overflow thread answers a
-// bounded number of connections for /v1/health (and 503 otherwise), and closes the rest at once.
+// A thread per connection, up to `threads`; beyond them a few overflow threads answer a bounded
+// number of connections for /v1/health (and 503 otherwise), and the rest are closed at once.
 class ConnectionPool : public httplib::TaskQueue {
  public:
   explicit ConnectionPool(std::size_t threads) {
     for (std::size_t k = 0; k < threads; ++k) workers_.emplace_back([this] { work(); });
-    overflow_thread_ = std::thread([this] { overflow(); });
+    for (std::size_t k = 0; k < kOverflowThreads; ++k) {
+      overflow_threads_.emplace_back([this] { overflow(); });
+    }
     // Every worker waiting before the first connection comes, which would otherwise find none
     // idle and be answered as overflow.
     std::unique_lock lock(mutex_);
@@ -195,10 +197,11 @@ class ConnectionPool : public httplib::TaskQueue {
     task_ready_.notify_all();
     overflow_ready_.notify_all();
     for (auto& worker : workers_) worker.join();
-    overflow_thread_.join();
+    for (auto& thread : overflow_threads_) thread.join();
   }
 
  private:
+  static constexpr std::size_t kOverflowThreads = 4;
   static constexpr std::size_t kOverflowQueue = 16;
 
   void work() {
@@ -242,7 +245,7 @@ class ConnectionPool : public httplib::TaskQueue {
   std::size_t idle_ = 0;
   bool shut_down_ = false;
   std::vector<std::thread> workers_;
-  std::thread overflow_thread_;
+  std::vector<std::thread> overflow_threads_;
 };
 
 }  // namespace
@@ -323,7 +326,7 @@ void GuardedServer::serve_connection(socket_t sock, bool overflow) {
   }
   // A limited connection gets one request, and little time for it.
   const double header_seconds =
-      connection.limited ? std::min(limits_.header_seconds, 2.0) : limits_.header_seconds;
+      connection.limited ? std::min(limits_.header_seconds, 1.0) : limits_.header_seconds;
   const std::size_t requests = connection.limited ? 1 : limits_.requests_per_connection;
 
   current_connection = &connection;

@@ -299,10 +299,21 @@ marked.metadata_props.add(key="parley.speed_twin", value="true")
 onnx.save(marked, twin_model)
 twin_engine = [twin_model if flag.endswith("tiny-embedding.onnx") else flag for flag in ENGINE]
 limited = ServerProcess(parley, twin_engine, f"{work}/state-full", "--retain", "0.0001",
+                        "--max-connections", "4",
                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
                                                               (file_limit, file_limit)))
 health = json.loads(request(limited, "/v1/health")[2])
 check("speed twin" in health.get("warning", ""), f"health warns of the speed twin: {health}")
+# Past --max-connections (4 here), connections are answered for /v1/health only.
+crowd = [connect(limited) for _ in range(6)]
+time.sleep(0.3)
+status, seconds = timed_health(limited)
+check(status == 200 and seconds < 1.0, f"health over --max-connections: {status} in {seconds:.2f} s")
+status, error = error_of(request(limited, "/v1/jobs", timeout=5))
+check(status == 503 and error["code"] == "too_many_connections", f"over the cap: {status} {error}")
+for sock in crowd:
+    sock.close()
+time.sleep(0.5)
 status, error = error_of(upload(limited, long_clip))
 check(status == 507 and error["code"] == "insufficient_storage" and work not in error["message"],
       f"full disk: {status} {error}")
