@@ -12,6 +12,7 @@ import gzip
 from contextlib import closing
 import json
 import os
+import re
 import resource
 import select
 import shutil
@@ -126,6 +127,9 @@ for sock in slow + crowd:
     sock.close()
 time.sleep(0.5)
 check(request(server, "/v1/jobs")[0] == 200, "served again once the slow clients left")
+# One access log line per request: address, method, path, status, size.
+check(re.search(r"127\.0\.0\.1 GET /v1/jobs 200 \d+", open(server.log_path).read()),
+      "the access log has the request")
 
 # A length that is no length is refused at once, as is one past the limit; one longer than the
 # body is given up after --read-timeout (2 s), not 120 s.
