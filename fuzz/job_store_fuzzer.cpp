@@ -3,10 +3,10 @@
 // text that is not UTF-8, ids that are not ids), because the file may have been edited, damaged
 // or written by another version. The input is either one row, as lines (id, state, uri, audio,
 // transcript, options, stage_seconds, error, attempts, cancel_requested, crashes, suspect), put
-// into a store the server made; or, after a first line "database", the bytes of jobs.sqlite3
-// itself. Opening the store may refuse it with parley::Error; once open, a row of the first kind
-// must never make a read throw (it would be a 500 for every request): it is served or
-// quarantined.
+// into a store the server made, both while it is open and before it is opened again; or, after
+// a first line "database", the bytes of jobs.sqlite3 itself. Opening the store may refuse it with
+// parley::Error; once open, a row of the first kind must never make a read throw (it would be a 500
+// for every request): it is served or quarantined.
 #include <sqlite3.h>
 
 #include <cstdlib>
@@ -86,8 +86,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     });
     return 0;
   }
-  { JobStore made(state); }
-  insert_row(state / "jobs.sqlite3", lines(input, 12));
+  const auto row = lines(input, 12);
+  {
+    // Met by a running server (written behind its back), then at the next start.
+    JobStore running(state);
+    insert_row(state / "jobs.sqlite3", row);
+    read_everything(running);
+  }
+  insert_row(state / "jobs.sqlite3", row);
   std::optional<JobStore> store;
   parley::fuzz::expect_parse_or_error([&] { store.emplace(state); });
   if (store) read_everything(*store);

@@ -383,8 +383,13 @@ std::optional<Job> JobStore::oldest_queued(int max_crashes, const std::vector<st
   }
   where += " ORDER BY seq";
   while (true) {
+    const std::size_t quarantined_before = quarantined_unlocked();
     auto jobs = query(where, skip, 0, 1);
-    if (jobs.empty()) return std::nullopt;
+    if (jobs.empty()) {
+      // The oldest was unreadable and is set aside now: the next one may be fine.
+      if (quarantined_unlocked() != quarantined_before) continue;
+      return std::nullopt;
+    }
     Job job = std::move(jobs.front());
     if (job.crashes < max_crashes) return job;
     Statement(db_.get(), "UPDATE jobs SET state = 'failed', finished = ?, error = ? WHERE id = ?")
