@@ -7,7 +7,8 @@ Uploads ../shared/eval/pyannote-sample/sample.wav through the page's file input 
 protocol over --remote-debugging-pipe, no extra packages), waits for the job, checks that the
 timeline shows one lane per speaker and one bar per turn of what the API reports, and saves a
 screenshot as WORK_DIR/page.png; the RTTM download is named after the recording, and the
-speed-twin warning shows (the tiny model is marked as one). Exits 77 (skipped) without chromium or the shared folder."""
+speed-twin warning shows (the tiny model is marked as one, with python3-onnx). Exits 77 (skipped)
+without chromium or the shared folder."""
 import base64
 import json
 import os
