@@ -350,13 +350,15 @@ void GuardedServer::serve_connection(socket_t sock, bool overflow) {
                                           connection_closed, nullptr);
     release_body_slot();
     if (connection.close) {
-      // What the client still sends is read and dropped for a moment, so that it sees the
-      // answer instead of a reset connection.
+      // What the client still sends is read and dropped while it keeps coming (pauses under a
+      // second, 10 s and 64 MiB at most), so that a client that sends its whole body before it
+      // reads sees the answer instead of a reset connection.
       ::shutdown(sock, SHUT_WR);
-      const auto linger_deadline = Clock::now() + seconds(1.0);
+      const auto linger_end = Clock::now() + seconds(10.0);
       std::array<char, 16 * 1024> discard{};
       std::size_t discarded = 0;
-      while (discarded < (std::size_t{64} << 20) && wait_until(sock, POLLIN, linger_deadline)) {
+      while (discarded < (std::size_t{64} << 20) && Clock::now() < linger_end &&
+             wait_until(sock, POLLIN, std::min(linger_end, Clock::now() + seconds(1.0)))) {
         const ssize_t count = ::recv(sock, discard.data(), discard.size(), 0);
         if (count <= 0) break;
         discarded += static_cast<std::size_t>(count);

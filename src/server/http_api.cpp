@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -23,6 +22,7 @@
 #include "server/allowed_file.h"
 #include "server/embedded_files.h"
 #include "server/guarded_server.h"
+#include "server/messages.h"
 #include "server/result_documents.h"
 #include "transcript/transcript.h"
 
@@ -142,14 +142,6 @@ std::string safe_extension(const std::string& filename) {
   return extension;
 }
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  if (from.empty()) return text;
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
 int parse_count(const std::string& field, const std::string& value) {
   int number = 0;
   const auto [end, status] = std::from_chars(value.data(), value.data() + value.size(), number);
@@ -207,19 +199,9 @@ bool has_body(const httplib::Request& request) {
   return !length.empty() && length.find_first_not_of('0') != std::string::npos;
 }
 
-// Writes that failed for want of room (a full disk, a quota, a file-size limit) say so in their
-// message (core/atomic_file.cpp words them with strerror).
-bool out_of_space(const std::exception& error) {
-  const std::string_view message = error.what();
-  for (const int code : {ENOSPC, EDQUOT, EFBIG}) {
-    if (message.find(std::strerror(code)) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 [[noreturn]] void refuse_storage(const std::exception& error, const char* what) {
   spdlog::error("{}: {}", what, error.what());
-  if (out_of_space(error)) {
+  if (is_out_of_space(error.what())) {
     refuse(507, "insufficient_storage",
            "the server is out of disk space for this; try again later, or tell its operator");
   }
@@ -700,16 +682,24 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     filename = valid_utf8(form.part("audio").filename);
   }
 
-  // Queue full: refused before anything is written.
-  std::unique_lock admission(admission_);
-  const std::size_t queued = queued_jobs(store_);
-  if (queued >= config_.max_queue) {
-    HttpError error{429, "queue_full",
-                    fmt::format("the queue is full ({} jobs waiting); try again later", queued)};
-    error.retry_after_seconds = 10;
-    throw error;
+  // Queue full: refused before anything is written. A request that passes holds its place in
+  // the queue (admitting_) until its job is in the store or refused, so that requests checking
+  // at the same time cannot all pass.
+  {
+    const std::lock_guard admission(admission_);
+    const std::size_t queued = queued_jobs(store_) + admitting_;
+    if (queued >= config_.max_queue) {
+      HttpError error{429, "queue_full",
+                      fmt::format("the queue is full ({} jobs waiting); try again later", queued)};
+      error.retry_after_seconds = 10;
+      throw error;
+    }
+    ++admitting_;
   }
-  admission.unlock();
+  const auto admitted = std::shared_ptr<void>(nullptr, [this](void*) {
+    const std::lock_guard admission(admission_);
+    --admitting_;
+  });
 
   std::string id;
   try {

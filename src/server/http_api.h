@@ -90,7 +90,8 @@ class HttpApi {
   JobStore& store_;
   JobRunner& queue_;
   Metrics& metrics_;
-  std::mutex admission_;                         // the queue-full check and the insert, as one step
+  std::mutex admission_;       // the queue-full check and the insert, as one step
+  std::size_t admitting_ = 0;  // requests past the check whose jobs are not yet in the store
   std::unique_ptr<httplib::Server> own_server_;  // unset when the caller owns the server
   httplib::Server& server_;
 };

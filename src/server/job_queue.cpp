@@ -1,12 +1,10 @@
 #include "server/job_queue.h"
 
-#include <cerrno>
-#include <cstring>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "core/atomic_file.h"
+#include "server/messages.h"
 #include "server/result_documents.h"
 
 namespace parley::server {
@@ -35,14 +33,6 @@ double networks_progress(double elapsed_seconds, double audio_seconds,
 
 namespace {
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  if (from.empty()) return text;
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
 // The engine's messages name the server's copy of the upload (or the descriptor it read a server
 // file through); the client knows its own name.
 std::string client_message(const std::string& message, const Job& job,
@@ -51,14 +41,6 @@ std::string client_message(const std::string& message, const Job& job,
   std::string text = replace_all(message, job.audio.string(), client_name);
   if (file) text = replace_all(text, file->path().string(), client_name);
   return text;
-}
-
-// Writes that failed for want of room say so in their message (core/atomic_file.cpp).
-bool out_of_space(const std::string& message) {
-  for (const int code : {ENOSPC, EDQUOT, EFBIG}) {
-    if (message.find(std::strerror(code)) != std::string::npos) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -254,7 +236,7 @@ void JobQueue::on_result(corpus::RecordingOutcome outcome) {
     spdlog::error("job {}: {}", taken.id, error.what());
     try {
       // The message may name the server's folders: the client is told what happened.
-      store_.mark_failed(taken.id, out_of_space(error.what())
+      store_.mark_failed(taken.id, is_out_of_space(error.what())
                                        ? "the server ran out of disk space for the result; "
                                          "submit the recording again later"
                                        : "the server could not store the result (its log says "

@@ -26,13 +26,10 @@ import wave
 import onnx
 
 from serve_test_support import (ServerProcess, check, error_of, form, prepare_models, request,
-                                result, wait_done)
+                                result, shared_folder_or_skip, wait_done)
 
 parley, write_model, work = sys.argv[1:4]
-shared = os.environ.get("PARLEY_SHARED_DIR", "")
-if not os.path.isdir(shared):
-    print(f"skipping: shared folder '{shared}' not found (set PARLEY_SHARED_DIR)")
-    sys.exit(77)
+shared = shared_folder_or_skip()
 ENGINE = prepare_models(work, shared, write_model) + ["--threads", "2"]
 
 # Short clips of the falcon test call, and a long one (9.6 MB of 16 kHz PCM16).
@@ -88,6 +85,20 @@ def timed_health(server):
     return status, time.time() - started
 
 
+def check_over_cap(server, cap):
+    """With six more idle connections open (past `cap`), health answers and the rest is 503."""
+    crowd = [connect(server) for _ in range(6)]
+    time.sleep(0.3)
+    status, seconds = timed_health(server)
+    check(status == 200 and seconds < 1.0, f"health past {cap}: {status} in {seconds:.2f} s")
+    status, error = error_of(request(server, "/v1/jobs", timeout=5))
+    check(status == 503 and error["code"] == "too_many_connections",
+          f"past {cap}: {status} {error}")
+    for sock in crowd:
+        sock.close()
+    time.sleep(0.5)
+
+
 allowed = f"{work}/allowed"
 outside = f"{work}/outside"
 os.makedirs(f"{allowed}/race")
@@ -117,13 +128,8 @@ time.sleep(0.3)
 status, seconds = timed_health(server)
 check(status == 200 and seconds < 1.0, f"health beside 16 slow clients: {status} in {seconds:.2f} s")
 # Past the cap of 20 connections from one address, a connection is answered for /v1/health only.
-crowd = [connect(server) for _ in range(6)]
-time.sleep(0.3)
-status, seconds = timed_health(server)
-check(status == 200 and seconds < 1.0, f"health over the client cap: {status} in {seconds:.2f} s")
-status, error = error_of(request(server, "/v1/jobs", timeout=5))
-check(status == 503 and error["code"] == "too_many_connections", f"over the cap: {status} {error}")
-for sock in slow + crowd:
+check_over_cap(server, "--max-client-connections")
+for sock in slow:
     sock.close()
 time.sleep(0.5)
 check(request(server, "/v1/jobs")[0] == 200, "served again once the slow clients left")
@@ -309,15 +315,7 @@ limited = ServerProcess(parley, twin_engine, f"{work}/state-full", "--retain", "
 health = json.loads(request(limited, "/v1/health")[2])
 check("speed twin" in health.get("warning", ""), f"health warns of the speed twin: {health}")
 # Past --max-connections (4 here), connections are answered for /v1/health only.
-crowd = [connect(limited) for _ in range(6)]
-time.sleep(0.3)
-status, seconds = timed_health(limited)
-check(status == 200 and seconds < 1.0, f"health over --max-connections: {status} in {seconds:.2f} s")
-status, error = error_of(request(limited, "/v1/jobs", timeout=5))
-check(status == 503 and error["code"] == "too_many_connections", f"over the cap: {status} {error}")
-for sock in crowd:
-    sock.close()
-time.sleep(0.5)
+check_over_cap(limited, "--max-connections")
 status, error = error_of(upload(limited, long_clip))
 check(status == 507 and error["code"] == "insufficient_storage" and work not in error["message"],
       f"full disk: {status} {error}")

@@ -24,13 +24,10 @@ import wave
 from prometheus_client.parser import text_string_to_metric_families
 
 from serve_test_support import (ServerProcess, check, error_of, form, prepare_models, request,
-                                result, wait_done)
+                                result, shared_folder_or_skip, wait_done)
 
 parley, write_model, work = sys.argv[1:4]
-shared = os.environ.get("PARLEY_SHARED_DIR", "")
-if not os.path.isdir(shared):
-    print(f"skipping: shared folder '{shared}' not found (set PARLEY_SHARED_DIR)")
-    sys.exit(77)
+shared = shared_folder_or_skip()
 for needed in ("models/segmentation-3.0-fp16.onnx", "models/plda", "eval/falcon-test/test.wav",
                "eval/pyannote-sample/sample.wav"):
     if not os.path.exists(os.path.join(shared, needed)):
@@ -290,6 +287,10 @@ for status, headers_, body in answers:
               "429 with Retry-After")
     else:
         check(wait_done(server, json.loads(body)["id"], token)["state"] == "done", "accepted finish")
+# The places the refused and accepted requests held are given back: the queue takes one again.
+status, _, body = submit(server, clips[0], token)
+check(status == 202 and wait_done(server, json.loads(body)["id"], token)["state"] == "done",
+      f"a job after the full queue: {status}")
 check(server.stop() == 0, "SIGTERM exits 0")
 
 # --- Crash safety: kill -9 mid-run, restart on the same state dir.

@@ -25,6 +25,15 @@ def prepare_models(work, shared, write_model):
             f"{work}/models/tiny-embedding.onnx", "--clustering", "ahc"]
 
 
+def shared_folder_or_skip():
+    """PARLEY_SHARED_DIR, or exit 77 (skipped) when it is not a folder."""
+    shared = os.environ.get("PARLEY_SHARED_DIR", "")
+    if not os.path.isdir(shared):
+        print(f"skipping: shared folder '{shared}' not found (set PARLEY_SHARED_DIR)")
+        sys.exit(77)
+    return shared
+
+
 def check(condition, what):
     if not condition:
         sys.exit(f"FAILED: {what}")
