@@ -17,13 +17,13 @@ inline std::string replace_all(std::string text, const std::string& from, const 
   return text;
 }
 
-// A full disk, a quota or a file-size limit (core/atomic_file.cpp words its errors with
-// strerror).
+// A full disk, a quota or a file-size limit: core/atomic_file.cpp words its errors with
+// strerror, the job store with SQLite's message for SQLITE_FULL.
 inline bool is_out_of_space(std::string_view message) {
   for (const int code : {ENOSPC, EDQUOT, EFBIG}) {
     if (message.find(std::strerror(code)) != std::string_view::npos) return true;
   }
-  return false;
+  return message.find("database or disk is full") != std::string_view::npos;
 }
 
 }  // namespace parley::server
