@@ -83,8 +83,10 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(work, "serve.log"), "w")
         self.process = subprocess.Popen(
+            # All the copies come at once from this one address: no connection is turned away.
             [parley, "serve", "--port", str(self.port), "--state-dir",
-             os.path.join(work, "state"), "--max-queue", "100000", *flags],
+             os.path.join(work, "state"), "--max-queue", "100000", "--max-connections", "512",
+             "--max-client-connections", "512", *flags],
             stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout):

@@ -74,7 +74,7 @@ class StandInRunner : public parley::server::JobRunner {
  public:
   explicit StandInRunner(JobStore& store) : store_(store) {}
   void wake() override {
-    while (const auto job = store_.oldest_queued(parley::server::kMaxJobAttempts, {})) {
+    while (const auto job = store_.oldest_queued(parley::server::kMaxJobCrashes, {})) {
       if (!store_.start(job->id)) continue;
       parley::pipeline::DiarizationResult result;
       result.uri = job->uri;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -34,16 +35,30 @@ struct ServeArguments {
   double max_upload_mb = 1024.0;
   double max_audio_hours = 4.0;
   std::string token_file;
+  double retain_days = 30.0;
+  bool keep_uploads = false;
 };
 
-// The first line of the file, which must hold something: an empty token would let anyone in.
+// The first line of the file, which must hold something: an empty token would let anyone in. A
+// regular file only (not /dev/zero or a pipe), and a line of reasonable length.
 std::string read_token(const std::string& path) {
-  std::ifstream file(path);
+  constexpr std::size_t kMaxToken = 4096;
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    fail("--token-file {}: not a regular file; put the token in one", path);
+  }
+  std::ifstream file(path, std::ios::binary);
   if (!file) fail("--token-file {}: cannot read it", path);
-  std::string token;
-  std::getline(file, token);
+  std::string head(kMaxToken + 2, '\0');
+  file.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(file.gcount()));
+  std::string token = head.substr(0, head.find('\n'));
   while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
   if (token.empty()) fail("--token-file {}: the first line is empty; put the token there", path);
+  if (token.size() > kMaxToken) {
+    fail("--token-file {}: the first line is longer than {} bytes; use a shorter token", path,
+         kMaxToken);
+  }
   return token;
 }
 
@@ -53,6 +68,26 @@ void run_serve(ServeArguments& arguments) {
   config.max_upload_bytes = static_cast<std::size_t>(arguments.max_upload_mb * 1024.0 * 1024.0);
   config.max_audio_seconds = arguments.max_audio_hours * 3600.0;
   if (!arguments.token_file.empty()) config.token = read_token(arguments.token_file);
+  if (config.token.empty() && !server::is_loopback(config.host)) {
+    if (!config.insecure) {
+      fail(
+          "--host {} without --token-file: anyone who can reach this address could use the "
+          "server; give it a token (--token-file), or pass --insecure to serve without one",
+          config.host);
+    }
+    spdlog::warn(
+        "SERVING WITHOUT A TOKEN ON {}: anyone who can reach this address can submit, "
+        "read and delete jobs (--insecure)",
+        config.host);
+  }
+  // Resolved once, against the folder the server starts in, so the log and the checks name the
+  // same folder whatever happens later.
+  if (!config.allow_paths.empty()) {
+    std::error_code error;
+    const auto absolute = std::filesystem::canonical(config.allow_paths, error);
+    if (error) fail("--allow-paths {}: {}", config.allow_paths.string(), error.message());
+    config.allow_paths = absolute;
+  }
   config.step_seconds = arguments.engine.step;
   config.clustering = arguments.flags.clustering;
   config.embedding_mode = arguments.engine.embedding_mode;
@@ -64,9 +99,12 @@ void run_serve(ServeArguments& arguments) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A file-size limit (ulimit -f) makes a write fail, which is answered; it must not kill the
+  // server with every job in it.
+  signal(SIGXFSZ, SIG_IGN);
 
   const pipeline::DiarizationModels paths = resolve_models(arguments.engine, arguments.flags);
-  models::warn_if_speed_twin(paths.embedding);
+  const bool speed_twin = models::warn_if_speed_twin(paths.embedding);
   pipeline::DiarizationConfig diarization = diarization_config(arguments.engine, arguments.flags);
   const ModelProviders providers = model_providers(paths, diarization);
 
@@ -77,7 +115,11 @@ void run_serve(ServeArguments& arguments) {
                          arguments.devices, arguments.engines, arguments.jobs);
   corpus::CorpusEngine& engine = *engine_owner;
   server::Metrics metrics;
-  server::JobQueue queue(store, engine, metrics);
+  server::JobPolicy policy;
+  policy.allow_paths = config.allow_paths;
+  policy.retain_seconds = arguments.retain_days * 86400.0;
+  policy.remove_uploads = !arguments.keep_uploads;
+  server::JobQueue queue(store, engine, metrics, policy);
   server::EngineInfo info;
   info.engines = engine.engine_count();
   info.providers = providers.describe();
@@ -86,6 +128,11 @@ void run_serve(ServeArguments& arguments) {
                                               ? providers.embedding
                                               : providers.segmentation;
   if (runtime::traits(accelerator).accelerator) info.accelerator = accelerator;
+  if (speed_twin) {
+    info.warning =
+        "the embedding model is a speed twin with random weights: speaker labels are "
+        "meaningless (it is for timing; install the real model, see docs/models.md)";
+  }
   server::HttpApi api(config, info, store, queue, metrics);
   const int port = api.bind();
 
@@ -137,9 +184,39 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--allow-paths", config.allow_paths,
                       "folder whose files clients may name (form field 'path') instead of "
                       "uploading");
-  command->add_option("--http-threads", config.http_threads, "connections answered at once")
+  command->add_option("--http-threads", config.http_threads, "uploads read at once")
       ->check(number_between(1, 256))
       ->capture_default_str();
+  command
+      ->add_option("--max-connections", config.max_connections,
+                   "connections served at once (beyond: /v1/health only, 503 otherwise)")
+      ->check(number_between(1, 4096))
+      ->capture_default_str();
+  command
+      ->add_option("--max-client-connections", config.max_client_connections,
+                   "connections served at once from one address (a reverse proxy is one)")
+      ->check(number_at_least(1))
+      ->capture_default_str();
+  command
+      ->add_option("--header-timeout", config.header_timeout_seconds,
+                   "seconds a request's line and headers may take to arrive")
+      ->check(number_above(0))
+      ->capture_default_str();
+  command
+      ->add_option("--read-timeout", config.read_timeout_seconds,
+                   "seconds a request body may pause, or an answer wait to be taken")
+      ->check(number_above(0))
+      ->capture_default_str();
+  command
+      ->add_option("--retain", arguments->retain_days,
+                   "days a finished job (its row, results and files) is kept; 0 keeps them all")
+      ->check(number_at_least(0))
+      ->capture_default_str();
+  command->add_flag("--keep-uploads", arguments->keep_uploads,
+                    "keep an uploaded recording once its job is done (removed by default; the "
+                    "results stay)");
+  command->add_flag("--insecure", config.insecure,
+                    "allow --host beyond loopback without --token-file");
   add_engine_layout_flags(*command, arguments->devices, arguments->engines, arguments->jobs);
   add_clustering_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);

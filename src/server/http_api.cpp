@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -16,22 +17,18 @@
 #include "cluster/speaker_count.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/version.h"
 #include "runtime/device_memory.h"
+#include "server/allowed_file.h"
 #include "server/embedded_files.h"
+#include "server/guarded_server.h"
+#include "server/messages.h"
 #include "server/result_documents.h"
 #include "transcript/transcript.h"
 
 namespace parley::server {
 namespace fs = std::filesystem;
 namespace {
-
-// A request answered with an error: thrown by the handlers, written by guarded().
-struct HttpError {
-  int status;
-  std::string code;
-  std::string message;
-  int retry_after_seconds = 0;
-};
 
 [[noreturn]] void refuse(int status, std::string code, std::string message) {
   throw HttpError{status, std::move(code), std::move(message)};
@@ -93,7 +90,7 @@ std::string status_text(int status) {
     case 405:
       return "this endpoint does not take that method (see /v1/openapi.json)";
     case 413:
-      return "the request is larger than this server takes (see max_upload_bytes)";
+      return "the request is larger than this server takes";
     case 414:
       return "the request line is too long";
     case 400:
@@ -145,14 +142,6 @@ std::string safe_extension(const std::string& filename) {
   return extension;
 }
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  if (from.empty()) return text;
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
 int parse_count(const std::string& field, const std::string& value) {
   int number = 0;
   const auto [end, status] = std::from_chars(value.data(), value.data() + value.size(), number);
@@ -186,12 +175,55 @@ std::size_t queued_jobs(const JobStore& store) {
   return store.count_by_state().at(JobState::kQueued);
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The answer is the last thing on this connection: what the client still sends of its body is not
+// read (as a request, it would be garbage).
+void close_connection(httplib::Response& response) {
+  response.set_header("Connection", "close");
+  GuardedServer::close_after_answer();
+}
+
+bool is_body_route(const httplib::Request& request) {
+  return request.method == "POST" && (request.path == "/v1/jobs" || request.path == "/v1/diarize");
+}
+
+bool has_body(const httplib::Request& request) {
+  if (request.has_header("Transfer-Encoding")) return true;
+  const std::string length = request.get_header_value("Content-Length");
+  return !length.empty() && length.find_first_not_of('0') != std::string::npos;
+}
+
+[[noreturn]] void refuse_storage(const std::exception& error, const char* what) {
+  spdlog::error("{}: {}", what, error.what());
+  if (is_out_of_space(error.what())) {
+    refuse(507, "insufficient_storage",
+           "the server is out of disk space for this; try again later, or tell its operator");
+  }
+  refuse(500, "internal", fmt::format("{} failed on the server (its log says why)", what));
+}
+
+ConnectionLimits connection_limits(const ServerConfig& config) {
+  ConnectionLimits limits;
+  limits.max_connections = static_cast<std::size_t>(config.max_connections);
+  limits.max_client_connections = static_cast<std::size_t>(config.max_client_connections);
+  limits.body_slots = static_cast<std::size_t>(config.http_threads);
+  limits.header_seconds = config.header_timeout_seconds;
+  limits.read_seconds = config.read_timeout_seconds;
+  return limits;
+}
+
 }  // namespace
 
 HttpApi::HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
                  Metrics& metrics)
-    : HttpApi(std::move(config), std::move(engine), store, runner, metrics,
-              std::make_unique<httplib::Server>()) {}
+    : HttpApi(config, std::move(engine), store, runner, metrics,
+              std::make_unique<GuardedServer>(connection_limits(config))) {}
 
 HttpApi::HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
                  Metrics& metrics, httplib::Server& server)
@@ -228,30 +260,110 @@ void HttpApi::serve() { server_.listen_after_bind(); }
 
 void HttpApi::stop() { server_.stop(); }
 
+std::optional<HttpError> HttpApi::check_head(const httplib::Request& request) const {
+  if (GuardedServer::limited() && request.path != "/v1/health") {
+    HttpError error{503, "too_many_connections",
+                    "this server has as many connections as it serves (from your address, or in "
+                    "all); try again when one of yours has finished"};
+    error.retry_after_seconds = 5;
+    return error;
+  }
+  // The framing, before any of the body is read: a length that is not a plain number (negative,
+  // 1e20, past 2^64), two lengths, a coding other than chunked, or a body where none belongs is
+  // refused at once instead of being waited for.
+  const bool chunked = request.has_header("Transfer-Encoding");
+  if (request.get_header_value_count("Content-Length") > 1 ||
+      request.get_header_value_count("Transfer-Encoding") > 1) {
+    return HttpError{400, "bad_request", "send one Content-Length or one Transfer-Encoding"};
+  }
+  if (chunked && !iequals(request.get_header_value("Transfer-Encoding"), "chunked")) {
+    return HttpError{501, "not_implemented", "the only Transfer-Encoding taken is chunked"};
+  }
+  if (chunked && request.has_header("Content-Length")) {
+    return HttpError{400, "bad_request",
+                     "send Content-Length or Transfer-Encoding: chunked, not both"};
+  }
+  std::uint64_t length = 0;
+  if (request.has_header("Content-Length")) {
+    const std::string value = request.get_header_value("Content-Length");
+    const auto [end, status] = std::from_chars(value.data(), value.data() + value.size(), length);
+    if (value.empty() || status != std::errc() || end != value.data() + value.size()) {
+      return HttpError{400, "bad_request",
+                       fmt::format("Content-Length must be a whole number of bytes below 2^64 "
+                                   "(got '{}')",
+                                   value.substr(0, 40))};
+    }
+  }
+  if (!is_body_route(request)) {
+    if (has_body(request)) {
+      return HttpError{413, "too_large", "this endpoint takes no request body"};
+    }
+    return std::nullopt;
+  }
+  if (!chunked && !request.has_header("Content-Length")) {
+    return HttpError{411, "length_required",
+                     "send the form with a Content-Length or Transfer-Encoding: chunked"};
+  }
+  if (length > form_limit()) {
+    return HttpError{413, "too_large",
+                     fmt::format("the request is {} MiB; this server takes forms of at most {} "
+                                 "MiB (the recording at most {} MiB)",
+                                 length >> 20, form_limit() >> 20, config_.max_upload_bytes >> 20)};
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpError> HttpApi::check_token(const httplib::Request& request) const {
+  if (config_.token.empty() || request.path == "/v1/health" || request.path == "/") {
+    return std::nullopt;
+  }
+  // The scheme is case-insensitive (RFC 7235), the token is not.
+  const std::string header = request.get_header_value("Authorization");
+  const std::string scheme = "bearer ";
+  if (header.size() > scheme.size() && iequals(header.substr(0, scheme.size()), scheme) &&
+      same_token(header.substr(scheme.size()), config_.token)) {
+    return std::nullopt;
+  }
+  return HttpError{401, "unauthorized",
+                   "send the server's token as 'Authorization: Bearer <token>'"};
+}
+
+std::size_t HttpApi::form_limit() const {
+  // The recording, a transcript, and the other fields with the form's own framing.
+  return config_.max_upload_bytes + kMaxTranscriptBytes + (std::size_t{256} << 10);
+}
+
 void HttpApi::add_routes() {
   httplib::Server& server = server_;
-  const int threads = config_.http_threads;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // The form carries the recording and a transcript: room for both, each checked on its own.
-  server.set_payload_max_length(config_.max_upload_bytes + (std::size_t{16} << 20));
-  server.set_read_timeout(120, 0);
-  server.set_write_timeout(120, 0);
+  server.set_payload_max_length(form_limit());
 
-  server.set_pre_routing_handler([this](const httplib::Request& request,
-                                        httplib::Response& response) {
-    if (config_.token.empty() || request.path == "/v1/health" || request.path == "/") {
-      return httplib::Server::HandlerResponse::Unhandled;
+  const auto refused_head = [this](const httplib::Request& request, httplib::Response& response) {
+    std::optional<HttpError> error = check_head(request);
+    if (!error) error = check_token(request);
+    if (!error && has_body(request) && !GuardedServer::take_body_slot()) {
+      error = HttpError{503, "busy",
+                        "the server is reading as many uploads as it takes at once; try again"};
+      error->retry_after_seconds = 5;
     }
-    const std::string header = request.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (header.rfind(prefix, 0) == 0 && same_token(header.substr(prefix.size()), config_.token)) {
-      return httplib::Server::HandlerResponse::Unhandled;
+    if (!error) return false;
+    if (error->status == 401) response.set_header("WWW-Authenticate", "Bearer");
+    if (has_body(request) || error->status >= 500 || error->status == 400) {
+      close_connection(response);
     }
-    response.set_header("WWW-Authenticate", "Bearer");
-    write_error(response, {401, "unauthorized",
-                           "send the server's token as 'Authorization: Bearer <token>'"});
-    return httplib::Server::HandlerResponse::Handled;
-  });
+    write_error(response, *error);
+    return true;
+  };
+  server.set_pre_routing_handler(
+      [refused_head](const httplib::Request& request, httplib::Response& response) {
+        if (refused_head(request, response)) return httplib::Server::HandlerResponse::Handled;
+        GuardedServer::reading_body();
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
+  // "Expect: 100-continue": a client that waits for it is told before it sends the body.
+  server.set_expect_100_continue_handler(
+      [refused_head](const httplib::Request& request, httplib::Response& response) {
+        return refused_head(request, response) ? response.status : 100;
+      });
   server.set_error_handler(httplib::Server::HandlerWithResponse(
       [](const httplib::Request&, httplib::Response& response) {
         if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
@@ -259,20 +371,24 @@ void HttpApi::add_routes() {
                                         status_text(response.status)});
         return httplib::Server::HandlerResponse::Handled;
       }));
-  server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& response, std::exception_ptr exception) {
-        std::string message = "unknown error";
-        try {
-          std::rethrow_exception(exception);
-        } catch (const std::exception& error) {
-          message = error.what();
-        } catch (...) {
-        }
-        spdlog::error("request failed: {}", message);
-        write_error(response, {500, "internal", message});
-      });
-  server.set_logger([this](const httplib::Request&, const httplib::Response& response) {
+  // The message stays in the log: it may name the server's files.
+  server.set_exception_handler([](const httplib::Request& request, httplib::Response& response,
+                                  std::exception_ptr exception) {
+    std::string message = "unknown error";
+    try {
+      std::rethrow_exception(exception);
+    } catch (const std::exception& error) {
+      message = error.what();
+    } catch (...) {
+    }
+    spdlog::error("{} {} failed: {}", request.method, request.path, message);
+    write_error(response,
+                {500, "internal", "the server failed to answer this request (its log says why)"});
+  });
+  server.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
     metrics_.count_request(response.status);
+    spdlog::info("{} {} {} {} {}", request.remote_addr, request.method, request.path,
+                 response.status, response.body.size());
   });
 
   // Every handler's refusals become JSON errors.
@@ -298,29 +414,36 @@ void HttpApi::add_routes() {
     response.set_content(std::string(openapi_document()), "application/json");
   });
   server.Get("/v1/health", [this](const httplib::Request&, httplib::Response& response) {
-    write_json(response, 200,
-               {{"status", "ok"},
-                {"models_loaded", true},
-                {"engines", engine_.engines},
-                {"providers", engine_.providers},
-                {"devices", engine_.devices},
-                {"queue_depth", queued_jobs(store_)},
-                {"settings",
-                 {{"step", config_.step_seconds},
-                  {"clustering", config_.clustering},
-                  {"embedding_mode", config_.embedding_mode}}}});
+    nlohmann::json health = {{"status", "ok"},
+                             {"version", kVersion},
+                             {"models_loaded", true},
+                             {"engines", engine_.engines},
+                             {"providers", engine_.providers},
+                             {"devices", engine_.devices},
+                             {"queue_depth", queued_jobs(store_)},
+                             {"settings",
+                              {{"step", config_.step_seconds},
+                               {"clustering", config_.clustering},
+                               {"embedding_mode", config_.embedding_mode}}}};
+    if (!engine_.warning.empty()) health["warning"] = engine_.warning;
+    write_json(response, 200, health);
   });
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
     response.set_content(metrics_.render(snapshot()), "text/plain; version=0.0.4; charset=utf-8");
   });
-  server.Post("/v1/jobs",
-              guarded([this](const httplib::Request& request, httplib::Response& response) {
-                accept_job(request, response, false);
-              }));
-  server.Post("/v1/diarize",
-              guarded([this](const httplib::Request& request, httplib::Response& response) {
-                accept_job(request, response, true);
-              }));
+  // The form is read here, part by part, within its limits (a chunked or compressed body has no
+  // length to check first).
+  for (const auto& [route, wait] : {std::pair{"/v1/jobs", false}, std::pair{"/v1/diarize", true}}) {
+    server.Post(route,
+                [this, wait = wait](const httplib::Request& request, httplib::Response& response,
+                                    const httplib::ContentReader& reader) {
+                  try {
+                    accept_job(request, reader, response, wait);
+                  } catch (const HttpError& error) {
+                    write_error(response, error);
+                  }
+                });
+  }
   server.Get("/v1/jobs",
              guarded([this](const httplib::Request& request, httplib::Response& response) {
                list_jobs(request, response);
@@ -346,7 +469,8 @@ namespace {
 
 // `engine_progress`: where the engine holds the job. A queued job it holds is being decoded
 // (or waits, decoded, for an engine); it is running once the networks start on it.
-nlohmann::json job_json(const Job& job, std::optional<double> engine_progress) {
+nlohmann::json job_json(const Job& job, std::optional<double> engine_progress,
+                        const std::string& warning) {
   double progress = 0.0;
   if (job.state == JobState::kDone) progress = 1.0;
   if (job.state == JobState::kQueued || job.state == JobState::kRunning) {
@@ -365,6 +489,7 @@ nlohmann::json job_json(const Job& job, std::optional<double> engine_progress) {
       {"created", job.created},
       {"error", job.error.empty() ? nlohmann::json() : nlohmann::json(job.error)}};
   if (job.cancel_requested && job.state == JobState::kRunning) body["cancel_requested"] = true;
+  if (!warning.empty()) body["warning"] = warning;
   if (job.started > 0.0) body["started"] = job.started;
   if (job.finished > 0.0) body["finished"] = job.finished;
   if (job.state == JobState::kDone) {
@@ -376,25 +501,103 @@ nlohmann::json job_json(const Job& job, std::optional<double> engine_progress) {
 
 }  // namespace
 
-void HttpApi::accept_job(const httplib::Request& request, httplib::Response& response, bool wait) {
+namespace {
+
+// A form's parts by name, read within limits.
+class Form {
+ public:
+  explicit Form(httplib::MultipartFormDataMap parts) : parts_(std::move(parts)) {}
+  bool has(const std::string& name) const { return parts_.count(name) > 0; }
+  const httplib::MultipartFormData& part(const std::string& name) const {
+    return parts_.find(name)->second;
+  }
+  std::optional<std::string> value(const std::string& name) const {
+    if (!has(name)) return std::nullopt;
+    return part(name).content;
+  }
+
+ private:
+  httplib::MultipartFormDataMap parts_;
+};
+
+constexpr std::size_t kMaxFormParts = 64;
+constexpr std::size_t kMaxFieldBytes = 64 * 1024;
+
+}  // namespace
+
+void HttpApi::accept_job(const httplib::Request& request, const httplib::ContentReader& reader,
+                         httplib::Response& response, bool wait) {
   if (!request.is_multipart_form_data()) {
+    close_connection(response);
     refuse(415, "unsupported_media_type",
            "send a multipart/form-data form with the recording in the field 'audio'");
   }
+  // Each part within its own limit and the form within the sum, counted as the bytes come (after
+  // any Content-Encoding is undone): a chunked or compressed body stops at the limit.
   // The fields, as the CLI's flags are named.
   static const std::vector<std::string> known = {
       "audio", "path",       "transcript",     "num_speakers", "min_speakers", "max_speakers",
       "step",  "clustering", "embedding_mode", "exclusive",    "format"};
-  for (const auto& [name, field] : request.files) {
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
+  httplib::MultipartFormDataMap parts;
+  auto current = parts.end();
+  std::size_t total = 0;
+  std::string too_large;
+  std::string unknown;
+  const bool read = reader(
+      [&](const httplib::MultipartFormData& part) {
+        // Refused before its content is read.
+        if (std::find(known.begin(), known.end(), part.name) == known.end()) {
+          unknown = part.name;
+          return false;
+        }
+        if (parts.size() >= kMaxFormParts) {
+          too_large = fmt::format("the form has more than {} parts", kMaxFormParts);
+          return false;
+        }
+        current = parts.emplace(part.name, part);
+        return true;
+      },
+      [&](const char* bytes, std::size_t size) {
+        const std::string& name = current->first;
+        const std::size_t limit = name == "audio"        ? config_.max_upload_bytes
+                                  : name == "transcript" ? kMaxTranscriptBytes
+                                                         : kMaxFieldBytes;
+        std::string& content = current->second.content;
+        total += size;
+        if (content.size() + size > limit) {
+          too_large = name == "audio"
+                          ? fmt::format("the recording is larger than this server takes ({} MiB)",
+                                        config_.max_upload_bytes >> 20)
+                          : fmt::format(
+                                "the form field '{}' is larger than this server takes ({} "
+                                "KiB)",
+                                valid_utf8(name), limit >> 10);
+          return false;
+        }
+        if (total > form_limit()) {
+          too_large =
+              fmt::format("the form is larger than this server takes ({} MiB)", form_limit() >> 20);
+          return false;
+        }
+        content.append(bytes, size);
+        return true;
+      });
+  if (!read || (parts.empty() && too_large.empty())) {
+    close_connection(response);
+    if (!unknown.empty()) {
       refuse(422, "unknown_field",
-             fmt::format("unknown form field '{}' (see /v1/openapi.json for the fields)", name));
+             fmt::format("unknown form field '{}' (see /v1/openapi.json for the fields)",
+                         valid_utf8(unknown)));
     }
+    if (!too_large.empty()) refuse(413, "too_large", too_large);
+    refuse(400, "bad_request",
+           "the form could not be read: it is malformed, was cut short, or paused longer than "
+           "the server waits");
   }
-  const auto field = [&](const char* name) -> std::optional<std::string> {
-    if (!request.has_file(name)) return std::nullopt;
-    return request.get_file_value(name).content;
-  };
+  GuardedServer::release_body_slot();
+  const Form form(std::move(parts));
+
+  const auto field = [&](const char* name) { return form.value(name); };
 
   Job job;
   cluster::SpeakerCountConstraints speakers;
@@ -435,30 +638,23 @@ void HttpApi::accept_job(const httplib::Request& request, httplib::Response& res
     }
   }
   const std::string format = field("format").value_or(wait ? "json" : "rttm");
-  const bool with_transcript = request.has_file("transcript");
+  const bool with_transcript = form.has("transcript");
   const auto formats = result_formats(with_transcript);
   if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
     refuse(422, "invalid_option",
            fmt::format("format '{}': expected one of {}", format, fmt::join(formats, ", ")));
   }
 
-  const bool has_audio = request.has_file("audio");
-  const bool has_path = request.has_file("path");
+  const bool has_audio = form.has("audio");
+  const bool has_path = form.has("path");
   if (has_audio == has_path) {
     refuse(422, "missing_audio",
            "send the recording in the form field 'audio' (or, where the server allows it, a "
            "server file in 'path'), one of the two");
   }
-  if (has_audio && request.get_file_value("audio").content.size() > config_.max_upload_bytes) {
-    refuse(413, "too_large",
-           fmt::format("the recording is larger than this server takes ({} MiB)",
-                       config_.max_upload_bytes >> 20));
-  }
-  if (with_transcript &&
-      request.get_file_value("transcript").content.size() > (std::size_t{16} << 20)) {
-    refuse(413, "too_large", "the transcript is larger than this server takes (16 MiB)");
-  }
-  fs::path server_file;
+  // A server file is opened once, here, and checked on the open descriptor (a link swapped in
+  // after the check changes nothing); the queue checks it again when the job runs.
+  std::optional<AllowedFile> server_file;
   std::string filename;
   if (has_path) {
     if (config_.allow_paths.empty()) {
@@ -466,59 +662,84 @@ void HttpApi::accept_job(const httplib::Request& request, httplib::Response& res
              "this server takes no server-side paths (it was started without allow_paths); "
              "upload the recording in 'audio'");
     }
-    const std::string named = request.get_file_value("path").content;
-    std::error_code error;
-    const fs::path root = fs::canonical(config_.allow_paths, error);
-    const fs::path resolved = fs::weakly_canonical(root / named, error);
-    const fs::path inside = resolved.lexically_relative(root);
-    if (error || named.empty() || inside.empty() || *inside.begin() == ".." ||
-        fs::path(named).is_absolute()) {
+    const std::string named = form.part("path").content;
+    if (named.empty() || named.find('\0') != std::string::npos || fs::path(named).is_absolute()) {
       refuse(403, "forbidden",
              "path: name a file inside the server's allowed folder, relative to it");
     }
-    if (!fs::is_regular_file(resolved, error)) {
-      refuse(404, "not_found", fmt::format("path: no file '{}' in the allowed folder", named));
+    server_file.emplace(open_allowed_file(config_.allow_paths, named));
+    if (server_file->check == AllowedFileCheck::kOutside) {
+      refuse(403, "forbidden",
+             "path: name a file inside the server's allowed folder, relative to it (links are "
+             "followed, and must stay inside)");
     }
-    server_file = resolved;
+    if (server_file->check != AllowedFileCheck::kInside) {
+      refuse(404, "not_found",
+             fmt::format("path: no regular file '{}' in the allowed folder", valid_utf8(named)));
+    }
     filename = valid_utf8(named);
   } else {
-    filename = valid_utf8(request.get_file_value("audio").filename);
+    filename = valid_utf8(form.part("audio").filename);
   }
 
-  // Queue full: refused before anything is written.
-  std::unique_lock admission(admission_);
-  const std::size_t queued = queued_jobs(store_);
-  if (queued >= config_.max_queue) {
-    HttpError error{429, "queue_full",
-                    fmt::format("the queue is full ({} jobs waiting); try again later", queued)};
-    error.retry_after_seconds = 10;
-    throw error;
+  // Queue full: refused before anything is written. A request that passes holds its place in
+  // the queue (admitting_) until its job is in the store or refused, so that requests checking
+  // at the same time cannot all pass.
+  {
+    const std::lock_guard admission(admission_);
+    const std::size_t queued = queued_jobs(store_) + admitting_;
+    if (queued >= config_.max_queue) {
+      HttpError error{429, "queue_full",
+                      fmt::format("the queue is full ({} jobs waiting); try again later", queued)};
+      error.retry_after_seconds = 10;
+      throw error;
+    }
+    ++admitting_;
   }
-  admission.unlock();
+  const auto admitted = std::shared_ptr<void>(nullptr, [this](void*) {
+    const std::lock_guard admission(admission_);
+    --admitting_;
+  });
 
-  job.id = store_.new_job_folder();
+  std::string id;
+  try {
+    id = store_.new_job_folder();
+  } catch (const Error& error) {
+    refuse_storage(error, "creating the job's folder");
+  }
+  job.id = id;
   const fs::path folder = store_.job_folder(job.id);
   job.uri = recording_name(filename);
   job.options["filename"] = fs::path(filename).filename().string();
   try {
+    fs::path readable;
     if (has_audio) {
       job.audio = folder / ("audio" + safe_extension(filename));
-      write_file_atomically(job.audio, request.get_file_value("audio").content);
+      try {
+        write_file_atomically(job.audio, form.part("audio").content);
+      } catch (const Error& error) {
+        refuse_storage(error, "storing the recording");
+      }
+      readable = job.audio;
     } else {
-      job.audio = server_file;
+      job.audio = server_file->resolved;
+      job.options["server_file"] = true;
+      readable = server_file->file->path();
     }
     std::optional<double> duration;
     try {
-      duration = audio::open_audio_source(job.audio)->info().duration_seconds();
+      duration = audio::open_audio_source(readable)->info().duration_seconds();
     } catch (const Error& error) {
       refuse(415, "unsupported_audio",
-             replace_all(error.what(), job.audio.string(), job.options["filename"]));
+             replace_all(replace_all(error.what(), readable.string(), job.options["filename"]),
+                         job.audio.string(), job.options["filename"]));
     }
     if (duration.value_or(0.0) > config_.max_audio_seconds) {
       refuse(413, "too_long",
              fmt::format("the recording is {:.2f} h long; this server takes at most {:.2f} h",
                          *duration / 3600.0, config_.max_audio_seconds / 3600.0));
     }
+    job.audio_seconds = duration.value_or(0.0);
     if (wait && duration.value_or(0.0) > config_.max_sync_audio_seconds) {
       refuse(413, "too_long",
              fmt::format("POST /v1/diarize takes at most {:.0f} s of audio (this is {:.0f} s); "
@@ -526,9 +747,13 @@ void HttpApi::accept_job(const httplib::Request& request, httplib::Response& res
                          config_.max_sync_audio_seconds, *duration));
     }
     if (with_transcript) {
-      const auto& part = request.get_file_value("transcript");
+      const auto& part = form.part("transcript");
       job.transcript = folder / ("transcript" + safe_extension(part.filename));
-      write_file_atomically(job.transcript, part.content);
+      try {
+        write_file_atomically(job.transcript, part.content);
+      } catch (const Error& error) {
+        refuse_storage(error, "storing the transcript");
+      }
       try {
         transcript::read_transcript(job.transcript);
       } catch (const Error& error) {
@@ -537,7 +762,11 @@ void HttpApi::accept_job(const httplib::Request& request, httplib::Response& res
                            fs::path(part.filename).filename().string()));
       }
     }
-    store_.add(job);
+    try {
+      store_.add(job);
+    } catch (const Error& error) {
+      refuse_storage(error, "recording the job");
+    }
   } catch (...) {
     std::error_code error;
     fs::remove_all(folder, error);
@@ -564,13 +793,19 @@ void HttpApi::accept_job(const httplib::Request& request, httplib::Response& res
 void HttpApi::answer_job(const std::string& id, httplib::Response& response) {
   const auto job = store_.find(id);
   if (!job) refuse(404, "not_found", "no such job");
-  write_json(response, 200, job_json(*job, queue_.progress(id)));
+  write_json(response, 200, job_json(*job, queue_.progress(id), engine_.warning));
 }
 
 void HttpApi::answer_result(const std::string& id, const std::string& format,
                             httplib::Response& response) {
   const auto job = store_.find(id);
   if (!job) refuse(404, "not_found", "no such job");
+  if (job->state == JobState::kCancelled) {
+    refuse(409, "cancelled", "the job was cancelled; it has no result");
+  }
+  if (job->state == JobState::kFailed) {
+    refuse(409, "failed", fmt::format("the job failed, so it has no result: {}", job->error));
+  }
   if (job->state != JobState::kDone) {
     refuse(409, "not_done",
            fmt::format("the job is {}; its result comes when it is done", to_string(job->state)));
@@ -598,7 +833,8 @@ void HttpApi::delete_job(const std::string& id, httplib::Response& response) {
     const auto now = store_.find(id);
     if (!now) refuse(404, "not_found", "no such job");
     // A running job's cancellation takes effect when its run ends.
-    write_json(response, cancelled ? 200 : 202, job_json(*now, queue_.progress(id)));
+    write_json(response, cancelled ? 200 : 202,
+               job_json(*now, queue_.progress(id), engine_.warning));
     return;
   }
   store_.remove(id);
@@ -609,10 +845,12 @@ void HttpApi::list_jobs(const httplib::Request& request, httplib::Response& resp
   constexpr std::size_t kMaxPage = 1000;
   const std::size_t offset = parse_index(request, "offset", 0, SIZE_MAX / 2);
   const std::size_t limit = parse_index(request, "limit", 100, kMaxPage);
+  // A page of none would name itself as the next.
+  if (limit == 0) refuse(422, "invalid_parameter", "limit: expected a whole number in [1, 1000]");
   const std::size_t total = store_.count();
   nlohmann::json jobs = nlohmann::json::array();
   for (const Job& job : store_.list(offset, limit)) {
-    jobs.push_back(job_json(job, queue_.progress(job.id)));
+    jobs.push_back(job_json(job, queue_.progress(job.id), engine_.warning));
   }
   nlohmann::json body = {{"jobs", jobs}, {"total", total}, {"offset", offset}, {"limit", limit}};
   body["next"] =

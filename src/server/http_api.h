@@ -21,7 +21,22 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
+namespace httplib {
+class ContentReader;
+}
+
 namespace parley::server {
+
+// A request answered with an error: thrown by the handlers, written as the JSON error body.
+struct HttpError {
+  int status;
+  std::string code;
+  std::string message;
+  int retry_after_seconds = 0;
+};
+
+// A transcript sent with a recording may add this much to the form.
+inline constexpr std::size_t kMaxTranscriptBytes = std::size_t{16} << 20;
 
 // What /v1/health and /metrics say about the engine.
 struct EngineInfo {
@@ -29,6 +44,8 @@ struct EngineInfo {
   std::string providers;  // "cpu", "cuda", ...
   std::vector<int> devices;
   std::optional<runtime::ProviderId> accelerator;  // whose device memory /metrics reports
+  // Said in health, in every job and on the page: results the server gives may mislead.
+  std::string warning;
 };
 
 class HttpApi {
@@ -55,7 +72,13 @@ class HttpApi {
   HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
           Metrics& metrics, std::unique_ptr<httplib::Server> server);
   void add_routes();
-  void accept_job(const httplib::Request& request, httplib::Response& response, bool wait);
+  // What is wrong with a request's line and headers (its framing, its size, the connection's
+  // limits), before its body is read.
+  std::optional<HttpError> check_head(const httplib::Request& request) const;
+  std::optional<HttpError> check_token(const httplib::Request& request) const;
+  std::size_t form_limit() const;
+  void accept_job(const httplib::Request& request, const httplib::ContentReader& reader,
+                  httplib::Response& response, bool wait);
   void answer_job(const std::string& id, httplib::Response& response);
   void answer_result(const std::string& id, const std::string& format, httplib::Response& response);
   void delete_job(const std::string& id, httplib::Response& response);
@@ -67,7 +90,8 @@ class HttpApi {
   JobStore& store_;
   JobRunner& queue_;
   Metrics& metrics_;
-  std::mutex admission_;                         // the queue-full check and the insert, as one step
+  std::mutex admission_;       // the queue-full check and the insert, as one step
+  std::size_t admitting_ = 0;  // requests past the check whose jobs are not yet in the store
   std::unique_ptr<httplib::Server> own_server_;  // unset when the caller owns the server
   httplib::Server& server_;
 };

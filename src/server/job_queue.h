@@ -9,7 +9,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,17 +19,24 @@
 #include <vector>
 
 #include "corpus/corpus_engine.h"
+#include "server/allowed_file.h"
 #include "server/job_store.h"
 #include "server/metrics.h"
 
 namespace parley::server {
 
-// Starts of one job that may end with the process dying before it is marked failed: the first
-// crash may be bad luck (a native teardown crash), the second is the recording.
-constexpr int kMaxJobAttempts = 2;
+// Deaths of the process blamed on one job (it was alone in the networks) before it is marked
+// failed: the first may be bad luck (a native teardown crash), the second is the recording.
+constexpr int kMaxJobCrashes = 2;
 
 // What the HTTP API needs of whatever runs the jobs: the JobQueue below in the server, a stand-in
 // without models in the HTTP fuzzer (fuzz/http_fuzzer.cpp).
+// A job's progress `elapsed_seconds` into the networks (0.15 to 0.85 of the whole, as they take
+// most of the time), from its audio's length and what the networks lately took per second of
+// audio; it stops short of the clustering's share until the networks are done.
+double networks_progress(double elapsed_seconds, double audio_seconds,
+                         double seconds_per_audio_second);
+
 class JobRunner {
  public:
   virtual ~JobRunner() = default;
@@ -41,9 +50,19 @@ class JobRunner {
                                                  std::chrono::steady_clock::duration timeout) = 0;
 };
 
+// What the queue does besides running jobs.
+struct JobPolicy {
+  // The folder server files must still be in when their jobs run (empty: none).
+  std::filesystem::path allow_paths;
+  // Finished jobs are removed (row and folder) this long after they finished; 0: kept.
+  double retain_seconds = 0.0;
+  // An upload is removed once its job is done (the results stay); false keeps it.
+  bool remove_uploads = false;
+};
+
 class JobQueue : public JobRunner {
  public:
-  JobQueue(JobStore& store, corpus::CorpusEngine& engine, Metrics& metrics);
+  JobQueue(JobStore& store, corpus::CorpusEngine& engine, Metrics& metrics, JobPolicy policy = {});
   ~JobQueue() override;  // stop()
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
@@ -63,17 +82,30 @@ class JobQueue : public JobRunner {
     std::string id;
     std::string stage;  // the engine's stage it is in ("" before decoding starts)
     std::chrono::steady_clock::time_point stage_start;
+    // A server file, open from the check until the result: the engine reads this descriptor.
+    std::shared_ptr<OpenedFile> file;
+    double audio_seconds = 0.0;  // as accepted: how long the networks should take
   };
 
   void run();
+  void sweep();  // the retention policy, now and then until stop()
   std::optional<corpus::CorpusRecording> next_recording();
   void on_stage(std::size_t index, std::string_view stage);
   void on_result(corpus::RecordingOutcome outcome);
-  void finish(const Job& job, const corpus::RecordingOutcome& outcome);
+  void finish(const Job& job, const corpus::RecordingOutcome& outcome,
+              const std::shared_ptr<OpenedFile>& file);
+
+  // The job's recording as the engine should open it, or nullopt when the job was failed for it.
+  std::optional<std::filesystem::path> readable_audio(const Job& job,
+                                                      std::shared_ptr<OpenedFile>& file);
 
   JobStore& store_;
   corpus::CorpusEngine& engine_;
   Metrics& metrics_;
+  JobPolicy policy_;
+  bool alone_ = false;  // a suspect job is in the engine: nothing else is taken
+  // Seconds the networks took per second of audio, lately (a first guess until one is measured).
+  double networks_seconds_per_audio_second_ = 0.02;
   std::atomic<bool> stop_{false};
   mutable std::mutex mutex_;
   std::condition_variable wake_;        // the source waits for queued jobs
@@ -81,6 +113,7 @@ class JobQueue : public JobRunner {
   std::map<std::size_t, Taken> taken_;  // by the engine's recording index
   std::size_t next_index_ = 0;
   std::thread thread_;
+  std::thread sweeper_;
 };
 
 }  // namespace parley::server

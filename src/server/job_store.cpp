@@ -7,6 +7,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 
@@ -69,24 +70,65 @@ class Statement {
 
 constexpr const char* kColumns =
     "id, state, uri, audio, transcript, options, attempts, cancel_requested, created, started, "
-    "finished, audio_seconds, stage_seconds, error";
+    "finished, audio_seconds, stage_seconds, error, crashes, suspect, seq";
 
+// A JSON object kept in a column; anything else is a damaged row.
+nlohmann::json json_object(const std::string& column, const std::string& text) {
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded() || !value.is_object()) {
+    fail("column {} is not a JSON object", column);
+  }
+  return value;
+}
+
+bool is_id(const std::string& id) {
+  return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// A row as the server wrote it, or parley::Error saying what is not: everything the API and the
+// queue later take for granted is checked here, once.
 Job read_job(const Statement& row) {
   Job job;
   job.id = row.text(0);
+  if (!is_id(job.id)) fail("the id is not 32 hex digits");
   job.state = parse_job_state(row.text(1));
   job.uri = row.text(2);
   job.audio = row.text(3);
+  if (job.audio.empty()) fail("no audio");
   job.transcript = row.text(4);
-  job.options = nlohmann::json::parse(row.text(5));
-  job.attempts = static_cast<int>(row.integer(6));
+  job.options = json_object("options", row.text(5));
+  for (const char* count : {"num_speakers", "min_speakers", "max_speakers"}) {
+    if (job.options.contains(count) &&
+        !(job.options[count].is_number_integer() && job.options[count].get<std::int64_t>() >= 1 &&
+          job.options[count].get<std::int64_t>() <= 1000000)) {
+      fail("option {} is not a whole number of at least 1", count);
+    }
+  }
+  for (const char* flag : {"exclusive", "server_file"}) {
+    if (job.options.contains(flag) && !job.options[flag].is_boolean()) {
+      fail("option {} is not true or false", flag);
+    }
+  }
+  if (job.options.contains("filename") && !job.options["filename"].is_string()) {
+    fail("option filename is not text");
+  }
+  job.attempts = static_cast<int>(std::clamp<std::int64_t>(row.integer(6), 0, 1000000));
   job.cancel_requested = row.integer(7) != 0;
   job.created = row.real(8);
   job.started = row.real(9);
   job.finished = row.real(10);
   job.audio_seconds = row.real(11);
-  job.stage_seconds = nlohmann::json::parse(row.text(12));
+  job.stage_seconds = json_object("stage_seconds", row.text(12));
   job.error = row.text(13);
+  job.crashes = static_cast<int>(std::clamp<std::int64_t>(row.integer(14), 0, 1000000));
+  job.suspect = row.integer(15) != 0;
+  // JSON answers cannot hold what is not UTF-8: the server writes only valid text.
+  for (const std::string* text : {&job.uri, &job.error}) {
+    if (nlohmann::json(*text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) !=
+        nlohmann::json(*text).dump(-1, ' ', false, nlohmann::json::error_handler_t::ignore)) {
+      fail("text that is not UTF-8");
+    }
+  }
   return job;
 }
 
@@ -108,6 +150,20 @@ JobStore::JobStore(const fs::path& state_dir) : jobs_dir_(state_dir / "jobs") {
   fs::create_directories(jobs_dir_, error);
   if (error) fail("state folder {}: cannot create it: {}", state_dir.string(), error.message());
   const fs::path database = state_dir / "jobs.sqlite3";
+  // SQLite takes an empty file for a new database: a truncated store would start empty and
+  // leave every job's folder behind.
+  if (fs::exists(database, error) && fs::file_size(database, error) == 0 && !error) {
+    std::size_t folders = 0;
+    for (const auto& entry : fs::directory_iterator(jobs_dir_, error)) {
+      if (entry.is_directory() && is_id(entry.path().filename().string())) ++folders;
+    }
+    if (folders > 0) {
+      fail(
+          "job store {}: the database is empty (0 bytes) but {} holds {} job folders; restore "
+          "jobs.sqlite3 from a backup, or move the state folder away to start afresh",
+          database.string(), jobs_dir_.string(), folders);
+    }
+  }
   sqlite3* db = nullptr;
   const int status =
       sqlite3_open_v2(database.c_str(), &db,
@@ -117,6 +173,28 @@ JobStore::JobStore(const fs::path& state_dir) : jobs_dir_(state_dir / "jobs") {
     fail("job store {}: cannot open it: {}", database.string(), sqlite3_errstr(status));
   }
   sqlite3_busy_timeout(db_.get(), 5000);
+  try {
+    check_database(database);
+  } catch (const Error& failure) {
+    std::string reason = failure.what();
+    if (reason.rfind("job store: ", 0) == 0) reason.erase(0, 11);
+    fail(
+        "job store {}: {}; restore it from a backup, or move the state folder away to start "
+        "afresh (the server does not start on a store it cannot trust)",
+        database.string(), reason);
+  }
+}
+
+void JobStore::check_database(const fs::path& database) {
+  // A damaged file fails here ("file is not a database", "malformed") instead of on every
+  // request later.
+  {
+    Statement check(db_.get(), "PRAGMA quick_check");
+    while (check.step()) {
+      const std::string verdict = check.text(0);
+      if (verdict != "ok") fail("the database is damaged ({})", verdict);
+    }
+  }
   execute("PRAGMA journal_mode=WAL");
   execute("PRAGMA synchronous=FULL");
   // seq keeps the order jobs were accepted in, for listing and for the queue.
@@ -126,8 +204,77 @@ JobStore::JobStore(const fs::path& state_dir) : jobs_dir_(state_dir / "jobs") {
       "NULL, options TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, cancel_requested "
       "INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, started REAL NOT NULL DEFAULT 0, "
       "finished REAL NOT NULL DEFAULT 0, audio_seconds REAL NOT NULL DEFAULT 0, stage_seconds "
-      "TEXT NOT NULL DEFAULT '{}', error TEXT NOT NULL DEFAULT '')");
+      "TEXT NOT NULL DEFAULT '{}', error TEXT NOT NULL DEFAULT '', crashes INTEGER NOT NULL "
+      "DEFAULT 0, suspect INTEGER NOT NULL DEFAULT 0)");
   execute("CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, seq)");
+  execute(
+      "CREATE TABLE IF NOT EXISTS quarantined_jobs (seq INTEGER, id TEXT, row TEXT NOT NULL, "
+      "reason TEXT NOT NULL, quarantined REAL NOT NULL)");
+  // The schema: every column the server reads, the two newest added to an older store.
+  std::vector<std::string> columns;
+  {
+    Statement info(db_.get(), "PRAGMA table_info(jobs)");
+    while (info.step()) columns.push_back(info.text(1));
+  }
+  const auto has = [&](const char* name) {
+    return std::find(columns.begin(), columns.end(), name) != columns.end();
+  };
+  for (const char* added : {"crashes", "suspect"}) {
+    if (!has(added)) {
+      execute(fmt::format("ALTER TABLE jobs ADD COLUMN {} INTEGER NOT NULL DEFAULT 0", added));
+      columns.emplace_back(added);
+    }
+  }
+  for (const char* needed : {"seq", "id", "state", "uri", "audio", "transcript", "options",
+                             "attempts", "cancel_requested", "created", "started", "finished",
+                             "audio_seconds", "stage_seconds", "error"}) {
+    if (!has(needed)) fail("its table jobs has no column {} (not a parley job store?)", needed);
+  }
+  // Every row, read once: one that cannot be read is set aside, not served as a 500 forever.
+  const std::lock_guard lock(mutex_);
+  const std::size_t before = quarantined_unlocked();
+  // Page by page; a quarantined row leaves the table, so the next page starts after the
+  // readable rows seen so far.
+  for (std::size_t offset = 0;;) {
+    const std::size_t page_before = quarantined_unlocked();
+    const std::size_t readable = query("ORDER BY seq", {}, offset, 1000).size();
+    if (readable == 0 && quarantined_unlocked() == page_before) break;
+    offset += readable;
+  }
+  const std::size_t moved = quarantined_unlocked() - before;
+  if (moved > 0) {
+    spdlog::warn(
+        "job store {}: {} jobs could not be read and were moved to its table "
+        "quarantined_jobs; the others are served",
+        database.string(), moved);
+  }
+}
+
+void JobStore::quarantine(std::int64_t seq, const std::string& reason) const {
+  Statement(db_.get(),
+            "INSERT INTO quarantined_jobs (seq, id, row, reason, quarantined) SELECT seq, "
+            "CAST(id AS TEXT), quote(id) || ', ' || quote(state) || ', ' || quote(uri) || ', ' || "
+            "quote(audio) || ', ' || quote(transcript) || ', ' || quote(options) || ', ' || "
+            "quote(attempts) || ', ' || quote(created) || ', ' || quote(stage_seconds) || ', ' || "
+            "quote(error), ?, ? FROM jobs WHERE seq = ?")
+      .bind(1, reason)
+      .bind(2, unix_now())
+      .bind(3, seq)
+      .step();
+  Statement(db_.get(), "DELETE FROM jobs WHERE seq = ?").bind(1, seq).step();
+  spdlog::warn("job store: the job in row {} cannot be read ({}); moved to quarantined_jobs", seq,
+               reason);
+}
+
+std::size_t JobStore::quarantined_unlocked() const {
+  Statement count(db_.get(), "SELECT COUNT(*) FROM quarantined_jobs");
+  count.step();
+  return static_cast<std::size_t>(count.integer(0));
+}
+
+std::size_t JobStore::quarantined() const {
+  const std::lock_guard lock(mutex_);
+  return quarantined_unlocked();
 }
 
 void JobStore::execute(const std::string& sql) const {
@@ -155,8 +302,8 @@ fs::path JobStore::job_folder(const std::string& id) const { return jobs_dir_ / 
 void JobStore::add(const Job& job) {
   const std::lock_guard lock(mutex_);
   Statement(db_.get(),
-            "INSERT INTO jobs (id, state, uri, audio, transcript, options, created) VALUES (?, ?, "
-            "?, ?, ?, ?, ?)")
+            "INSERT INTO jobs (id, state, uri, audio, transcript, options, created, audio_seconds) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
       .bind(1, job.id)
       .bind(2, to_string(job.state))
       .bind(3, job.uri)
@@ -164,6 +311,7 @@ void JobStore::add(const Job& job) {
       .bind(5, job.transcript.string())
       .bind(6, job.options.dump())
       .bind(7, job.created > 0.0 ? job.created : unix_now())
+      .bind(8, job.audio_seconds)
       .step();
 }
 
@@ -177,7 +325,17 @@ std::vector<Job> JobStore::query(const std::string& where_and_order,
   statement.bind(index++, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
   statement.bind(index, static_cast<std::int64_t>(offset));
   std::vector<Job> jobs;
-  while (statement.step()) jobs.push_back(read_job(statement));
+  std::vector<std::pair<std::int64_t, std::string>> damaged;
+  while (statement.step()) {
+    try {
+      jobs.push_back(read_job(statement));
+    } catch (const std::exception& error) {
+      damaged.emplace_back(statement.integer(16), error.what());
+    }
+  }
+  // After the statement is done with the rows; a page short by the damaged rows is still a page
+  // of readable jobs, and the next read does not meet them again.
+  for (const auto& [seq, reason] : damaged) quarantine(seq, reason);
   return jobs;
 }
 
@@ -206,12 +364,16 @@ std::map<JobState, std::size_t> JobStore::count_by_state() const {
   for (int state = 0; state < 5; ++state) counts[static_cast<JobState>(state)] = 0;
   Statement statement(db_.get(), "SELECT state, COUNT(*) FROM jobs GROUP BY state");
   while (statement.step()) {
-    counts[parse_job_state(statement.text(0))] = static_cast<std::size_t>(statement.integer(1));
+    for (int state = 0; state < 5; ++state) {
+      if (statement.text(0) == kStateNames[state]) {
+        counts[static_cast<JobState>(state)] = static_cast<std::size_t>(statement.integer(1));
+      }
+    }
   }
   return counts;
 }
 
-std::optional<Job> JobStore::oldest_queued(int max_attempts, const std::vector<std::string>& skip) {
+std::optional<Job> JobStore::oldest_queued(int max_crashes, const std::vector<std::string>& skip) {
   const std::lock_guard lock(mutex_);
   std::string where = "WHERE state = 'queued'";
   if (!skip.empty()) {
@@ -221,15 +383,20 @@ std::optional<Job> JobStore::oldest_queued(int max_attempts, const std::vector<s
   }
   where += " ORDER BY seq";
   while (true) {
+    const std::size_t quarantined_before = quarantined_unlocked();
     auto jobs = query(where, skip, 0, 1);
-    if (jobs.empty()) return std::nullopt;
+    if (jobs.empty()) {
+      // The oldest was unreadable and is set aside now: the next one may be fine.
+      if (quarantined_unlocked() != quarantined_before) continue;
+      return std::nullopt;
+    }
     Job job = std::move(jobs.front());
-    if (job.attempts < max_attempts) return job;
+    if (job.crashes < max_crashes) return job;
     Statement(db_.get(), "UPDATE jobs SET state = 'failed', finished = ?, error = ? WHERE id = ?")
         .bind(1, unix_now())
-        .bind(2, fmt::format("the server died {} times while diarizing this recording (a native "
-                             "crash?); it is not tried again",
-                             job.attempts))
+        .bind(2, fmt::format("the server died {} times while diarizing this recording alone (a "
+                             "native crash?); it is not tried again",
+                             job.crashes))
         .bind(3, job.id)
         .step();
   }
@@ -248,8 +415,30 @@ bool JobStore::start(const std::string& id) {
 
 std::size_t JobStore::requeue_running() {
   const std::lock_guard lock(mutex_);
-  execute("UPDATE jobs SET state = 'queued' WHERE state = 'running'");
-  return static_cast<std::size_t>(sqlite3_changes(db_.get()));
+  execute("BEGIN IMMEDIATE");
+  try {
+    Statement(db_.get(),
+              "UPDATE jobs SET state = 'cancelled', finished = ? WHERE state = 'running' AND "
+              "cancel_requested != 0")
+        .bind(1, unix_now())
+        .step();
+    std::size_t running = 0;
+    {
+      Statement count(db_.get(), "SELECT COUNT(*) FROM jobs WHERE state = 'running'");
+      count.step();
+      running = static_cast<std::size_t>(count.integer(0));
+    }
+    // Alone in the networks, it is the likely cause; with others, any of them may be, and each
+    // runs alone next to tell.
+    execute(running == 1 ? "UPDATE jobs SET state = 'queued', crashes = crashes + 1, suspect = 0 "
+                           "WHERE state = 'running'"
+                         : "UPDATE jobs SET state = 'queued', suspect = 1 WHERE state = 'running'");
+    execute("COMMIT");
+    return running;
+  } catch (...) {
+    sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
 }
 
 void JobStore::requeue(const std::string& id) {
@@ -313,6 +502,20 @@ void JobStore::remove(const std::string& id) {
   // After the row: a crash in between leaves an orphan folder, never a row without its files.
   std::error_code error;
   fs::remove_all(job_folder(id), error);
+}
+
+std::size_t JobStore::remove_finished_before(double finished_before) {
+  std::vector<std::string> ids;
+  {
+    const std::lock_guard lock(mutex_);
+    Statement select(db_.get(),
+                     "SELECT id FROM jobs WHERE state IN ('done', 'failed', 'cancelled') AND "
+                     "finished > 0 AND finished < ?");
+    select.bind(1, finished_before);
+    while (select.step()) ids.push_back(select.text(0));
+  }
+  for (const auto& id : ids) remove(id);
+  return ids.size();
 }
 
 }  // namespace parley::server

@@ -6,7 +6,9 @@
 Uploads ../shared/eval/pyannote-sample/sample.wav through the page's file input (DevTools
 protocol over --remote-debugging-pipe, no extra packages), waits for the job, checks that the
 timeline shows one lane per speaker and one bar per turn of what the API reports, and saves a
-screenshot as WORK_DIR/page.png. Exits 77 (skipped) without chromium or the shared folder."""
+screenshot as WORK_DIR/page.png; the RTTM download is named after the recording, and the
+speed-twin warning shows (the tiny model is marked as one, with python3-onnx). Exits 77 (skipped)
+without chromium or the shared folder."""
 import base64
 import json
 import os
@@ -17,6 +19,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+
+import onnx
 
 from serve_test_support import prepare_models
 
@@ -41,6 +45,11 @@ def check(condition, what):
 
 
 engine = prepare_models(work, shared, write_model)
+# The tiny embedding model marked as a speed twin (random weights, as it is): the page says so.
+tiny = engine[engine.index("--embedding-model") + 1]
+marked = onnx.load(tiny)
+marked.metadata_props.add(key="parley.speed_twin", value="true")
+onnx.save(marked, tiny)
 log_path = f"{work}/server.log"
 log = open(log_path, "w")
 server = subprocess.Popen(
@@ -142,6 +151,20 @@ try:
         check(drawn["bars"] == len(api) and drawn["rows"] == len(api),
               f"{drawn['bars']} bars, {drawn['rows']} rows vs the API's {len(api)} turns")
         check(len(api) > 0, "some turns")
+        warning = browser.evaluate("document.getElementById('warning').textContent")
+        check("speed twin" in (warning or "") and not browser.evaluate(
+            "document.getElementById('warning').classList.contains('hidden')"),
+            f"the page warns of the speed twin: {warning!r}")
+        # A download is named after the recording, not the job id.
+        downloads = f"{work}/downloads"
+        os.makedirs(downloads, exist_ok=True)
+        browser.call("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads},
+                     session=False)
+        browser.evaluate("document.querySelector('button[data-format=rttm]').click()")
+        deadline = time.time() + 30
+        while "sample.rttm" not in os.listdir(downloads) and time.time() < deadline:
+            time.sleep(0.2)
+        check(os.listdir(downloads) == ["sample.rttm"], f"downloaded {os.listdir(downloads)}")
         time.sleep(0.3)  # let the page settle before the picture
         shot = browser.call("Page.captureScreenshot", {"format": "png"})["data"]
         with open(f"{work}/page.png", "wb") as picture:

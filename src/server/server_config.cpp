@@ -6,6 +6,10 @@
 
 namespace parley::server {
 
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 void ServerConfig::validate() const {
   if (host.empty()) fail("server host: empty (use 127.0.0.1 for this machine only)");
   if (port < 0 || port > 65535) fail("server port must be in [0, 65535] (got {})", port);
@@ -17,6 +21,19 @@ void ServerConfig::validate() const {
   if (http_threads < 1 || http_threads > 256) {
     fail("server http_threads must be in [1, 256] (got {})", http_threads);
   }
+  if (max_connections < 1 || max_connections > 4096) {
+    fail("server max_connections must be in [1, 4096] (got {})", max_connections);
+  }
+  if (max_client_connections < 1) fail("server max_client_connections must be at least 1");
+  if (!(header_timeout_seconds > 0.0) || !(read_timeout_seconds > 0.0)) {
+    fail("server header_timeout_seconds and read_timeout_seconds must be positive");
+  }
+  if (token.empty() && !insecure && !is_loopback(host)) {
+    fail(
+        "server host {}: listening beyond this machine without a token lets anyone who can "
+        "reach it use the server; set a token, or set insecure to accept that",
+        host);
+  }
   if (!allow_paths.empty() && !std::filesystem::is_directory(allow_paths)) {
     fail("server allow_paths {}: not a folder", allow_paths.string());
   }
@@ -25,13 +42,15 @@ void ServerConfig::validate() const {
 std::string ServerConfig::to_string() const {
   return fmt::format(
       "host {}, port {}, state_dir {}, max_queue {}, max_upload {:.0f} MiB, max_audio {:.2f} h, "
-      "max_sync_audio {:.0f} s, token {}, allow_paths {}, http_threads {}, step {} s, clustering "
-      "{}, embedding_mode {}",
+      "max_sync_audio {:.0f} s, token {}, allow_paths {}, http_threads {}, max_connections {} ({} "
+      "a client), header_timeout {} s, read_timeout {} s, step {} s, clustering {}, "
+      "embedding_mode {}",
       host, port, state_dir.string(), max_queue,
       static_cast<double>(max_upload_bytes) / (1024.0 * 1024.0), max_audio_seconds / 3600.0,
       max_sync_audio_seconds, token.empty() ? "none" : "set",
-      allow_paths.empty() ? "none" : allow_paths.string(), http_threads, step_seconds, clustering,
-      embedding_mode);
+      allow_paths.empty() ? "none" : allow_paths.string(), http_threads, max_connections,
+      max_client_connections, header_timeout_seconds, read_timeout_seconds, step_seconds,
+      clustering, embedding_mode);
 }
 
 }  // namespace parley::server

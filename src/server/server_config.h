@@ -8,6 +8,9 @@
 
 namespace parley::server {
 
+// 127.0.0.0/8, ::1 and localhost: reachable only from this machine.
+bool is_loopback(const std::string& host);
+
 struct ServerConfig {
   std::string host = "127.0.0.1";   // loopback: put a reverse proxy in front to serve others
   int port = 8080;                  // 0: any free port (the chosen one is logged)
@@ -17,9 +20,20 @@ struct ServerConfig {
   double max_audio_seconds = 4.0 * 3600.0;
   // POST /v1/diarize holds a connection open while it runs: longer audio goes to /v1/jobs.
   double max_sync_audio_seconds = 600.0;
-  std::string token;                  // empty: no authentication
+  std::string token;  // empty: no authentication
+  // Listening beyond loopback without a token is refused unless this is set.
+  bool insecure = false;
   std::filesystem::path allow_paths;  // empty: clients cannot name server files
+  // Requests whose bodies are read at once (each may hold an upload in memory).
   int http_threads = 8;
+  // Connections served at once, and from one client address (a reverse proxy is one address);
+  // beyond either a connection is answered only for /v1/health, 503 otherwise.
+  int max_connections = 64;
+  int max_client_connections = 32;
+  // A request's line and headers must arrive within header_timeout_seconds; a body may pause,
+  // and a client may leave the answer untaken, at most read_timeout_seconds.
+  double header_timeout_seconds = 10.0;
+  double read_timeout_seconds = 30.0;
   // The engine's settings.
   double step_seconds = 1.0;
   std::string clustering = "vbx";
