@@ -41,6 +41,7 @@ constexpr const char* kBenchSchema = "parley-bench/2";
 
 struct BenchArguments {
   std::vector<std::string> audio;
+  std::string after_double_dash;  // never filled; see add_bench_command
   DiarizationFlags flags;
   EngineFlags engine;
   int warmup = 1;
@@ -387,6 +388,8 @@ void add_bench_command(CLI::App& app) {
                                      "memory (models load once; warm-up runs are not timed)");
   command->add_option("audio", arguments->audio, "recordings (wav, flac, ogg, mp3, m4a, ...)")
       ->required();
+  // Keeps `--` before a file named -x.wav in this command (see add_diarize_command).
+  command->add_option("after-double-dash", arguments->after_double_dash)->group("");
   add_clustering_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);
   command->add_option("--warmup", arguments->warmup, "untimed runs per recording first")

@@ -9,7 +9,7 @@ namespace {
 
 // Field (as library messages name it) -> the flag that sets it. Only identifiers with an
 // underscore are listed: plain words ("threads", "provider") also appear in ordinary prose.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kFlagOfField = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kFlagOfField = {{
     {"step_seconds", "--step"},
     {"models_dir", "--models"},
     {"embedding_mode", "--embedding-mode"},
@@ -23,6 +23,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kFlagOfF
     {"max_speakers", "--max-speakers"},
     {"provider_options", "--provider-option"},
     {"dim_buckets", "--dim"},
+    {"engines_per_device", "--engines"},
+    {"decode_threads", "--jobs"},
 }};
 
 bool is_identifier_char(char c) {

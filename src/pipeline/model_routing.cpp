@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/heap.h"
 #include "core/sha256.h"
 #include "models/accelerator_rewrite.h"
 #include "models/float16_graph.h"
@@ -161,6 +162,41 @@ int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int want
   return sessions;
 }
 
+// On the CPU every call holds the activations of its whole batch (a short call is padded to
+// it): batches whose chunks would not fit in the machine's memory end in std::bad_alloc or in
+// swap. Refused here, before any model loads, saying what fits.
+void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig& config) {
+  const std::uintmax_t memory = physical_memory_bytes();
+  if (memory == 0) return;  // the system does not say; the fixed bounds still hold
+  if (plan.segmentation.provider == runtime::ProviderId::kCpu) {
+    const auto workers = static_cast<std::uintmax_t>(std::max(1, plan.segmentation.threads));
+    const std::uintmax_t per_call = kCpuSegmentationBytesPerChunk * workers;
+    const std::uintmax_t need = per_call * plan.segmentation.batch_size;
+    if (need > memory) {
+      fail(
+          "segmentation_batch_size {}: {} segmentation worker(s) on the CPU, each with {} chunks "
+          "per call, hold about {} of activations (about {} a chunk), more than this machine's "
+          "{} of memory; at most {} fit, and the default (automatic) runs as fast",
+          plan.segmentation.batch_size, workers, plan.segmentation.batch_size,
+          runtime::format_bytes(need), runtime::format_bytes(kCpuSegmentationBytesPerChunk),
+          runtime::format_bytes(memory), std::max<std::uintmax_t>(1, memory / per_call));
+    }
+  }
+  if (plan.embedding.session.provider == runtime::ProviderId::kCpu &&
+      config.embedding_mode == EmbeddingMode::kExact) {
+    const std::uintmax_t need = kCpuExactEmbeddingBytesPerChunk * plan.embedding.batch_size;
+    if (need > memory) {
+      fail(
+          "embedding_batch_size {}: exact-mode embedding calls of {} chunks on the CPU hold about "
+          "{} of activations (about {} a chunk), more than this machine's {} of memory; at most "
+          "{} fit",
+          plan.embedding.batch_size, plan.embedding.batch_size, runtime::format_bytes(need),
+          runtime::format_bytes(kCpuExactEmbeddingBytesPerChunk), runtime::format_bytes(memory),
+          std::max<std::uintmax_t>(1, memory / kCpuExactEmbeddingBytesPerChunk));
+    }
+  }
+}
+
 }  // namespace
 
 ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
@@ -187,7 +223,10 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   embedding.session.release_cpu_arena_after_run = true;
   embedding.session.provider = config.embedding_provider;
   embedding.session.provider_options = config.embedding_provider_options;
-  if (!config.routing) return with_session_tuning(std::move(plan), config.accelerator_float16);
+  if (!config.routing) {
+    check_cpu_batches_fit(plan, config);
+    return with_session_tuning(std::move(plan), config.accelerator_float16);
+  }
 
   const ProviderRouting& routing = *config.routing;
   const auto& statuses =
@@ -290,6 +329,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
     embedding.session.provider_options.clear();
   }
   plan.embedding_route = embedding_route;
+  check_cpu_batches_fit(plan, config);
   return with_session_tuning(std::move(plan), config.accelerator_float16);
 }
 
