@@ -197,6 +197,28 @@ void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig
   }
 }
 
+// A recording's chunks are kept until clustering ends (docs/corpus.md, "Memory"): its
+// segmentations as classes and then floats, its embeddings, and clustering's training embeddings
+// in double, about 16 KiB a chunk. The step sets how many chunks an hour makes (3,600 at 1 s,
+// 360,000 at 10 ms): refused when the expected recording's would not fit.
+void check_step_fits(const DiarizationConfig& config, double audio_seconds) {
+  constexpr std::uintmax_t kBytesKeptPerChunk = 16 << 10;
+  const std::uintmax_t memory = physical_memory_bytes();
+  if (memory == 0 || audio_seconds <= 0.0) return;
+  const std::uintmax_t chunks = expected_chunks(audio_seconds, config.step_seconds);
+  const std::uintmax_t need = chunks * kBytesKeptPerChunk;
+  if (need <= memory) return;
+  const double fitting_chunks = static_cast<double>(memory / kBytesKeptPerChunk);
+  fail(
+      "step_seconds {}: a recording of {:.1f} h makes {} chunks, whose segmentations and "
+      "embeddings (about {} a chunk) take {} until clustering ends, more than this machine's {}; "
+      "use a step of at least {:.2f} s",
+      config.step_seconds, audio_seconds / 3600.0, chunks,
+      runtime::format_bytes(kBytesKeptPerChunk), runtime::format_bytes(need),
+      runtime::format_bytes(memory),
+      std::ceil(100.0 * audio_seconds / std::max(1.0, fitting_chunks)) / 100.0);
+}
+
 }  // namespace
 
 ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
@@ -237,6 +259,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       runtime::CompileCache::root_or_default(routing.compile_cache_root);
   const runtime::CompileCache cache(root);
   const runtime::CostModelStore costs(root, runtime::CostModelStore::this_machine_id());
+  check_step_fits(config, routing.expected_audio_seconds);
   const std::size_t chunks = expected_chunks(routing.expected_audio_seconds, config.step_seconds);
 
   const ModelJob segmentation_job{models.segmentation,

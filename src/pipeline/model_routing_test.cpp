@@ -347,6 +347,34 @@ TEST_F(ModelRoutingTest, CpuBatchesThatTheMachineCannotHoldAreRefused) {
   }
 }
 
+// The step sets how many chunks a recording keeps until clustering ends (about 16 KiB each).
+TEST_F(ModelRoutingTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
+  const std::uintmax_t memory = physical_memory_bytes();
+  if (memory == 0) GTEST_SKIP() << "the system does not say how much memory it has";
+  DiarizationConfig config = routed("cpu");
+  config.step_seconds = 0.01;
+  config.routing->expected_audio_seconds = 3600.0;  // 360,000 chunks: about 5.5 GiB
+  const std::uintmax_t need = 360000u * (16u << 10);
+  if (need > memory) {
+    EXPECT_THROW(plan(config, cpu_statuses_), Error);
+  } else {
+    EXPECT_NO_THROW(plan(config, cpu_statuses_));
+  }
+  // A year of audio at 10 ms holds more than any machine.
+  config.routing->expected_audio_seconds = 365.0 * 24 * 3600;
+  try {
+    plan(config, cpu_statuses_);
+    FAIL() << "a year at a 10 ms step was accepted";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("step_seconds 0.01: a recording of 8760.0 h makes", 0), 0u) << message;
+    EXPECT_NE(message.find("use a step of at least"), std::string::npos) << message;
+  }
+  config.step_seconds = 1.0;
+  config.routing->expected_audio_seconds = 10 * 3600.0;  // ten hours at 1 s: about 560 MiB
+  EXPECT_NO_THROW(plan(config, cpu_statuses_));
+}
+
 TEST_F(ModelRoutingTest, ManyCpuThreadsGetFewerSegmentationWorkersAndEveryEmbeddingThread) {
   DiarizationConfig config;
   config.threads = 16;
