@@ -83,36 +83,28 @@ double peak_rss_mib() {
 struct Destination {
   fs::path output;  // <out_dir>/<name>.<format>
   fs::path record;  // <out_dir>/.parley/<name>.<format>.json
-  // <out_dir>/.parley/<name>.json: where records were kept when they did not name the format.
-  fs::path unnamed_format_record;
 
   Destination(const fs::path& out_dir, const std::string& name, const std::string& format)
       : output(out_dir / (name + "." + format)),
-        record(out_dir / ".parley" / (name + "." + format + ".json")),
-        unnamed_format_record(out_dir / ".parley" / (name + ".json")) {}
+        record(out_dir / ".parley" / (name + "." + format + ".json")) {}
 };
 
-bool record_describes(const fs::path& record_path, const fs::path& output,
-                      const std::string& fingerprint) {
+// True when `destination` holds a whole result made with `fingerprint` (which names the
+// format): its record says so and the output is byte for byte the one the record describes.
+bool finished_earlier(const Destination& destination, const std::string& fingerprint) {
   std::error_code error;
-  if (!fs::is_regular_file(record_path, error)) return false;
+  if (!fs::is_regular_file(destination.output, error) ||
+      !fs::is_regular_file(destination.record, error)) {
+    return false;
+  }
   try {
-    std::ifstream stream(record_path);
+    std::ifstream stream(destination.record);
     const nlohmann::json record = nlohmann::json::parse(stream);
     return record.value("fingerprint", std::string()) == fingerprint &&
-           record.value("output_sha256", std::string()) == sha256_file(output);
+           record.value("output_sha256", std::string()) == sha256_file(destination.output);
   } catch (const std::exception&) {
     return false;  // unreadable: made again
   }
-}
-
-// True when `destination` holds a whole result made with `fingerprint` (which names the
-// format): a record says so and the output is byte for byte the one the record describes.
-bool finished_earlier(const Destination& destination, const std::string& fingerprint) {
-  std::error_code error;
-  if (!fs::is_regular_file(destination.output, error)) return false;
-  return record_describes(destination.record, destination.output, fingerprint) ||
-         record_describes(destination.unnamed_format_record, destination.output, fingerprint);
 }
 
 // The record of a finished recording: what a rerun checks, and what it took.
@@ -143,6 +135,27 @@ std::string record_text(const corpus::CorpusRecording& input, const Destination&
 }
 
 }  // namespace
+
+namespace {
+
+// CLI11's usage line shows a hidden positional as "[]".
+class UsageWithoutHiddenPositionals : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
+    for (auto at = usage.find(" []"); at != std::string::npos; at = usage.find(" []")) {
+      usage.erase(at, 3);
+    }
+    return usage;
+  }
+};
+
+}  // namespace
+
+void accept_files_after_double_dash(CLI::App& command, std::string& unused) {
+  command.add_option("after-double-dash", unused)->group("");
+  command.formatter(std::make_shared<UsageWithoutHiddenPositionals>());
+}
 
 void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
   // One file per --manifest: without that, CLI11 takes the recordings after it for manifests.
