@@ -51,9 +51,12 @@ std::vector<fs::path> read_recording_manifest(const fs::path& manifest) {
   if (text.size() > kMaxManifestBytes) {
     fail("{}: larger than {} MiB; split it into several manifests", shown, kMaxManifestBytes >> 20);
   }
-  // A pipe's or standard input's folder (/dev/fd) is no place to look for recordings.
+  // A pipe's or standard input's folder (/dev/fd, /proc/self/fd) is no place to look for
+  // recordings, even when what stands behind it is a file (--manifest /dev/stdin <list.txt).
   std::error_code error;
-  const bool from_file = !standard_input && fs::is_regular_file(manifest, error);
+  const std::string spelled = manifest.lexically_normal().string();
+  const bool from_file = !standard_input && fs::is_regular_file(manifest, error) &&
+                         !spelled.starts_with("/dev/") && !spelled.starts_with("/proc/");
   std::string_view rest(text);
   if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);  // a UTF-8 byte order mark
   std::vector<fs::path> paths;

@@ -1,7 +1,9 @@
 #include "cli/recording_list.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -56,6 +58,16 @@ TEST(RecordingManifest, ReadsAPipeWithPathsFromTheCurrentFolder) {
   ASSERT_EQ(paths.size(), 2u);
   EXPECT_EQ(paths[0], fs::path("x.wav"));  // not <folder>/x.wav: a pipe's folder means nothing
   EXPECT_EQ(paths[1], fs::path("/abs/y.wav"));
+}
+
+TEST(RecordingManifest, AFileBehindDevFdIsReadLikeAPipe) {
+  const TemporaryDirectory folder("parley-manifest-");
+  write(folder / "list.txt", "x.wav\n");
+  const int descriptor = ::open((folder / "list.txt").c_str(), O_RDONLY);
+  ASSERT_GE(descriptor, 0);
+  const auto paths = read_recording_manifest("/dev/fd/" + std::to_string(descriptor));
+  ::close(descriptor);
+  EXPECT_EQ(paths, std::vector<fs::path>{"x.wav"});
 }
 
 TEST(RecordingManifest, RefusesFoldersDevicesEmptyListsAndNulInItsOwnPath) {
