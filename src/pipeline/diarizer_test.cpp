@@ -378,17 +378,19 @@ TEST(DiarizerConfig, RejectsNonsense) {
   EXPECT_NE(DiarizationConfig{}.to_string().find("step=1"), std::string::npos);
 }
 
+// What validate() says of `config`.
+std::string message_of(const DiarizationConfig& config) {
+  try {
+    config.validate();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
 // Library messages name the configuration field, never a command-line flag (the CLI maps one
 // to the other in cli/flag_names.cpp).
 TEST(DiarizerConfig, MessagesNameTheField) {
-  auto message_of = [](const DiarizationConfig& config) -> std::string {
-    try {
-      config.validate();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "(no error)";
-  };
   DiarizationConfig step;
   step.step_seconds = 12.0;
   EXPECT_EQ(message_of(step), "step_seconds must be in (0, 10] (got 12)");
@@ -412,14 +414,6 @@ TEST(DiarizerConfig, MessagesNameTheField) {
 // Values that size buffers: --segmentation-batch 2^32 threw std::bad_alloc, --embedding-batch
 // 2^64-1 took 16.8 GB first.
 TEST(DiarizerConfig, BatchesSessionsAndThreadsAreBoundedWithTheReason) {
-  auto message_of = [](const DiarizationConfig& config) -> std::string {
-    try {
-      config.validate();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "(no error)";
-  };
   DiarizationConfig largest;
   largest.segmentation_batch_size = kMaxSegmentationBatch;
   largest.embedding_batch_size = kMaxEmbeddingBatch;
