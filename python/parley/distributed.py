@@ -10,7 +10,7 @@
 Each worker process loads the models once (a worker plugin holding one corpus engine, or one per
 GPU with ``resources={"GPU": n}``) and takes batches of recordings. Every result is written as
 soon as it is done, atomically, as ``parley diarize --out-dir`` names and writes it: the RTTM (or
-JSON) under ``out_dir`` and a record in ``out_dir/.parley/<name>.json``. A rerun skips what a
+JSON) under ``out_dir`` and a record in ``out_dir/.parley/<name>.<format>.json``. A rerun skips what a
 record says was finished with the same settings. See docs/cluster.md.
 
 The settings fingerprint is computed here, from the pipeline options, the models' sha256 and the
@@ -20,6 +20,7 @@ a run of one does not skip what the other finished: it redoes it, with the same 
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import json
 import math
@@ -44,7 +45,8 @@ except ImportError as error:  # pragma: no cover - depends on the machine
         "python3-distributed) or a virtual environment made from it with "
         "--system-site-packages") from error
 
-__all__ = ["Report", "diarize_archive", "iter_archive", "read_manifest", "output_names"]
+__all__ = ["Report", "diarize_archive", "iter_archive", "read_manifest", "output_names",
+           "without_repeats"]
 
 FORMATS = ("rttm", "json")
 # Options that choose the engine, as parley.Pipeline takes them.
@@ -91,28 +93,102 @@ def read_manifest(manifest: Union[str, "os.PathLike[str]"]) -> list[str]:
     return paths
 
 
-def _recording_uri(path: str) -> str:
-    return os.path.splitext(os.path.basename(path))[0].replace(" ", "_") or "audio"
+# The longest output name in bytes (cli::kMaxOutputNameBytes): outputs, records and their
+# temporary files stay within a file name's 255 bytes.
+_MAX_NAME_BYTES = 160
+
+
+def _recording_uri(path: str) -> bytes:
+    # As eval::recording_uri: ASCII white space and control characters become '_'.
+    stem = os.fsencode(os.path.splitext(os.path.basename(path))[0])
+    return bytes(b"_"[0] if byte <= 0x20 or byte == 0x7F else byte for byte in stem) or b"audio"
+
+
+def _utf8_length(data: bytes, index: int) -> int:
+    for length in range(1, 5):
+        piece = data[index:index + length]
+        if len(piece) < length:
+            return 0
+        try:
+            if len(piece.decode("utf-8")) == 1:
+                return length
+        except UnicodeDecodeError:
+            continue
+    return 0
+
+
+def _cut_at_utf8_boundary(data: bytes, limit: int) -> bytes:
+    if len(data) <= limit:
+        return data
+    end = index = 0
+    while index < limit:
+        length = max(1, _utf8_length(data, index))
+        if index + length > limit:
+            break
+        index += length
+        end = index
+    return data[:end]
+
+
+def _absolute(path: str) -> str:
+    return os.path.normpath(os.path.abspath(path))
+
+
+def without_repeats(paths: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """``paths`` with each file once (the same absolute path however written), in order of first
+    mention, as ``parley diarize`` keeps them; and (repeat, first mention) for each left out."""
+    first: dict[str, str] = {}
+    once, repeats = [], []
+    for path in paths:
+        where = _absolute(path)
+        if where in first:
+            repeats.append((path, first[where]))
+        else:
+            first[where] = path
+            once.append(path)
+    return once, repeats
 
 
 def output_names(paths: Sequence[str]) -> list[str]:
-    """One output name per recording, as the CLI chooses them: the file name without extension,
-    and where two share it, that name, '-' and 8 hex digits of the absolute path's sha256."""
-    names = [_recording_uri(path) for path in paths]
-    uses: dict[str, int] = {}
-    for name in names:
-        uses[name] = uses.get(name, 0) + 1
-    for i, path in enumerate(paths):
-        if uses[names[i]] > 1:
-            where = os.path.normpath(os.path.abspath(path))
-            names[i] += "-" + hashlib.sha256(where.encode()).hexdigest()[:8]
-    first: dict[str, str] = {}
-    for name, path in zip(names, paths):
-        if name in first:
-            raise parley.Error(f"{path} is listed twice (also as {first[name]}); name each "
+    """One output name per recording, as the CLI chooses them (cli/recording_list.h): the file
+    name without extension; where names would not tell recordings apart, each of those gets '-'
+    and 8 hex digits of its absolute path's sha256, more while that still clashes; a name longer
+    than 160 bytes is cut and takes the digits too. Each path must be listed once."""
+    bases = [_recording_uri(path) for path in paths]
+    digests, seen = [], {}
+    for path in paths:
+        where = _absolute(path)
+        if where in seen:
+            raise parley.Error(f"{path} is listed twice (also as {seen[where]}); name each "
                                "recording once")
-        first[name] = path
-    return names
+        seen[where] = path
+        digests.append(hashlib.sha256(os.fsencode(where)).hexdigest().encode())
+    levels = [1 if len(base) > _MAX_NAME_BYTES else 0 for base in bases]
+
+    def name_at(i: int) -> bytes:
+        if levels[i] == 0:
+            return bases[i]
+        digits = 8 * levels[i]
+        return (_cut_at_utf8_boundary(bases[i], _MAX_NAME_BYTES - 1 - digits) + b"-" +
+                digests[i][:digits])
+
+    while True:
+        names = [name_at(i) for i in range(len(paths))]
+        users: dict[bytes, list[int]] = {}
+        for i, name in enumerate(names):
+            users.setdefault(name, []).append(i)
+        clashed = False
+        for name, indices in users.items():
+            if len(indices) < 2:
+                continue
+            clashed = True
+            for i in indices:
+                if levels[i] == 8:
+                    raise parley.Error(f"{paths[indices[0]]} and {paths[indices[1]]} would both "
+                                       f"be written as {os.fsdecode(name)}; rename one of them")
+                levels[i] += 1
+        if not clashed:
+            return [os.fsdecode(name) for name in names]
 
 
 def _sha256_file(path: str) -> str:
@@ -154,8 +230,11 @@ def run_settings(options: dict[str, Any], output_format: str) -> dict[str, Any]:
 
 def _file_settings(settings: dict[str, Any], path: str) -> dict[str, Any]:
     status = os.stat(path)
+    # As the CLI's records: ISO 8601 in UTC to the nanosecond.
+    seconds, nanoseconds = divmod(status.st_mtime_ns, 1_000_000_000)
+    modified = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
     return dict(settings, audio=os.path.abspath(path), audio_bytes=status.st_size,
-                audio_modified=status.st_mtime_ns)
+                audio_modified=f"{modified:%Y-%m-%dT%H:%M:%S}.{nanoseconds:09d}Z")
 
 
 def _fingerprint(file_settings: dict[str, Any]) -> str:
@@ -340,11 +419,16 @@ def iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable
         paths = read_manifest(inputs)
     else:
         paths = [os.fspath(path) for path in inputs]
+    # A file listed twice is diarized once, as by the CLI.
+    paths, repeats = without_repeats(paths)
     out_dir = os.path.abspath(os.fspath(out_dir))
     os.makedirs(os.path.join(out_dir, ".parley"), exist_ok=True)
     settings = run_settings(options, output_format)
     speakers = {key: options[key] for key in SPEAKER_OPTIONS if options.get(key) is not None}
 
+    for repeat, first in repeats:
+        yield Report(repeat, "", "skipped", f"{repeat} is listed twice (also as {first}); "
+                     "diarizing it once")
     jobs = []
     for path, name in zip(paths, output_names(paths)):
         output = os.path.join(out_dir, f"{name}.{output_format}")
@@ -354,7 +438,7 @@ def iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable
             yield Report(path, output, "failed", f"{path}: {error.strerror}")
             continue
         jobs.append({"path": path, "name": name, "output": output,
-                     "record": os.path.join(out_dir, ".parley", f"{name}.json"),
+                     "record": os.path.join(out_dir, ".parley", f"{name}.{output_format}.json"),
                      "settings": file_settings, "fingerprint": _fingerprint(file_settings)})
     pending = []
     for job in jobs:

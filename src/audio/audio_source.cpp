@@ -10,6 +10,7 @@
 #include "audio/libav_source.h"
 #include "audio/sndfile_source.h"
 #include "core/error.h"
+#include "core/text.h"
 
 #include <spdlog/spdlog.h>
 
@@ -29,9 +30,10 @@ std::optional<double> DecodeProgress::fraction() const {
 
 namespace {
 
-// Refuses what no decoder should be handed: missing paths, folders, devices, FIFOs (which would
-// block), and empty files.
+// Refuses what no decoder should be handed: paths with a NUL byte, missing paths, folders,
+// devices, FIFOs (which would block), and empty files.
 void check_is_nonempty_regular_file(const std::filesystem::path& path) {
+  check_path_has_no_nul(path);
   std::error_code error;
   const auto status = std::filesystem::status(path, error);
   if (error || !std::filesystem::exists(status)) {

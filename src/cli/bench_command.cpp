@@ -19,6 +19,7 @@
 #include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
+#include "cli/diarize_corpus.h"
 #include "cli/recording_list.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -41,6 +42,7 @@ constexpr const char* kBenchSchema = "parley-bench/2";
 
 struct BenchArguments {
   std::vector<std::string> audio;
+  std::string after_double_dash;  // never filled: accept_files_after_double_dash
   DiarizationFlags flags;
   EngineFlags engine;
   int warmup = 1;
@@ -389,6 +391,7 @@ void add_bench_command(CLI::App& app) {
                                      "memory (models load once; warm-up runs are not timed)");
   command->add_option("audio", arguments->audio, "recordings (wav, flac, ogg, mp3, m4a, ...)")
       ->required();
+  accept_files_after_double_dash(*command, arguments->after_double_dash);
   add_clustering_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);
   command->add_option("--warmup", arguments->warmup, "untimed runs per recording first")

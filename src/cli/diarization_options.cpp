@@ -207,6 +207,8 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
         engine.model_providers.accelerator_segmentation_sessions;
   }
   config.accelerator_float16 = engine.model_providers.accelerator_float16;
+  // Again with the batch and session counts set: their bounds are checked before any work.
+  config.validate();
   return config;
 }
 

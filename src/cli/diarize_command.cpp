@@ -36,6 +36,7 @@ namespace {
 
 struct DiarizeArguments {
   std::vector<std::string> audio;
+  std::string after_double_dash;  // never filled: accept_files_after_double_dash
   DiarizationFlags flags;
   EngineFlags engine;
   CorpusFlags corpus;
@@ -281,6 +282,7 @@ void add_diarize_command(CLI::App& app) {
       "diarize", "Find who spoke when (pyannote community-1 pipeline) and print speaker turns");
   command->add_option("audio", arguments->audio,
                       "recordings (wav, flac, ogg, mp3, m4a, ...); or name them with --manifest");
+  accept_files_after_double_dash(*command, arguments->after_double_dash);
   add_diarization_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);
   add_corpus_flags(*command, arguments->corpus);

@@ -17,11 +17,13 @@
 #include "cli/run_settings.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/log_subject.h"
 #include "core/progress.h"
 #include "core/sample_rate.h"
 #include "core/sha256.h"
 #include "core/stage_timer.h"
 #include "core/temporary_directory.h"
+#include "core/text.h"
 #include "corpus/corpus_engine.h"
 #include "eval/eval_results.h"
 #include "models/speed_twin.h"
@@ -32,8 +34,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // More would only contend for the same cores and device.
-constexpr int kMaxJobs = 256;
-constexpr int kMaxEngines = 64;
+constexpr int kMaxJobs = corpus::kMaxStageThreads;
 
 }  // namespace
 
@@ -80,14 +81,19 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
-// Where one recording's result and its record go under --out-dir.
+// Where one recording's result and its record go under --out-dir. Each format has a record of
+// its own, so that outputs of several formats in one folder are each recognised by a rerun.
 struct Destination {
-  fs::path output;
-  fs::path record;
+  fs::path output;  // <out_dir>/<name>.<format>
+  fs::path record;  // <out_dir>/.parley/<name>.<format>.json
+
+  Destination(const fs::path& out_dir, const std::string& name, const std::string& format)
+      : output(out_dir / (name + "." + format)),
+        record(out_dir / ".parley" / (name + "." + format + ".json")) {}
 };
 
-// True when `destination` holds a whole result made with `fingerprint`: the record says so and
-// the output is byte for byte the one the record describes.
+// True when `destination` holds a whole result made with `fingerprint` (which names the
+// format): its record says so and the output is byte for byte the one the record describes.
 bool finished_earlier(const Destination& destination, const std::string& fingerprint) {
   std::error_code error;
   if (!fs::is_regular_file(destination.output, error) ||
@@ -104,12 +110,63 @@ bool finished_earlier(const Destination& destination, const std::string& fingerp
   }
 }
 
+// The record of a finished recording: what a rerun checks, and what it took.
+std::string record_text(const corpus::CorpusRecording& input, const Destination& destination,
+                        const std::string& text, const std::string& fingerprint,
+                        const nlohmann::ordered_json& settings,
+                        const corpus::RecordingOutcome& outcome) {
+  const pipeline::DiarizationResult& result = *outcome.result;
+  std::error_code error;
+  fs::path absolute = fs::absolute(input.audio, error);
+  if (error) absolute = input.audio;
+  // File names need not be UTF-8; the record must be.
+  nlohmann::ordered_json record = {
+      {"audio", utf8_or_escaped(absolute.string())},
+      {"output", utf8_or_escaped(destination.output.filename().string())},
+      {"output_sha256", sha256_text(text)},
+      {"fingerprint", fingerprint},
+      {"audio_seconds", result.duration_seconds},
+      {"speakers", result.speaker_count},
+      {"turns", result.turns.size()},
+      {"wall_seconds", outcome.wall_seconds},
+      {"stage_seconds", nlohmann::ordered_json::object()},
+      {"settings", file_settings(settings, input.audio)}};
+  for (const auto& [stage, seconds] : result.stage_times.entries()) {
+    record["stage_seconds"][stage] = seconds;
+  }
+  return record.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace
 
+namespace {
+
+// CLI11's usage line shows a hidden positional as "[]".
+class UsageWithoutHiddenPositionals : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
+    for (auto at = usage.find(" []"); at != std::string::npos; at = usage.find(" []")) {
+      usage.erase(at, 3);
+    }
+    return usage;
+  }
+};
+
+}  // namespace
+
+void accept_files_after_double_dash(CLI::App& command, std::string& unused) {
+  command.add_option("after-double-dash", unused)->group("");
+  command.formatter(std::make_shared<UsageWithoutHiddenPositionals>());
+}
+
 void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
-  command.add_option("--manifest", flags.manifests,
-                     "file listing recordings, one path per line (or parley eval's TSV "
-                     "manifest); may be repeated");
+  // One file per --manifest: without that, CLI11 takes the recordings after it for manifests.
+  command
+      .add_option("--manifest", flags.manifests,
+                  "file listing recordings, one path per line (or parley eval's TSV manifest; "
+                  "a pipe, or - for standard input); may be repeated")
+      ->allow_extra_args(false);
   command.add_option("--shard", flags.shard,
                      "K/N: diarize only the K-th of N parts of the list (one job of a job array)");
   add_engine_layout_flags(command, flags.devices, flags.engines, flags.jobs);
@@ -154,6 +211,8 @@ std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::Diariza
     }
   }
   const bool on_gpu = runtime::traits(providers.embedding).accelerator;
+  corpus::check_engines_per_device(engines, on_gpu,
+                                   std::max<std::size_t>(1, device_numbers.size()));
   if (on_gpu && engines > 1 && layout_flags.segmentation_layout_automatic()) {
     corpus::use_several_engines_layout(config);
   }
@@ -175,7 +234,7 @@ void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engin
       .add_option("--engines", engines,
                   "model sets per device (or on the CPU) taking recordings from one queue "
                   "(default: on a GPU up to 3, one per 16 GiB of free memory; 1 on the CPU)")
-      ->check(number_between(1, kMaxEngines));
+      ->check(number_at_least(1));  // the bound depends on the device: make_corpus_engine
   command
       .add_option("--jobs", jobs,
                   "with several recordings: how many are decoded, and clustered, at once")
@@ -195,14 +254,29 @@ std::vector<fs::path> corpus_recordings(const std::vector<std::string>& audio,
     for (auto& path : read_recording_manifest(manifest)) recordings.push_back(std::move(path));
   }
   if (recordings.empty()) fail("name the recordings to diarize, or a --manifest that lists them");
-  return recordings;
+  // A file named twice is diarized once; the run goes on (every shard drops the same ones).
+  std::vector<RepeatedRecording> repeats;
+  std::vector<fs::path> once = without_repeats(recordings, &repeats);
+  for (const auto& repeat : repeats) {
+    spdlog::warn("{} is listed twice (also as {}); diarizing it once",
+                 recordings[repeat.repeat].string(), recordings[repeat.first].string());
+  }
+  return once;
 }
 
 void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
                 const DiarizationFlags& flags, const EngineFlags& engine,
                 const std::string& out_dir) {
   const auto start = std::chrono::steady_clock::now();
+  // Warnings from deep in the pipeline name the recording they are about (core/log_subject.h).
+  show_log_subjects(*spdlog::default_logger());
   const std::string format = flags.format.empty() ? "rttm" : flags.format;
+  if (format == "srt" || format == "vtt") {
+    fail(
+        "--format {} writes a speaker-labelled transcript, one recording at a time with "
+        "--transcript or --asr-cmd; for many recordings use rttm, json or txt",
+        format);
+  }
   if (out_dir.empty() && format != "rttm") {
     fail("--format {} writes one document per recording: with several, pass --out-dir DIR", format);
   }
@@ -262,8 +336,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     std::vector<corpus::CorpusRecording> remaining;
     std::vector<double> remaining_durations;
     for (std::size_t k = 0; k < inputs.size(); ++k) {
-      const Destination destination{fs::path(out_dir) / (inputs[k].uri + "." + format),
-                                    records_dir / (inputs[k].uri + ".json")};
+      const Destination destination(out_dir, inputs[k].uri, format);
       const std::string fingerprint =
           eval::settings_fingerprint(file_settings(settings, inputs[k].audio));
       if (finished_earlier(destination, fingerprint)) {
@@ -307,32 +380,27 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     progress.begin("recordings", inputs.size());
     corpus_engine->run(inputs, [&](corpus::RecordingOutcome outcome) {
       const std::size_t k = outcome.index;
+      if (outcome.ok() && !out_dir.empty()) {
+        // A result that cannot be written (a full disk, a name the file system refuses) fails
+        // that recording alone, like a model error.
+        try {
+          const std::string text = format_result(*outcome.result, flags);
+          write_file_atomically(destinations[k].output, text, output_options);
+          write_file_atomically(
+              destinations[k].record,
+              record_text(inputs[k], destinations[k], text, fingerprints[k], settings, outcome));
+        } catch (const Error& error) {
+          outcome.error = error.what();
+          outcome.result.reset();
+        }
+      }
       if (!outcome.ok()) {
         progress.note(fmt::format("parley: {}: {}", inputs[k].audio.string(), outcome.error));
         ++failed;
         texts[k] = std::string();
       } else {
         const pipeline::DiarizationResult& result = *outcome.result;
-        const std::string text = format_result(result, flags);
-        if (!out_dir.empty()) {
-          write_file_atomically(destinations[k].output, text, output_options);
-          nlohmann::ordered_json record = {{"audio", fs::absolute(inputs[k].audio).string()},
-                                           {"output", destinations[k].output.filename().string()},
-                                           {"output_sha256", sha256_text(text)},
-                                           {"fingerprint", fingerprints[k]},
-                                           {"audio_seconds", result.duration_seconds},
-                                           {"speakers", result.speaker_count},
-                                           {"turns", result.turns.size()},
-                                           {"wall_seconds", outcome.wall_seconds},
-                                           {"stage_seconds", nlohmann::ordered_json::object()},
-                                           {"settings", file_settings(settings, inputs[k].audio)}};
-          for (const auto& [stage, seconds] : result.stage_times.entries()) {
-            record["stage_seconds"][stage] = seconds;
-          }
-          write_file_atomically(destinations[k].record, record.dump(2) + "\n");
-        } else {
-          texts[k] = text;
-        }
+        if (out_dir.empty()) texts[k] = format_result(result, flags);
         ++diarized;
         audio_seconds += result.duration_seconds;
       }
@@ -356,7 +424,11 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     }
   }
 
-  if (!flags.quiet) {
+  if (!flags.quiet && diarized == 0) {
+    // No speed to report: nothing ran through the models.
+    fmt::print(stderr, "nothing diarized: {} of {} recordings done earlier, {} failed ({:.1f} s)\n",
+               skipped, listed, failed, seconds_since(start));
+  } else if (!flags.quiet) {
     fmt::print(stderr,
                "{} of {} recordings diarized ({} done earlier, {} failed): {:.2f} h of audio in "
                "{:.1f} s ({:.1f}x real time; {:.1f} s with model loading), peak RSS {:.0f} MiB\n",

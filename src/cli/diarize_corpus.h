@@ -24,6 +24,13 @@ struct CorpusFlags {
 
 void add_corpus_flags(CLI::App& command, CorpusFlags& flags);
 
+// Makes `parley COMMAND a.wav -- -dash.wav` work for a command whose files are one positional
+// list: CLI11 2.1 hands a `--` that follows some files to the parent command, where it is an
+// error, once every positional option has had its minimum. A hidden positional that never gets
+// anything (the files all go to the list before it) keeps the `--` in `command`; `unused` holds
+// it.
+void accept_files_after_double_dash(CLI::App& command, std::string& unused);
+
 // --devices, --engines and --jobs, with their bounds: how a corpus engine is laid out (the
 // commands that run one: diarize and serve).
 void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engines, int& jobs);

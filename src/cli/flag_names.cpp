@@ -9,7 +9,7 @@ namespace {
 
 // Field (as library messages name it) -> the flag that sets it. Only identifiers with an
 // underscore are listed: plain words ("threads", "provider") also appear in ordinary prose.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kFlagOfField = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kFlagOfField = {{
     {"step_seconds", "--step"},
     {"models_dir", "--models"},
     {"embedding_mode", "--embedding-mode"},
@@ -24,6 +24,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kFlagOfF
     {"provider_options", "--provider-option"},
     {"dim_buckets", "--dim"},
     {"overwrite_read_only", "--force"},
+    {"engines_per_device", "--engines"},
+    {"decode_threads", "--jobs"},
 }};
 
 bool is_identifier_char(char c) {

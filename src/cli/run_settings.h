@@ -18,7 +18,11 @@ nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
                                     const pipeline::DiarizationModels& models,
                                     const ModelProviders& providers, bool exclusive);
 
-// `settings` with the audio file's absolute path, size and modification time.
+// `settings` with the audio file's absolute path (bytes that are not UTF-8 as \xNN), size and
+// modification time (utc_timestamp, to the nanosecond: a changed file reads as changed).
+// `time` as ISO 8601 in UTC with nanoseconds: 2026-11-26T17:25:03.123456789Z.
+std::string utc_timestamp(std::filesystem::file_time_type time);
+
 nlohmann::ordered_json file_settings(const nlohmann::ordered_json& settings,
                                      const std::filesystem::path& audio);
 

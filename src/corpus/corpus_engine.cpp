@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <mutex>
@@ -14,6 +15,8 @@
 #include "audio/mono_resampled_stream.h"
 #include "core/bounded_queue.h"
 #include "core/error.h"
+#include "core/heap.h"
+#include "core/log_subject.h"
 #include "core/progress.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
@@ -23,8 +26,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Threads beyond this many per stage only contend: a corpus run is bounded by its engines.
-constexpr int kMaxStageThreads = 256;
+// How log lines name a recording: its file, or its id when its samples came in memory.
+std::string shown_name(const CorpusRecording& recording) {
+  return recording.audio.empty() ? recording.uri : recording.audio.string();
+}
 
 }  // namespace
 
@@ -34,6 +39,20 @@ void CorpusConfig::validate() const {
   }
   if (clustering_threads < 1 || clustering_threads > kMaxStageThreads) {
     fail("clustering_threads must be in [1, {}] (got {})", kMaxStageThreads, clustering_threads);
+  }
+  // Each recording being decoded holds up to spill_samples floats in memory (half an hour:
+  // 115 MB), more when spilling is off.
+  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t per_decode =
+      static_cast<std::uintmax_t>(spill_samples > 0 ? spill_samples : kSampleRate * 3600) *
+      sizeof(float);
+  if (memory > 0 && static_cast<std::uintmax_t>(decode_threads) * per_decode > memory) {
+    fail(
+        "decode_threads {}: each recording being decoded holds up to {} of samples in memory, "
+        "{} in all, more than this machine's {}; at most {} fit",
+        decode_threads, runtime::format_bytes(per_decode),
+        runtime::format_bytes(static_cast<std::uintmax_t>(decode_threads) * per_decode),
+        runtime::format_bytes(memory), memory / per_decode);
   }
   if (decoded_per_engine < 1) fail("decoded_per_engine must be at least 1");
   if (group_chunks < 1) fail("group_chunks must be at least 1");
@@ -59,11 +78,50 @@ void use_several_engines_layout(pipeline::DiarizationConfig& config) {
   config.routing->accelerator_segmentation_batch_size = kSeveralEnginesSegmentationBatch;
 }
 
+int max_engines_per_device(bool on_accelerator) {
+  if (on_accelerator) return kMaxEnginesPerDevice;
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxEnginesPerDevice);
+}
+
+void check_engines_per_device(int engines_per_device, bool on_accelerator, std::size_t devices) {
+  if (engines_per_device < 1) {
+    fail("engines_per_device must be at least 1 (got {})", engines_per_device);
+  }
+  const int most = max_engines_per_device(on_accelerator);
+  if (engines_per_device > most) {
+    if (on_accelerator) {
+      fail(
+          "engines_per_device must be at most {} on a GPU (got {}): each engine holds a model set "
+          "and up to {} of device memory at its peak, and 3 already keep an H100 busy",
+          most, engines_per_device, runtime::format_bytes(kDeviceBytesPerEngine));
+    }
+    fail(
+        "engines_per_device must be at most {} on the CPU (got {}): engines there share the {} "
+        "hardware thread(s), so more only hold more memory (about {} each) and run no faster",
+        most, engines_per_device, std::max(1u, std::thread::hardware_concurrency()),
+        runtime::format_bytes(kHostBytesPerEngine));
+  }
+  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t need = kHostBytesPerEngine *
+                              static_cast<std::uintmax_t>(engines_per_device) *
+                              std::max<std::uintmax_t>(1, devices);
+  if (memory > 0 && need > memory) {
+    fail(
+        "engines_per_device {}: {} engine(s) hold about {} of memory (about {} each), more than "
+        "this machine's {}",
+        engines_per_device, need / kHostBytesPerEngine, runtime::format_bytes(need),
+        runtime::format_bytes(kHostBytesPerEngine), runtime::format_bytes(memory));
+  }
+}
+
 std::vector<pipeline::DiarizationConfig> engine_configs(const pipeline::DiarizationConfig& config,
                                                         const std::vector<int>& devices,
                                                         int engines_per_device) {
   if (engines_per_device < 1) {
     fail("engines_per_device must be at least 1 (got {})", engines_per_device);
+  }
+  if (engines_per_device > kMaxEnginesPerDevice) {
+    check_engines_per_device(engines_per_device, true, std::max<std::size_t>(1, devices.size()));
   }
   std::vector<pipeline::DiarizationConfig> configs;
   if (devices.empty()) {
@@ -253,8 +311,21 @@ struct CorpusEngine::Run {
     }
   }
 
+  // What log lines written while `group` is in the networks are about.
+  static std::string log_subject(const std::vector<Decoded>& group) {
+    constexpr std::size_t kNamed = 3;
+    std::string names;
+    for (std::size_t k = 0; k < std::min(group.size(), kNamed); ++k) {
+      names += (k == 0 ? "" : ", ") + shown_name(group[k].recording);
+    }
+    if (group.size() == 1) return names;
+    return fmt::format("one of {}{} ({} recordings sharing model calls)", names,
+                       group.size() > kNamed ? ", ..." : "", group.size());
+  }
+
   void embed_group(std::size_t engine_index, std::vector<Decoded> group) {
     pipeline::Diarizer& diarizer = *engine.diarizers_[engine_index];
+    const LogSubject subject(log_subject(group));
     std::vector<std::span<const float>> recordings;
     for (const auto& item : group) {
       recordings.emplace_back(item.audio.samples());
@@ -319,6 +390,7 @@ struct CorpusEngine::Run {
       outcome.engine = item->engine;
       outcome.group_size = item->group_size;
       stage(outcome.index, "clustering");
+      const LogSubject subject(shown_name(item->decoded.recording));
       try {
         outcome.result =
             engine.diarizers_.front()->cluster(item->intermediates, item->decoded.recording.uri,

@@ -62,9 +62,14 @@ struct CorpusConfig {
   // results any more (a library batch being freed).
   bool abandon_on_stop = false;
 
+  // Fails past kMaxStageThreads threads per stage, and when the recordings decoded at once
+  // (up to spill_samples each in memory) would not fit in the machine's memory.
   void validate() const;
   std::string to_string() const;
 };
+
+// Threads per stage past which they only contend: a corpus run is bounded by its engines.
+inline constexpr int kMaxStageThreads = 256;
 
 // What happened to one recording.
 struct RecordingOutcome {
@@ -100,9 +105,21 @@ inline constexpr std::size_t kSeveralEnginesSegmentationBatch = 256;
 inline constexpr int kSeveralEnginesSegmentationSessions = 2;
 void use_several_engines_layout(pipeline::DiarizationConfig& config);
 
+// The most engines per device. Each holds a model set and its sessions: about 77 MB of memory on
+// the CPU (64 engines took 4.9 GB), up to kDeviceBytesPerEngine of device memory at its peak on
+// a GPU, where 3 already keep an H100 busy. On the CPU the engines share the cores, so one per
+// hardware thread at most.
+inline constexpr int kMaxEnginesPerDevice = 8;
+inline constexpr std::uintmax_t kHostBytesPerEngine = std::uintmax_t{80} << 20;
+int max_engines_per_device(bool on_accelerator);
+// Fails, saying the bound and why, for more engines per device than max_engines_per_device
+// (or, with `devices` of them, than the machine's memory holds).
+void check_engines_per_device(int engines_per_device, bool on_accelerator, std::size_t devices = 1);
+
 // The configuration of `engines_per_device` engines on each device of `devices`: `config` with
 // the device number set as both models' provider option device_id. No devices: one engine per
 // entry of engines_per_device on whatever `config` chose (the CPU or the default device).
+// Fails past kMaxEnginesPerDevice.
 std::vector<pipeline::DiarizationConfig> engine_configs(const pipeline::DiarizationConfig& config,
                                                         const std::vector<int>& devices,
                                                         int engines_per_device);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "audio/mono_resampled_stream.h"
+#include "core/heap.h"
 #include "eval/rttm.h"
 #include "models/test_embedding_model.h"
 #include "pipeline/output.h"
@@ -254,6 +255,54 @@ TEST(EngineConfigs, OneEngineSetPerDeviceWithItsDeviceId) {
   EXPECT_EQ(engine_configs(config, {}, 3).size(), 3u);
   EXPECT_THROW(engine_configs(config, {-1}, 1), Error);
   EXPECT_THROW(engine_configs(config, {0}, 0), Error);
+}
+
+TEST(EngineConfigs, EnginesPerDeviceAreBoundedWithTheReason) {
+  const auto message_of = [](int engines, bool on_accelerator) -> std::string {
+    try {
+      check_engines_per_device(engines, on_accelerator);
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(message_of(1, false), "(no error)");
+  EXPECT_EQ(message_of(3, true), "(no error)");
+  // --engines 64 took 4.9 GB on a 2-core machine.
+  const std::string cpu = message_of(64, false);
+  EXPECT_EQ(cpu.rfind("engines_per_device must be at most", 0), 0u) << cpu;
+  EXPECT_NE(cpu.find("on the CPU (got 64)"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("hardware thread"), std::string::npos) << cpu;
+  const std::string gpu = message_of(64, true);
+  EXPECT_NE(gpu.find("at most 8 on a GPU (got 64)"), std::string::npos) << gpu;
+  EXPECT_EQ(max_engines_per_device(true), kMaxEnginesPerDevice);
+  EXPECT_GE(max_engines_per_device(false), 1);
+  EXPECT_LE(max_engines_per_device(false), kMaxEnginesPerDevice);
+  EXPECT_NE(message_of(0, false).find("at least 1"), std::string::npos);
+  pipeline::DiarizationConfig config;
+  EXPECT_THROW(engine_configs(config, {0}, kMaxEnginesPerDevice + 1), Error);
+  EXPECT_THROW(engine_configs(config, {}, 64), Error);
+}
+
+TEST(CorpusConfig, RecordingsDecodedAtOnceMustFitInMemory) {
+  CorpusConfig config;
+  config.decode_threads = kMaxStageThreads + 1;
+  EXPECT_THROW(config.validate(), Error);
+  config.decode_threads = kMaxStageThreads;
+  const std::uintmax_t need =
+      static_cast<std::uintmax_t>(kMaxStageThreads) * config.spill_samples * sizeof(float);
+  const std::uintmax_t memory = physical_memory_bytes();
+  if (memory > 0 && need > memory) {
+    try {
+      config.validate();
+      FAIL() << "256 decoders of half an hour each were accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("more than this machine's"), std::string::npos)
+          << error.what();
+    }
+  } else {
+    EXPECT_NO_THROW(config.validate());
+  }
 }
 
 TEST(CorpusConfig, RefusesWhatCannotRun) {

@@ -66,7 +66,10 @@ EvalTotals eval_totals(const std::vector<EvalFileResult>& files) {
 }
 
 std::string settings_fingerprint(const nlohmann::ordered_json& settings) {
-  return sha256_text(settings.dump());
+  // Text that is not UTF-8 (a file name) must not make the fingerprint throw; valid text dumps
+  // the same bytes either way.
+  return sha256_text(
+      settings.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 
 std::vector<std::string> changed_settings(const nlohmann::json& before, const nlohmann::json& now) {

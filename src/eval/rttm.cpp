@@ -110,8 +110,10 @@ std::string format_rttm_line(const Turn& turn) {
 
 std::string recording_uri(const std::filesystem::path& audio) {
   std::string uri = audio.stem().string();
+  // Control characters too: a NUL would cut the file id (and any file named after it) short.
   std::replace_if(
-      uri.begin(), uri.end(), [](unsigned char c) { return std::isspace(c) != 0; }, '_');
+      uri.begin(), uri.end(),
+      [](unsigned char c) { return std::isspace(c) != 0 || c < 0x20 || c == 0x7F; }, '_');
   return uri.empty() ? "audio" : uri;
 }
 

@@ -52,8 +52,9 @@ std::string format_rttm_line(const Turn& turn);
 // format_rttm_line of every turn, in order.
 std::string format_rttm(std::span<const Turn> turns);
 
-// The recording id for an audio file: its name without extension, white space replaced by '_'
-// (RTTM fields are separated by white space); "audio" when that leaves nothing.
+// The recording id for an audio file: its name without extension, white space and control
+// characters (a NUL among them) replaced by '_' (RTTM fields are separated by white space);
+// "audio" when that leaves nothing. Other bytes stay as they are, UTF-8 or not.
 std::string recording_uri(const std::filesystem::path& audio);
 
 void write_rttm(const std::filesystem::path& path, std::span<const Turn> turns);

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace parley::eval {
 namespace {
@@ -19,6 +20,7 @@ bool is_field_separator(char c) {
 }  // namespace
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
+  check_path_has_no_nul(path);
   std::error_code ec;
   const auto type = std::filesystem::status(path, ec).type();
   if (type == std::filesystem::file_type::directory) {

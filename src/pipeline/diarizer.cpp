@@ -61,21 +61,57 @@ int automatic_segmentation_workers(int threads) {
   return threads <= kFewThreads ? std::max(threads, 1) : std::max(kFewThreads, threads / 4);
 }
 
+int max_threads() {
+  return kMaxThreadsPerHardwareThread *
+         static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void DiarizationConfig::validate() const {
   if (!(step_seconds > 0.0) || step_seconds > kChunkSeconds) {
     fail("step_seconds must be in (0, {}] (got {})", kChunkSeconds, step_seconds);
   }
   if (threads < 1) fail("threads must be at least 1 (got {})", threads);
+  if (threads > max_threads()) {
+    fail(
+        "threads must be at most {} ({} per hardware thread; got {}): more only add sessions and "
+        "memory, not speed",
+        max_threads(), kMaxThreadsPerHardwareThread, threads);
+  }
   if (embedding_batch_size < 1) {
     fail("embedding_batch_size must be at least 1 (got {})", embedding_batch_size);
+  }
+  if (embedding_batch_size > kMaxEmbeddingBatch) {
+    fail(
+        "embedding_batch_size must be at most {} (got {}): every chunk of a call holds its "
+        "activations (about 31 MiB each on the CPU), and 128 already keep a GPU busy",
+        kMaxEmbeddingBatch, embedding_batch_size);
   }
   if (min_duration_off < 0.0) fail("min_duration_off must not be negative");
   if (routing && routing->accelerator_segmentation_batch_size < 1) {
     fail("accelerator_segmentation_batch_size must be at least 1");
   }
+  const auto check_segmentation_batch = [](std::string_view field, std::size_t batch) {
+    if (batch > kMaxSegmentationBatch) {
+      fail(
+          "{} must be at most {} (got {}): every chunk of a call holds its activations (about "
+          "18 MiB each on the CPU), and 256 per call already keep an H100 busy",
+          field, kMaxSegmentationBatch, batch);
+    }
+  };
+  check_segmentation_batch("segmentation_batch_size", segmentation_batch_size);
+  if (routing) {
+    check_segmentation_batch("accelerator_segmentation_batch_size",
+                             routing->accelerator_segmentation_batch_size);
+  }
   if (segmentation_accelerator_sessions < 1) {
     fail("segmentation_accelerator_sessions must be at least 1 (got {})",
          segmentation_accelerator_sessions);
+  }
+  if (segmentation_accelerator_sessions > kMaxSegmentationSessions) {
+    fail(
+        "segmentation_accelerator_sessions must be at most {} (got {}): each call in flight holds "
+        "its batch's activations, and 4 already keep an H100 busy",
+        kMaxSegmentationSessions, segmentation_accelerator_sessions);
   }
   if (embedding_mode == EmbeddingMode::kShared) {
     shared_trunk.validate();

@@ -4,6 +4,7 @@
 // this one only sequences them, times them and reports progress. What a save directory keeps
 // (for `parley recluster`) is written by pipeline/intermediates_io.h.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -49,6 +50,24 @@ std::size_t automatic_segmentation_batch(int threads);
 // as 16 (32 s) at 826 MiB peak instead of 1,383 MiB (docs/corpus.md, "Memory"). Results do not
 // depend on it.
 int automatic_segmentation_workers(int threads);
+
+// Bounds on the values that size buffers. Past them a value only holds memory, or cannot be
+// allocated at all (2^32 segmentation chunks per call threw std::bad_alloc, 1,000 took 13.8 GB
+// on a 30 s clip): 1,024 chunks per call is 4x the largest default (256, several engines on a
+// GPU), 16 segmentation calls at once 4x the default.
+inline constexpr std::size_t kMaxSegmentationBatch = 1024;
+inline constexpr std::size_t kMaxEmbeddingBatch = 1024;
+inline constexpr int kMaxSegmentationSessions = 16;
+// Threads per hardware thread: more only add sessions and memory (100,000 took 7 GB).
+inline constexpr int kMaxThreadsPerHardwareThread = 4;
+int max_threads();  // kMaxThreadsPerHardwareThread per hardware thread, at least 4
+
+// Memory a chunk in flight holds on the CPU: segmentation's activations (docs/corpus.md,
+// "Memory"), and in exact embedding mode the ResNet trunk's (about 31 KB per fbank frame, 1,000
+// frames a chunk). plan_model_sessions refuses batches whose chunks would not fit in the
+// machine's memory.
+inline constexpr std::uintmax_t kCpuSegmentationBytesPerChunk = std::uintmax_t{18} << 20;
+inline constexpr std::uintmax_t kCpuExactEmbeddingBytesPerChunk = std::uintmax_t{31} << 20;
 
 struct DiarizationConfig {
   // Seconds between the starts of consecutive 10 s chunks: 1 (pyannote), 2 for a faster mode.

@@ -378,17 +378,19 @@ TEST(DiarizerConfig, RejectsNonsense) {
   EXPECT_NE(DiarizationConfig{}.to_string().find("step=1"), std::string::npos);
 }
 
+// What validate() says of `config`.
+std::string message_of(const DiarizationConfig& config) {
+  try {
+    config.validate();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
 // Library messages name the configuration field, never a command-line flag (the CLI maps one
 // to the other in cli/flag_names.cpp).
 TEST(DiarizerConfig, MessagesNameTheField) {
-  auto message_of = [](const DiarizationConfig& config) -> std::string {
-    try {
-      config.validate();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "(no error)";
-  };
   DiarizationConfig step;
   step.step_seconds = 12.0;
   EXPECT_EQ(message_of(step), "step_seconds must be in (0, 10] (got 12)");
@@ -407,6 +409,42 @@ TEST(DiarizerConfig, MessagesNameTheField) {
   for (const auto& config : {step, sessions, speakers, grid}) {
     EXPECT_EQ(message_of(config).find("--"), std::string::npos) << message_of(config);
   }
+}
+
+// Values that size buffers: --segmentation-batch 2^32 threw std::bad_alloc, --embedding-batch
+// 2^64-1 took 16.8 GB first.
+TEST(DiarizerConfig, BatchesSessionsAndThreadsAreBoundedWithTheReason) {
+  DiarizationConfig largest;
+  largest.segmentation_batch_size = kMaxSegmentationBatch;
+  largest.embedding_batch_size = kMaxEmbeddingBatch;
+  largest.segmentation_accelerator_sessions = kMaxSegmentationSessions;
+  largest.threads = max_threads();
+  EXPECT_EQ(message_of(largest), "(no error)");
+  DiarizationConfig segmentation;
+  segmentation.segmentation_batch_size = std::size_t{1} << 32;
+  EXPECT_EQ(
+      message_of(segmentation)
+          .rfind("segmentation_batch_size must be at most 1024 (got 4294967296): every chunk", 0),
+      0u)
+      << message_of(segmentation);
+  DiarizationConfig accelerator;
+  accelerator.routing = ProviderRouting{};
+  accelerator.routing->accelerator_segmentation_batch_size = 20000;
+  EXPECT_NE(
+      message_of(accelerator).find("accelerator_segmentation_batch_size must be at most 1024"),
+      std::string::npos);
+  DiarizationConfig embedding;
+  embedding.embedding_batch_size = ~std::size_t{0};
+  EXPECT_NE(message_of(embedding).find("embedding_batch_size must be at most 1024 (got "
+                                       "18446744073709551615)"),
+            std::string::npos);
+  DiarizationConfig sessions;
+  sessions.segmentation_accelerator_sessions = 1000;
+  EXPECT_NE(message_of(sessions).find("segmentation_accelerator_sessions must be at most 16"),
+            std::string::npos);
+  DiarizationConfig threads;
+  threads.threads = max_threads() + 1;
+  EXPECT_NE(message_of(threads).find("threads must be at most"), std::string::npos);
 }
 
 TEST(DiarizerConfig, SharedEmbeddingsNeedAStepOnTheFbankGrid) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/heap.h"
 #include "core/sha256.h"
 #include "models/accelerator_rewrite.h"
 #include "models/float16_graph.h"
@@ -161,6 +162,63 @@ int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int want
   return sessions;
 }
 
+// On the CPU every call holds the activations of its whole batch (a short call is padded to
+// it): batches whose chunks would not fit in the machine's memory end in std::bad_alloc or in
+// swap. Refused here, before any model loads, saying what fits.
+void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig& config) {
+  const std::uintmax_t memory = physical_memory_bytes();
+  if (memory == 0) return;  // the system does not say; the fixed bounds still hold
+  if (plan.segmentation.provider == runtime::ProviderId::kCpu) {
+    const auto workers = static_cast<std::uintmax_t>(std::max(1, plan.segmentation.threads));
+    const std::uintmax_t per_call = kCpuSegmentationBytesPerChunk * workers;
+    const std::uintmax_t need = per_call * plan.segmentation.batch_size;
+    if (need > memory) {
+      fail(
+          "segmentation_batch_size {}: {} segmentation worker(s) on the CPU, each with {} chunks "
+          "per call, hold about {} of activations (about {} a chunk), more than this machine's "
+          "{} of memory; at most {} fit, and the default (automatic) runs as fast",
+          plan.segmentation.batch_size, workers, plan.segmentation.batch_size,
+          runtime::format_bytes(need), runtime::format_bytes(kCpuSegmentationBytesPerChunk),
+          runtime::format_bytes(memory), std::max<std::uintmax_t>(1, memory / per_call));
+    }
+  }
+  if (plan.embedding.session.provider == runtime::ProviderId::kCpu &&
+      config.embedding_mode == EmbeddingMode::kExact) {
+    const std::uintmax_t need = kCpuExactEmbeddingBytesPerChunk * plan.embedding.batch_size;
+    if (need > memory) {
+      fail(
+          "embedding_batch_size {}: exact-mode embedding calls of {} chunks on the CPU hold about "
+          "{} of activations (about {} a chunk), more than this machine's {} of memory; at most "
+          "{} fit",
+          plan.embedding.batch_size, plan.embedding.batch_size, runtime::format_bytes(need),
+          runtime::format_bytes(kCpuExactEmbeddingBytesPerChunk), runtime::format_bytes(memory),
+          std::max<std::uintmax_t>(1, memory / kCpuExactEmbeddingBytesPerChunk));
+    }
+  }
+}
+
+// A recording's chunks are kept until clustering ends (docs/corpus.md, "Memory"): its
+// segmentations as classes and then floats, its embeddings, and clustering's training embeddings
+// in double, about 16 KiB a chunk. The step sets how many chunks an hour makes (3,600 at 1 s,
+// 360,000 at 10 ms): refused when the expected recording's would not fit.
+void check_step_fits(const DiarizationConfig& config, double audio_seconds) {
+  constexpr std::uintmax_t kBytesKeptPerChunk = 16 << 10;
+  const std::uintmax_t memory = physical_memory_bytes();
+  if (memory == 0 || audio_seconds <= 0.0) return;
+  const std::uintmax_t chunks = expected_chunks(audio_seconds, config.step_seconds);
+  const std::uintmax_t need = chunks * kBytesKeptPerChunk;
+  if (need <= memory) return;
+  const double fitting_chunks = static_cast<double>(memory / kBytesKeptPerChunk);
+  fail(
+      "step_seconds {}: a recording of {:.1f} h makes {} chunks, whose segmentations and "
+      "embeddings (about {} a chunk) take {} until clustering ends, more than this machine's {}; "
+      "use a step of at least {:.2f} s",
+      config.step_seconds, audio_seconds / 3600.0, chunks,
+      runtime::format_bytes(kBytesKeptPerChunk), runtime::format_bytes(need),
+      runtime::format_bytes(memory),
+      std::ceil(100.0 * audio_seconds / std::max(1.0, fitting_chunks)) / 100.0);
+}
+
 }  // namespace
 
 ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
@@ -187,7 +245,10 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   embedding.session.release_cpu_arena_after_run = true;
   embedding.session.provider = config.embedding_provider;
   embedding.session.provider_options = config.embedding_provider_options;
-  if (!config.routing) return with_session_tuning(std::move(plan), config.accelerator_float16);
+  if (!config.routing) {
+    check_cpu_batches_fit(plan, config);
+    return with_session_tuning(std::move(plan), config.accelerator_float16);
+  }
 
   const ProviderRouting& routing = *config.routing;
   const auto& statuses =
@@ -198,6 +259,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       runtime::CompileCache::root_or_default(routing.compile_cache_root);
   const runtime::CompileCache cache(root);
   const runtime::CostModelStore costs(root, runtime::CostModelStore::this_machine_id());
+  check_step_fits(config, routing.expected_audio_seconds);
   const std::size_t chunks = expected_chunks(routing.expected_audio_seconds, config.step_seconds);
 
   const ModelJob segmentation_job{models.segmentation,
@@ -290,6 +352,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
     embedding.session.provider_options.clear();
   }
   plan.embedding_route = embedding_route;
+  check_cpu_batches_fit(plan, config);
   return with_session_tuning(std::move(plan), config.accelerator_float16);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/heap.h"
 #include "core/sha256.h"
 #include "models/test_embedding_model.h"
 #include "pipeline/diarizer.h"
@@ -304,6 +305,74 @@ TEST(AutomaticSegmentationWorkers, EveryThreadUpToFourThenAQuarter) {
   EXPECT_EQ(automatic_segmentation_workers(16), 4);
   EXPECT_EQ(automatic_segmentation_workers(32), 8);
   EXPECT_EQ(automatic_segmentation_workers(64), 16);
+}
+
+// On the CPU every call holds its whole batch: --segmentation-batch 1000 took 13.8 GB on a 30 s
+// clip. Batches the machine's memory cannot hold are refused before any model loads.
+TEST_F(ModelRoutingTest, CpuBatchesThatTheMachineCannotHoldAreRefused) {
+  const std::uintmax_t memory = physical_memory_bytes();
+  if (memory == 0) GTEST_SKIP() << "the system does not say how much memory it has";
+  const auto message_of = [this](const DiarizationConfig& config) -> std::string {
+    try {
+      plan(config, cpu_statuses_);
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "(no error)";
+  };
+  for (const bool is_routed : {false, true}) {
+    DiarizationConfig config = is_routed ? routed("cpu") : DiarizationConfig{};
+    config.threads = 4;  // 4 segmentation workers
+    config.segmentation_batch_size = kMaxSegmentationBatch;
+    const std::uintmax_t need = 4 * kMaxSegmentationBatch * kCpuSegmentationBytesPerChunk;
+    const std::string message = message_of(config);
+    if (need > memory) {
+      EXPECT_EQ(message.rfind("segmentation_batch_size 1024: 4 segmentation worker(s)", 0), 0u)
+          << message;
+      EXPECT_NE(message.find("more than this machine's"), std::string::npos) << message;
+    } else {
+      EXPECT_EQ(message, "(no error)");
+    }
+    config.segmentation_batch_size = 4;
+    EXPECT_EQ(message_of(config), "(no error)");
+    config.embedding_mode = EmbeddingMode::kExact;
+    config.embedding_batch_size = kMaxEmbeddingBatch;
+    const std::string exact = message_of(config);
+    if (kMaxEmbeddingBatch * kCpuExactEmbeddingBytesPerChunk > memory) {
+      EXPECT_EQ(exact.rfind("embedding_batch_size 1024: exact-mode embedding calls", 0), 0u)
+          << exact;
+    } else {
+      EXPECT_EQ(exact, "(no error)");
+    }
+  }
+}
+
+// The step sets how many chunks a recording keeps until clustering ends (about 16 KiB each).
+TEST_F(ModelRoutingTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
+  const std::uintmax_t memory = physical_memory_bytes();
+  if (memory == 0) GTEST_SKIP() << "the system does not say how much memory it has";
+  DiarizationConfig config = routed("cpu");
+  config.step_seconds = 0.01;
+  config.routing->expected_audio_seconds = 3600.0;  // 360,000 chunks: about 5.5 GiB
+  const std::uintmax_t need = 360000u * (16u << 10);
+  if (need > memory) {
+    EXPECT_THROW(plan(config, cpu_statuses_), Error);
+  } else {
+    EXPECT_NO_THROW(plan(config, cpu_statuses_));
+  }
+  // A year of audio at 10 ms holds more than any machine.
+  config.routing->expected_audio_seconds = 365.0 * 24 * 3600;
+  try {
+    plan(config, cpu_statuses_);
+    FAIL() << "a year at a 10 ms step was accepted";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("step_seconds 0.01: a recording of 8760.0 h makes", 0), 0u) << message;
+    EXPECT_NE(message.find("use a step of at least"), std::string::npos) << message;
+  }
+  config.step_seconds = 1.0;
+  config.routing->expected_audio_seconds = 10 * 3600.0;  // ten hours at 1 s: about 560 MiB
+  EXPECT_NO_THROW(plan(config, cpu_statuses_));
 }
 
 TEST_F(ModelRoutingTest, ManyCpuThreadsGetFewerSegmentationWorkersAndEveryEmbeddingThread) {

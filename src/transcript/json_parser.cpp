@@ -100,36 +100,11 @@ class JsonReader {
 // turned back into the byte when tokens are joined into words, where the pieces meet again.
 constexpr unsigned kRawByteBase = 0xF700;
 
-std::size_t valid_sequence_length(std::string_view text, std::size_t index) {
-  const auto byte = [&](std::size_t offset) -> unsigned {
-    return index + offset < text.size() ? static_cast<unsigned char>(text[index + offset]) : 0u;
-  };
-  const auto continuation = [&](std::size_t offset, unsigned low, unsigned high) {
-    return byte(offset) >= low && byte(offset) <= high;
-  };
-  const unsigned lead = byte(0);
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) return continuation(1, 0x80, 0xBF) ? 2 : 0;
-  if (lead >= 0xE0 && lead <= 0xEF) {
-    const unsigned low = lead == 0xE0 ? 0xA0 : 0x80;
-    const unsigned high = lead == 0xED ? 0x9F : 0xBF;
-    return continuation(1, low, high) && continuation(2, 0x80, 0xBF) ? 3 : 0;
-  }
-  if (lead >= 0xF0 && lead <= 0xF4) {
-    const unsigned low = lead == 0xF0 ? 0x90 : 0x80;
-    const unsigned high = lead == 0xF4 ? 0x8F : 0xBF;
-    return continuation(1, low, high) && continuation(2, 0x80, 0xBF) && continuation(3, 0x80, 0xBF)
-               ? 4
-               : 0;
-  }
-  return 0;
-}
-
 std::string protect_raw_bytes(std::string_view text) {
   std::string protected_text;
   protected_text.reserve(text.size());
   for (std::size_t index = 0; index < text.size();) {
-    const std::size_t length = valid_sequence_length(text, index);
+    const std::size_t length = utf8_sequence_length(text, index);
     if (length > 0) {
       protected_text.append(text.substr(index, length));
       index += length;
