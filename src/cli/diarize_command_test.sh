@@ -18,6 +18,8 @@ ln -s "$shared/models/segmentation-3.0-fp16.onnx" "$shared/models/plda" "$work/m
   --save-intermediates "$work/saved" >"$work/test.rttm" 2>"$work/stderr"
 check 'grep -q "speed twin with random weights" "$work/stderr"' "speed-twin warning"
 check 'grep -q "real time" "$work/stderr"' "summary line"
+# At the default level a plain run says nothing else: no provider notice, no routing lines.
+check '! grep -q "\] \[\(info\|warning\)\]" "$work/stderr"' "no log lines at the default level"
 check '[ "$(wc -l <"$work/test.rttm")" -gt 0 ]' "some turns"
 awk '$1 != "SPEAKER" || $2 != "test" || NF != 10 { bad = 1 } END { exit bad }' "$work/test.rttm" ||
   { echo "FAILED: RTTM lines" >&2; exit 1; }
@@ -33,9 +35,14 @@ check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys
 # recluster: the saved arrays give the same turns without the models running again.
 "$parley" recluster "$work/saved" --models "$work/models" --uri test -q >"$work/again.rttm"
 check 'cmp -s "$work/test.rttm" "$work/again.rttm"' "recluster reproduces diarize"
-# Without --uri the recording is named after the folder, also when it is written with a slash.
+# Without --uri the recording keeps the id diarize gave it (test.wav: test), whatever the folder.
 "$parley" recluster "$work/saved/" --models "$work/models" -q >"$work/slash.rttm"
-check 'awk "\$2 != \"saved\" { bad = 1 } END { exit bad }" "$work/slash.rttm"' "file id of saved/"
+check 'awk "\$2 != \"test\" { bad = 1 } END { exit bad }" "$work/slash.rttm"' "file id of saved/"
+# A folder saved without the id is named after the folder, without a .d and the slash.
+cp -r "$work/saved" "$work/older.d"
+/usr/bin/python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d.pop("uri"); json.dump(d, open(p, "w"))' "$work/older.d/recording.json"
+"$parley" recluster "$work/older.d/" --models "$work/models" -q >"$work/older.rttm"
+check 'awk "\$2 != \"older\" { bad = 1 } END { exit bad }" "$work/older.rttm"' "file id of older.d/"
 
 # recluster on pyannote's own intermediates reproduces pyannote's RTTM.
 golden="$shared/goldens/pyannote-community1/02_pyannote_sample"
