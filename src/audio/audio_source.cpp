@@ -1,6 +1,7 @@
 #include "audio/audio_source.h"
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <system_error>
 #include <utility>
@@ -86,25 +87,71 @@ std::unique_ptr<AudioSource> checked(std::unique_ptr<AudioSource> source,
   return source;
 }
 
+// libsndfile's reason in parley's words. For a file it does not recognise, libsndfile 1.2 may say
+// "File does not exist or is not a regular file (possibly a pipe?)", which is false here: the
+// file was checked to exist and to be a regular file.
+std::string sndfile_clause(const std::string& reason) {
+  if (reason.find("does not exist or is not a regular file") != std::string::npos) {
+    return "format not recognised";
+  }
+  return as_clause(reason);
+}
+
+// What a file's first bytes say of MPEG audio: an ID3v2 tag (which MP3 files carry in front),
+// or an MPEG audio frame's sync word.
+enum class MpegLook { kNone, kId3Tag, kFrameSync };
+
+MpegLook mpeg_look(const std::filesystem::path& path) {
+  std::array<unsigned char, 3> start{};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(start.data()), start.size());
+  if (in.gcount() < 2) return MpegLook::kNone;
+  if (in.gcount() == 3 && start[0] == 'I' && start[1] == 'D' && start[2] == '3') {
+    return MpegLook::kId3Tag;
+  }
+  // 11 set bits, then a layer other than the reserved 00 (AAC's ADTS header has layer 00).
+  if (start[0] == 0xFF && (start[1] & 0xE0) == 0xE0 && (start[1] & 0x06) != 0) {
+    return MpegLook::kFrameSync;
+  }
+  return MpegLook::kNone;
+}
+
 }  // namespace
 
 std::unique_ptr<AudioSource> open_audio_source(const std::filesystem::path& path) {
   check_is_nonempty_regular_file(path);
   check_header(path);
-  std::string sndfile_reason = "MP3 is decoded by libav";
-  // libsndfile decodes MP3 through libmpg123, which prints its own warnings to stderr where
-  // neither -q nor parley's wording reaches them; libav's messages go through parley's logger.
-  if (!is_mpeg_audio(path)) {
+  // libsndfile decodes MPEG audio through libmpg123, which prints its complaints about a damaged
+  // file ("Unknown text encoding 76, I take no chances, sorry!") to stderr, where neither -q nor
+  // parley's wording reaches them; libav's messages go through parley's logger. So whatever
+  // looks like MPEG audio, even when libav's demuxer does not take it for MP3 (a damaged tag or
+  // frame), never reaches libsndfile.
+  const MpegLook look = mpeg_look(path);
+  std::string sndfile_reason;
+  if (look == MpegLook::kNone && !is_mpeg_audio(path)) {
     if (auto source = open_sndfile_source(path, sndfile_reason)) {
       return checked(std::move(source), path);
     }
   }
   std::string libav_reason;
   if (auto source = open_libav_source(path, libav_reason)) return checked(std::move(source), path);
+  if (look != MpegLook::kNone) {
+    fail(
+        "{}: starts like an MP3 ({}) but holds no audio that libav can decode: {}; the file is "
+        "damaged: convert or re-export it (e.g. to WAV or FLAC)",
+        path.string(), look == MpegLook::kId3Tag ? "an ID3 tag" : "an MPEG frame header",
+        as_clause(libav_reason));
+  }
+  if (sndfile_reason.empty()) {
+    fail(
+        "{}: looks like MPEG audio but libav cannot decode it: {}; the file is damaged: convert "
+        "or re-export it (e.g. to WAV or FLAC)",
+        path.string(), as_clause(libav_reason));
+  }
   fail(
       "{}: not audio that parley can decode (libsndfile: {}; libav: {}); check that it is a "
       "recording, or convert it to WAV or FLAC",
-      path.string(), as_clause(sndfile_reason), as_clause(libav_reason));
+      path.string(), sndfile_clause(sndfile_reason), as_clause(libav_reason));
 }
 
 void warn_if_cut_short(const std::filesystem::path& path, const AudioInfo& info,

@@ -33,9 +33,8 @@ std::string decode_error(const std::filesystem::path& path) {
 
 std::string not_audio_message(const std::filesystem::path& path) {
   return path.string() +
-         ": not audio that parley can decode (libsndfile: Format not recognised; libav: Invalid "
-         "data found when processing input); check that it is a recording, or convert it to WAV "
-         "or FLAC";
+         ": not audio that parley can decode (libsndfile: Format not recognised; libav: format "
+         "not recognised); check that it is a recording, or convert it to WAV or FLAC";
 }
 
 std::filesystem::path write_tone_wav(const TemporaryDirectory& temp, const std::string& name,

@@ -22,15 +22,44 @@ extern "C" {
 
 #include "audio/error_text.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace parley::audio {
-namespace {
 
-std::string av_error_text(int code) {
+std::string libav_error_meaning(int code) {
+  // libav's own words for these are an errno's ("Operation not permitted" for the -1 that many
+  // decoders return on bad input) or a bare number; say what they mean for a recording.
+  switch (code) {
+    case AVERROR_INVALIDDATA:
+    case AVERROR(EPERM):
+    case AVERROR_BUG:
+    case AVERROR_BUG2:
+      return "its data is not valid for its format";
+    case AVERROR_EOF:
+      return "it ends in the middle of its data";
+    case AVERROR_PATCHWELCOME:
+    case AVERROR(ENOSYS):
+      return "it uses a feature that libav's decoder does not implement";
+    case AVERROR_DECODER_NOT_FOUND:
+    case AVERROR_DEMUXER_NOT_FOUND:
+      return "libav has no decoder for it";
+    case AVERROR(ENOMEM):
+      return "out of memory";
+    default:
+      break;
+  }
   std::array<char, AV_ERROR_MAX_STRING_SIZE> text{};
-  av_strerror(code, text.data(), text.size());
+  // av_strerror fails (and writes "Error number N occurred") for codes it has no words for: a
+  // decoder's private failure, which on a recording means damaged data.
+  if (av_strerror(code, text.data(), text.size()) < 0) {
+    return fmt::format("its data is not valid for its format (libav error {})", code);
+  }
   return as_clause(text.data());
 }
+
+namespace {
+
+std::string av_error_text(int code) { return libav_error_meaning(code); }
 
 // libav prints its diagnostics to stderr by default, which would break parley's one-line errors;
 // route them to spdlog at debug level instead.
@@ -170,9 +199,9 @@ class LibavSource final : public AudioSource {
   }
 
   ~LibavSource() override {
-    if (skipped_packets_ > 0) {
-      spdlog::warn("{}: skipped {} damaged packet(s) that libav could not decode", path_.string(),
-                   skipped_packets_);
+    if (skipped_packets_ > 0 && !failed_) {
+      spdlog::warn("{}: skipped {} that libav could not decode", path_.string(),
+                   counted(static_cast<std::size_t>(skipped_packets_), "damaged packet"));
     }
   }
 
@@ -188,10 +217,7 @@ class LibavSource final : public AudioSource {
         continue;
       }
       if (received == AVERROR_EOF) return false;
-      if (received != AVERROR(EAGAIN)) {
-        fail("{}: cannot decode the audio after frame {}: {} (libav); the file is damaged",
-             path_.string(), frames_decoded_, av_error_text(received));
-      }
+      if (received != AVERROR(EAGAIN)) fail_damaged(received);
       // A decoder that wants input after it was told the stream ended has nothing more to give.
       if (draining_) return false;
       feed_decoder();
@@ -208,10 +234,7 @@ class LibavSource final : public AudioSource {
         draining_ = true;
         return;
       }
-      if (status < 0) {
-        fail("{}: cannot read the file after frame {}: {} (libav); the file is damaged",
-             path_.string(), frames_decoded_, av_error_text(status));
-      }
+      if (status < 0) fail_damaged(status);
       if (packet_->stream_index != stream_index_) {
         av_packet_unref(packet_.get());
         continue;
@@ -223,12 +246,26 @@ class LibavSource final : public AudioSource {
         ++skipped_packets_;
         continue;
       }
-      if (sent < 0) {
-        fail("{}: cannot decode the audio after frame {}: {} (libav); the file is damaged",
-             path_.string(), frames_decoded_, av_error_text(sent));
-      }
+      if (sent < 0) fail_damaged(sent);
       return;
     }
+  }
+
+  // One message for a file that stops decoding: where, why, and what to do (the count of packets
+  // skipped before is part of it, not a warning of its own).
+  [[noreturn]] void fail_damaged(int code) {
+    failed_ = true;
+    const std::string skipped =
+        skipped_packets_ > 0
+            ? fmt::format(", after skipping {}",
+                          counted(static_cast<std::size_t>(skipped_packets_), "damaged packet"))
+            : "";
+    fail(
+        "{}: the {} audio is damaged {:.1f} s in: {}{}; parley reads no further. Convert or "
+        "re-export the file (e.g. to WAV or FLAC), or cut it before that point",
+        path_.string(), info_.codec,
+        static_cast<double>(frames_decoded_) / static_cast<double>(info_.sample_rate),
+        av_error_text(code), skipped);
   }
 
   void convert_frame() {
@@ -280,6 +317,7 @@ class LibavSource final : public AudioSource {
   // one the container states (an MP3's Xing frame count, an MP4 header) says a file was cut short.
   bool length_from_header_;
   bool reached_end_ = false;
+  bool failed_ = false;  // the error said everything, skipped packets included
 };
 
 }  // namespace
@@ -290,7 +328,10 @@ std::unique_ptr<AudioSource> open_libav_source(const std::filesystem::path& path
   AVFormatContext* raw_format = nullptr;
   if (const int opened = avformat_open_input(&raw_format, path.c_str(), nullptr, nullptr);
       opened < 0) {
-    why_not = av_error_text(opened);
+    // No demuxer took the file: its bytes are no container libav knows.
+    // (A probe that guessed wrong, e.g. MP3 "detected only with low score", fails with EINVAL.)
+    why_not = opened == AVERROR_INVALIDDATA || opened == AVERROR(EINVAL) ? "format not recognised"
+                                                                         : av_error_text(opened);
     return nullptr;
   }
   std::unique_ptr<AVFormatContext, FormatContextCloser> format(raw_format);

@@ -15,6 +15,10 @@ namespace parley::audio {
 std::unique_ptr<AudioSource> open_libav_source(const std::filesystem::path& path,
                                                std::string& why_not);
 
+// A libav error code as a clause about the recording ("its data is not valid for its format"),
+// where libav's own text is an errno's ("Operation not permitted") or a bare number.
+std::string libav_error_meaning(int code);
+
 // True when libav's demuxer takes `path` for MPEG audio (MP3, with or without ID3 tags).
 bool is_mpeg_audio(const std::filesystem::path& path);
 

@@ -10,6 +10,8 @@
 #include "audio/downmix.h"
 #include "core/error.h"
 
+#include "core/text.h"
+
 namespace parley::audio {
 namespace {
 
@@ -118,8 +120,8 @@ std::size_t MonoResampledStream::read(std::span<float> mono) {
 void MonoResampledStream::report_nonfinite_once() {
   if (nonfinite_replaced_ == 0 || nonfinite_reported_) return;
   nonfinite_reported_ = true;
-  spdlog::warn("{}: replaced {} NaN/Inf sample(s) with 0 (the file's float data is damaged)",
-               path_.string(), nonfinite_replaced_);
+  spdlog::warn("{}: replaced {} with 0 (the file's float data is damaged)", path_.string(),
+               counted(static_cast<std::size_t>(nonfinite_replaced_), "NaN/Inf sample"));
 }
 
 std::size_t samples_to_reserve(const MonoResampledStream& stream) {

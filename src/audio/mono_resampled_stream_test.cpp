@@ -129,7 +129,7 @@ TEST(MonoResampledStream, ReplacesNonFiniteSamplesWithZeroAndWarnsOnce) {
     ASSERT_EQ(output[index], expected) << index;
   }
   ASSERT_EQ(messages.size(), 1u);
-  EXPECT_NE(messages[0].find(path.string() + ": replaced 3 NaN/Inf sample(s) with 0"),
+  EXPECT_NE(messages[0].find(path.string() + ": replaced 3 NaN/Inf samples with 0"),
             std::string::npos)
       << messages[0];
 }

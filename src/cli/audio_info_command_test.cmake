@@ -25,7 +25,7 @@ file(TOUCH "${WORK_DIR}/empty.wav")
 expect_one_line_error("${WORK_DIR}/empty.wav" "the file is empty (0 bytes); it holds no audio")
 file(WRITE "${WORK_DIR}/notes.wav" "These are meeting notes, not a recording.\n")
 expect_one_line_error("${WORK_DIR}/notes.wav"
-  "not audio that parley can decode (libsndfile: Format not recognised; libav: Invalid data found when processing input); check that it is a recording, or convert it to WAV or FLAC")
+  "not audio that parley can decode (libsndfile: Format not recognised; libav: format not recognised); check that it is a recording, or convert it to WAV or FLAC")
 file(WRITE "${WORK_DIR}/cut.wav" "RIFF")
 expect_one_line_error("${WORK_DIR}/cut.wav"
   "truncated WAV header: the file ends after 4 bytes, inside the header; the file is damaged or was cut short")

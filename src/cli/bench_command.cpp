@@ -25,6 +25,8 @@
 #include "core/progress.h"
 #include "core/sample_stats.h"
 #include "core/stage_timer.h"
+
+#include "core/text.h"
 #include "core/version.h"
 #include "eval/eval_results.h"
 #include "models/speed_twin.h"
@@ -173,9 +175,9 @@ std::string format_table(const std::vector<FileBench>& files, const BenchArgumen
                          const std::optional<DeviceMemorySamples>& device) {
   const std::vector<std::string> stages = stage_order(files);
   std::string text = fmt::format(
-      "{} timed run(s) per file after {} warm-up run(s); times in seconds, median of the timed "
-      "runs (min / mean in --json)\n",
-      arguments.repeat, arguments.warmup);
+      "{} per file after {}; times in seconds, median of the timed runs (min / mean in --json)\n",
+      counted(static_cast<std::size_t>(arguments.repeat), "timed run"),
+      counted(static_cast<std::size_t>(arguments.warmup), "warm-up run"));
   std::size_t width = 4;
   for (const FileBench& file : files) width = std::max(width, file.uri.size());
   text += fmt::format("{:<{}}  {:>9}  {:>8}  {:>8}  {:>8}  {:>9}", "file", width, "audio (s)",
@@ -336,7 +338,8 @@ void run_bench(const BenchArguments& arguments) {
       sample_device();
     }
     if (!arguments.flags.quiet) {
-      fmt::print(stderr, "{}: {} timed run(s), silent\n", file.uri, arguments.repeat);
+      fmt::print(stderr, "{}: {}, silent\n", file.uri,
+                 counted(static_cast<std::size_t>(arguments.repeat), "timed run"));
     }
     // Timed runs: nothing below a warning is logged, nothing is drawn.
     const spdlog::level::level_enum log_level = spdlog::get_level();

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <ctime>
@@ -10,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "runtime/compile_cache.h"
 #include "runtime/device_memory.h"
 #include "runtime/provider_discovery.h"
@@ -80,7 +82,8 @@ void print_entries(const runtime::CompileCache& cache,
                format_time(entry.last_used), runtime::entry_state_name(entry.state),
                entry.reason.empty() ? "" : ": " + entry.reason);
   }
-  fmt::print("  {} entries, {}\n", entries.size(), runtime::format_bytes(total));
+  fmt::print("  {}, {}\n", counted(entries.size(), "entry", "entries"),
+             runtime::format_bytes(total));
 }
 
 std::uintmax_t parse_size(const std::string& text) {
@@ -130,30 +133,56 @@ void run_verify(const CacheArguments& arguments) {
   auto cache = open_cache(arguments);
   cache.require_marked();
   const auto current = current_environments();
+  // What --fix removes is what a hashing prune removes; a dry run of it tells, before anything is
+  // removed, which of the faulty entries that is (the others are not provably parley's, or are
+  // builds still under way).
+  runtime::PruneOptions options;  // corrupt, stale and abandoned entries only
+  options.verification = runtime::Verification::kHashes;
+  options.dry_run = !arguments.fix;
   const auto entries = cache.list(runtime::Verification::kHashes, &current);
+  const auto report = cache.prune(options, std::time(nullptr), &current);
+  const auto removable = [&](const runtime::EntryInfo& entry) {
+    return std::any_of(report.removed.begin(), report.removed.end(),
+                       [&](const runtime::EntryInfo& removed) { return removed.dir == entry.dir; });
+  };
   std::size_t bad = 0;
+  std::size_t kept_bad = 0;
   for (const auto& entry : entries) {
     if (entry.state == runtime::EntryState::kValid) continue;
     ++bad;
-    fmt::print("{}: {}: {}\n", entry.dir.string(), runtime::entry_state_name(entry.state),
-               entry.reason);
+    std::string what_then;
+    if (!removable(entry)) {
+      ++kept_bad;
+      what_then = entry.owned ? " (a build under way: prune removes it once abandoned)"
+                              : " (not written by parley: remove it by hand if it is not yours)";
+    }
+    fmt::print("{}: {}: {}{}\n", entry.dir.string(), runtime::entry_state_name(entry.state),
+               entry.reason, what_then);
   }
   if (bad == 0) {
-    fmt::print("{}: {} entries, all valid (every file matches its sha256)\n", cache.root().string(),
-               entries.size());
+    fmt::print("{}: {}, all valid (every file matches its sha256)\n", cache.root().string(),
+               counted(entries.size(), "entry", "entries"));
     return;
   }
   if (!arguments.fix) {
+    if (kept_bad == bad) {
+      fail(
+          "{} of {} compiled-graph cache entries are corrupt or stale, none of them removable "
+          "by parley: see each line above",
+          bad, entries.size());
+    }
     fail(
         "{} of {} compiled-graph cache entries are corrupt or stale; `parley cache verify --fix` "
-        "or `parley cache prune` removes them (they are rebuilt when next needed)",
-        bad, entries.size());
+        "removes {} (rebuilt when next needed){}",
+        bad, entries.size(),
+        bad - kept_bad == bad ? "them" : counted(bad - kept_bad, "entry", "entries"),
+        kept_bad > 0 ? "; the others stay, as each line above says" : "");
   }
-  runtime::PruneOptions options;  // removes invalid entries only
-  const auto report = cache.prune(options, std::time(nullptr), &current);
-  print_left_alone(report);
-  fmt::print("removed {} entries ({})\n", report.removed.size(),
+  fmt::print("removed {} ({})\n", counted(report.removed.size(), "entry", "entries"),
              runtime::format_bytes(report.bytes_freed));
+  if (kept_bad > 0) {
+    fail("{} left as each line above says", counted(kept_bad, "faulty entry", "faulty entries"));
+  }
 }
 
 void run_prune(const CacheArguments& arguments) {
@@ -208,8 +237,8 @@ void add_cache_command(CLI::App& app) {
 
   auto* prune = command->add_subcommand(
       "prune",
-      "Remove corrupt and stale entries, entries unused for a while, and the least "
-      "recently used ones above a size limit");
+      "Remove corrupt (by file size; `verify --fix` also checks sha256) and stale entries, "
+      "entries unused for a while, and the least recently used ones above a size limit");
   prune->add_option("--unused-days", arguments->unused_days,
                     "Remove entries not used for this many days");
   prune->add_option("--max-size", arguments->max_size,

@@ -5,6 +5,8 @@
 
 namespace parley::cli {
 
+// --log-level and -v/--verbose on the application itself; call it before adding the commands.
+void add_log_level_flags(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_providers_command(CLI::App& app);

@@ -69,6 +69,24 @@ int max_threads() {
   return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+CLI::Validator threads_check() {
+  const CLI::Validator range = number_between(1, max_threads());
+  return CLI::Validator(
+      [range](std::string& text) -> std::string {
+        std::string problem = range(text);
+        // The bound follows the machine: a value quoted from a bigger host must not read as a
+        // fixed limit of parley.
+        if (problem.starts_with("must be at most")) {
+          problem += fmt::format(
+              " on this machine: the bound is 4 threads per core ({} cores here), as more only "
+              "add memory, not speed",
+              std::max(1u, std::thread::hardware_concurrency()));
+        }
+        return problem;
+      },
+      range.get_description());
+}
+
 void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   command.add_option("--clustering", flags.clustering, "vbx (PLDA + VBx, pyannote's) or ahc")
       ->check(CLI::IsMember({"vbx", "ahc"}))
@@ -150,10 +168,10 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
       ->capture_default_str();
   command
       .add_option("--threads", engine.threads,
-                  fmt::format("CPU threads (default: all cores, at most {}); output is the same "
-                              "for any value",
+                  fmt::format("CPU threads (default: all cores; at most {} on this machine, 4 per "
+                              "core); output is the same for any value",
                               max_threads()))
-      ->check(number_between(1, max_threads()));
+      ->check(threads_check());
   command
       .add_option("--embedding-batch", engine.embedding_batch,
                   "chunks per embedding call in exact mode (on a GPU 128 ran an hour in 16 s "

@@ -123,10 +123,10 @@ std::string summary(const pipeline::DiarizationResult& result, double wall_secon
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss is in KiB on Linux
   return fmt::format(
-      "{}: {:.1f} s of audio, {} speakers, {} turns in {:.2f} s ({:.1f}x real time, peak RSS "
-      "{:.0f} MiB) [{}]",
-      result.uri, result.duration_seconds, result.speaker_count, result.turns.size(), wall_seconds,
-      speed, static_cast<double>(usage.ru_maxrss) / 1024.0, stages);
+      "{}: {:.1f} s of audio, {}, {} in {:.2f} s ({:.1f}x real time, peak RSS {:.0f} MiB) [{}]",
+      result.uri, result.duration_seconds, counted(result.speaker_count, "speaker"),
+      counted(result.turns.size(), "turn"), wall_seconds, speed,
+      static_cast<double>(usage.ru_maxrss) / 1024.0, stages);
 }
 
 void run_diarize(const DiarizeArguments& arguments) {

@@ -18,6 +18,9 @@ ln -s "$shared/models/segmentation-3.0-fp16.onnx" "$shared/models/plda" "$work/m
   --save-intermediates "$work/saved" >"$work/test.rttm" 2>"$work/stderr"
 check 'grep -q "speed twin with random weights" "$work/stderr"' "speed-twin warning"
 check 'grep -q "real time" "$work/stderr"' "summary line"
+# At the default level a plain CPU run logs nothing about providers or routes (its only warning
+# here is about the unfolded fp16 model, something to act on).
+check '! grep -q "\] \[info\]\|provider choice\|: CPU (" "$work/stderr"' "no provider or route lines at the default level"
 check '[ "$(wc -l <"$work/test.rttm")" -gt 0 ]' "some turns"
 awk '$1 != "SPEAKER" || $2 != "test" || NF != 10 { bad = 1 } END { exit bad }' "$work/test.rttm" ||
   { echo "FAILED: RTTM lines" >&2; exit 1; }
@@ -43,9 +46,14 @@ sys.exit(0 if ok else 1)" "$work/test.json"' "json speaker embeddings"
 # recluster: the saved arrays give the same turns without the models running again.
 "$parley" recluster "$work/saved" --models "$work/models" --uri test -q >"$work/again.rttm"
 check 'cmp -s "$work/test.rttm" "$work/again.rttm"' "recluster reproduces diarize"
-# Without --uri the recording is named after the folder, also when it is written with a slash.
+# Without --uri the recording keeps the id diarize gave it (test.wav: test), whatever the folder.
 "$parley" recluster "$work/saved/" --models "$work/models" -q >"$work/slash.rttm"
-check 'awk "\$2 != \"saved\" { bad = 1 } END { exit bad }" "$work/slash.rttm"' "file id of saved/"
+check 'awk "\$2 != \"test\" { bad = 1 } END { exit bad }" "$work/slash.rttm"' "file id of saved/"
+# A folder saved without the id is named after the folder, without a .d and the slash.
+cp -r "$work/saved" "$work/older.d"
+/usr/bin/python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d.pop("uri"); json.dump(d, open(p, "w"))' "$work/older.d/recording.json"
+"$parley" recluster "$work/older.d/" --models "$work/models" -q >"$work/older.rttm"
+check 'awk "\$2 != \"older\" { bad = 1 } END { exit bad }" "$work/older.rttm"' "file id of older.d/"
 
 # recluster on pyannote's own intermediates reproduces pyannote's RTTM.
 golden="$shared/goldens/pyannote-community1/02_pyannote_sample"
@@ -116,11 +124,12 @@ check '! grep -qi "mpeg-header\|mpg123" "$work/mp3.err"' "no libmpg123 output"
 "$parley" diarize "$work/damaged.mp3" --models "$work/models" -q --step 2 >"$work/mp3.rttm" 2>"$work/mp3-quiet.err"
 check '[ -z "$(grep -v -e "speed twin with random weights" -e "^!*$" "$work/mp3-quiet.err")" ]' "-q: no warning for a damaged MP3"
 
-# Providers: both models are routed and each decision is logged; a named provider that this
-# machine cannot use stops the run with its reason before any model loads. (Skipped where a GPU
-# provider is installed: there the routing lines say where the models run instead.)
+# Providers: both models are routed and each decision is logged (at debug level: -v); a named
+# provider that this machine cannot use stops the run with its reason before any model loads.
+# (Skipped where a GPU provider is installed: there the routing lines say where the models run
+# instead.)
 if ! "$parley" providers | awk '$1 == "cuda" && $3 == "available" { found = 1 } END { exit !found }'; then
-  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" --step 2 \
+  "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" --step 2 -v \
     >/dev/null 2>"$work/routing.err"
   check 'grep -q "segmentation-3.0-fp16: CPU" "$work/routing.err" && grep -q "resnet34-speed-twin: CPU" "$work/routing.err"' "one routing line per model"
   # -q prints only errors (and the speed-twin notice, loud on purpose): no routing lines.

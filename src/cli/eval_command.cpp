@@ -350,6 +350,7 @@ void run_eval(const EvalArguments& arguments) {
           : arguments.label;
   run.scoring = scoring;
   run.uem = std::any_of(files.begin(), files.end(), [](const auto& file) { return file.uem; });
+  run.speed_twin = models::is_speed_twin(models.embedding);
   EvalRunner runner(arguments, models, config, providers, scoring);
   run.settings = runner.settings();
   for (const eval::EvalFile& file : files) run.files.push_back(runner.evaluate(file));
@@ -368,7 +369,7 @@ void run_eval(const EvalArguments& arguments) {
     std::vector<plot::SpeedAccuracyPoint> points;
     std::vector<plot::StageBar> bars;
     for (const eval::SystemSummary& system : systems) {
-      points.push_back({system.system, system.speed, system.der});
+      points.push_back({system.system, system.speed, system.der, system.speed_twin});
       bars.push_back({system.system, system.stage_seconds, system.audio_seconds, system.speed});
     }
     plot::plot_accuracy_speed(

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/flag_names.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/version.h"
 #include "runtime/shutdown.h"
 
@@ -18,14 +20,19 @@ int main(int argc, char** argv) {
   // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
   const parley::runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   // Standard output carries results (RTTM, JSON); every log line goes to standard error.
-  // Multi-threaded sink: the corpus engine's stages log from their own threads.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("parley"));
-  // SPDLOG_LEVEL=debug (or info, warn...) for a diagnosis; flags such as -q still win.
+  // Multi-threaded sink: the corpus engine's stages log from their own threads. Lines go above a
+  // progress line on the terminal, never glued onto it.
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "parley", parley::progress_aware_sink(std::make_shared<spdlog::sinks::stderr_color_sink_mt>(),
+                                            stderr)));
+  // SPDLOG_LEVEL=debug (or info, warn...) for a diagnosis; --log-level, -v and -q still win.
   spdlog::cfg::load_env_levels();
   CLI::App app{"parley: who spoke when, on your own hardware (pyannote community-1 pipeline)",
                "parley"};
-  app.set_version_flag("--version", std::string(parley::kVersion));
+  // The same words as `parley version`.
+  app.set_version_flag("--version", fmt::format("parley {}", parley::kVersion));
   app.require_subcommand(1);
+  parley::cli::add_log_level_flags(app);
   parley::cli::add_diarize_command(app);
   parley::cli::add_recluster_command(app);
   parley::cli::add_fuse_command(app);

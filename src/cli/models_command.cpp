@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/flag_names.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "models/downloader.h"
 #include "models/model_locator.h"
 #include "models/model_verifier.h"
@@ -106,14 +107,33 @@ void run_verify(const ModelsArguments& arguments) {
   if (!missing.empty()) fmt::print("missing  {}\n", fmt::join(missing, ", "));
   fmt::print("{} verified, {} failed, {} missing\n", passed, failed, missing.size());
   if (failed > 0) {
-    fail(
-        "{} model file(s) failed verification (details above); replace them as each message "
-        "says",
-        failed);
+    fail("{} failed verification (details above); replace them as each message says",
+         counted(failed, "model file"));
   }
   if (passed == 0) {
     fail("no model files found in {}; run `parley models fetch`", places_text(places));
   }
+  // Files that verify are not enough: the pipeline needs one model of every required role.
+  std::vector<std::string> roles_without_model;
+  bool speed_twin = false;
+  for (const models::Role role : models::all_roles()) {
+    if (const auto found = locator.find(role)) {
+      speed_twin = speed_twin || found->entry->speed_twin;
+      continue;
+    }
+    if (const auto* entry = registry.default_for(role); entry == nullptr || !entry->optional) {
+      roles_without_model.emplace_back(models::role_name(role));
+    }
+  }
+  if (!roles_without_model.empty()) {
+    fmt::print("pipeline: cannot run (no {} model)\n", fmt::join(roles_without_model, ", "));
+    fail(
+        "the pipeline cannot run from {}: no {} model; run `parley models fetch --role ROLE` for "
+        "each (or pass the folder that holds them)",
+        places_text(places), fmt::join(roles_without_model, ", "));
+  }
+  fmt::print("pipeline: can run{}\n",
+             speed_twin ? " (with the speed twin: timing is real, speaker labels are not)" : "");
 }
 
 std::vector<const models::ModelEntry*> select_for_fetch(const ModelsArguments& arguments) {

@@ -50,9 +50,13 @@ endif()
 if(EXISTS "${fp16}")
   file(MAKE_DIRECTORY "${WORK_DIR}/good" "${WORK_DIR}/bad")
   file(COPY "${fp16}" DESTINATION "${WORK_DIR}/good")
-  run_parley(0 models verify --dir "${WORK_DIR}/good")
+  # A file that verifies is not a pipeline that runs: without embedding and PLDA models the
+  # command says so and fails.
+  run_parley(1 models verify --dir "${WORK_DIR}/good")
   expect_match("${out}" "OK       segmentation-3.0-fp16" "verify good")
   expect_match("${out}" "1 verified, 0 failed" "verify good")
+  expect_match("${out}" "pipeline: cannot run (no embedding, plda, xvec_transform model)" "verify good")
+  expect_match("${err}" "parley: error: the pipeline cannot run from 1. ${WORK_DIR}/good (--dir): no embedding, plda, xvec_transform model; run `parley models fetch --role ROLE`" "verify good")
 
   # The same file with its last kilobyte cut off.
   find_program(HEAD head)
@@ -62,7 +66,13 @@ if(EXISTS "${fp16}")
     run_parley(1 models verify --dir "${WORK_DIR}/bad")
     expect_match("${out}" "FAILED   segmentation-3.0-fp16" "verify bad")
     expect_match("${out}" "sha256 mismatch: expected b0acba8e4cc30e8ec2bd33075ce95f282d66acab86fb155860d8deddbfacd30c, actual" "verify bad")
-    expect_match("${err}" "parley: error: 1 model file(s) failed verification" "verify bad")
+    expect_match("${err}" "parley: error: 1 model file failed verification" "verify bad")
   endif()
+endif()
+# A complete folder (the build's, once scripts/prepare-models made it) runs, with the speed twin
+# named as such.
+if(MODELS_DIR AND EXISTS "${MODELS_DIR}/resnet34-speed-twin.onnx")
+  run_parley(0 models verify --dir "${MODELS_DIR}")
+  expect_match("${out}" "pipeline: can run (with the speed twin" "verify complete folder")
 endif()
 file(REMOVE_RECURSE "${WORK_DIR}")

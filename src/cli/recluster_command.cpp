@@ -6,6 +6,7 @@
 #include "cli/diarization_options.h"
 #include "cluster/plda.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "models/model_locator.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/intermediates_io.h"
@@ -43,12 +44,16 @@ void run_recluster(const ReclusterArguments& arguments) {
     plda = cluster::Plda::load(plda_dir);
   }
   std::string uri = arguments.uri;
+  // The id diarize gave the recording, else the folder's name.
+  if (uri.empty()) uri = pipeline::saved_recording_uri(arguments.directory).value_or("");
   if (uri.empty()) {
     // "out/rec/" names the folder "rec" too (its filename() is empty).
     std::filesystem::path folder =
         std::filesystem::absolute(arguments.directory).lexically_normal();
     if (!folder.has_filename()) folder = folder.parent_path();
     uri = folder.filename().string();
+    // README's `--save-intermediates long.d/` names the folder after the recording plus ".d".
+    if (uri.size() > 2 && uri.ends_with(".d")) uri.resize(uri.size() - 2);
   }
   if (uri.empty()) uri = "audio";
   StageTimes times;
@@ -56,8 +61,9 @@ void run_recluster(const ReclusterArguments& arguments) {
       pipeline::diarize_from_embeddings(intermediates, config, plda ? &*plda : nullptr, uri, times);
   write_output(format_result(result, arguments.flags), arguments.flags.out, output_options);
   if (!arguments.flags.quiet) {
-    fmt::print(stderr, "{}: {} speakers, {} turns (clustering {:.3f} s)\n", uri,
-               result.speaker_count, result.turns.size(), times.total());
+    fmt::print(stderr, "{}: {}, {} (clustering {:.3f} s)\n", uri,
+               counted(result.speaker_count, "speaker"), counted(result.turns.size(), "turn"),
+               times.total());
   }
 }
 
@@ -71,7 +77,9 @@ void add_recluster_command(CLI::App& app) {
   command->add_option("directory", arguments->directory, "folder written by --save-intermediates")
       ->required();
   add_diarization_flags(*command, arguments->flags);
-  command->add_option("--uri", arguments->uri, "recording id in the output (default: folder name)");
+  command->add_option("--uri", arguments->uri,
+                      "recording id in the output (default: the one diarize saved, else the folder "
+                      "name without .d)");
   command->add_option(
       "--plda", arguments->plda_dir,
       "folder with plda.npz and xvec_transform.npz (default: found through --models)");

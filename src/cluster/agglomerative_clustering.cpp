@@ -217,7 +217,7 @@ ClusteringResult cluster_embeddings_ahc(const NdArray<float>& embeddings,
 
   Eigen::MatrixXd centroids;
   if (max_clusters < 2) {
-    spdlog::info("clustering: at most one speaker possible; skipping AHC");
+    spdlog::debug("clustering: at most one speaker possible; skipping AHC");
     result.hard_clusters = NdArray<int>({chunk_count, speaker_count}, 0);
     result.soft_clusters = NdArray<double>({chunk_count, speaker_count, 1}, 1.0);
     centroids = training.size() == 0 ? Eigen::MatrixXd::Constant(

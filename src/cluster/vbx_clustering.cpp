@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "core/parallel_for.h"
 
+#include "core/text.h"
+
 namespace parley::cluster {
 
 void VbxClusteringConfig::validate() const {
@@ -54,7 +56,7 @@ std::vector<int> ahc_initial_labels(const Eigen::MatrixXd& normalised, double th
   for (Eigen::Index i = 0; i < sampled_count; ++i) {
     sampled.row(i) = normalised.row(i * static_cast<Eigen::Index>(stride));
   }
-  spdlog::info(
+  spdlog::debug(
       "clustering: {} embeddings; AHC initialisation on every {}th ({}), the others joined to "
       "the nearest of its clusters (max_ahc_embeddings {})",
       count, stride, sampled_count, max_embeddings);
@@ -119,8 +121,8 @@ ClusteringResult cluster_embeddings_vbx(const NdArray<float>& embeddings,
   if (training.size() < 2) {
     // Too little to cluster: everyone is one speaker (pyannote's early exit; with no training
     // embedding at all the centroid is NaN there too).
-    spdlog::warn("clustering: only {} usable embedding(s); assigning every speaker to one cluster",
-                 training.size());
+    spdlog::warn("clustering: only {}; assigning every speaker to one cluster",
+                 counted(training.size(), "usable embedding"));
     result.hard_clusters = NdArray<int>({chunk_count, speaker_count}, 0);
     result.soft_clusters = NdArray<double>({chunk_count, speaker_count, 1}, 1.0);
     Eigen::MatrixXd centroid =

@@ -360,6 +360,23 @@ NpzArchive read_npz(const std::filesystem::path& path) {
       if (read <= 0) fail("{}: member '{}' is truncated or corrupt", path.string(), name);
       bytes.resize(filled + static_cast<std::size_t>(read));
     }
+    // libzip compares a member's CRC-32 with the directory's only when it reads to the end, and
+    // the loop above stops at the claimed size: read on until it reports the end (or the error).
+    std::byte past_end{};
+    const zip_int64_t rest = zip_fread(member.get(), &past_end, 1);
+    if (rest < 0) {
+      const bool crc = zip_error_code_zip(zip_file_get_error(member.get())) == ZIP_ER_CRC;
+      fail("{}: member '{}' {}; the archive is damaged: copy or download it again", path.string(),
+           name,
+           crc ? "fails its CRC-32 check (its bytes are not the ones the archive recorded)"
+               : fmt::format("cannot be read: {}", zip_file_strerror(member.get())));
+    }
+    if (rest > 0) {
+      fail(
+          "{}: member '{}' holds more bytes than the archive's directory says; the archive is "
+          "damaged: copy or download it again",
+          path.string(), name);
+    }
     if (name.size() > 4 && name.ends_with(".npy")) name.resize(name.size() - 4);
     result.emplace(name, parse_npy(bytes, path.string() + ":" + name));
   }

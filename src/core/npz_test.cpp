@@ -153,6 +153,35 @@ TEST(NpzDeathTest, AClaimedSizeIsNotAllocatedBeforeTheDataIsThere) {
   EXPECT_EXIT(read_under_a_memory_limit(), ::testing::ExitedWithCode(0), "");
 }
 
+// A flipped byte inside a stored (uncompressed) member keeps the archive's structure intact;
+// only the CRC-32 tells. A PLDA archive damaged so must be refused, not read as other numbers.
+TEST(Npz, AMemberWithABadCrcIsRefused) {
+  NpzArchive archive;
+  archive["mu"] = NpyArray::from(NdArray<double>({4}, {0.5, -1.0, 2.0, 3.25}));
+  const testing::TemporaryDirectory temp("npz-test");
+  const auto path = temp / "plda.npz";
+  write_npz(path, archive);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // The last byte of the member's data: the last float64 of the array, before the directory.
+  const auto directory = bytes.find("PK\x01\x02");
+  ASSERT_NE(directory, std::string::npos);
+  bytes[directory - 1] = static_cast<char>(bytes[directory - 1] ^ 0x40);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    read_npz(path);
+    FAIL() << "an archive with a bad CRC was read";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              path.string() +
+                  ": member 'mu.npy' fails its CRC-32 check (its bytes are not the ones the "
+                  "archive recorded); the archive is damaged: copy or download it again");
+  }
+}
+
 TEST(Npz, ReadsPyannoteGolden) {
   PARLEY_REQUIRE_SHARED(file, "goldens/pyannote-community1/02_pyannote_sample/segmentations.npz");
   const auto archive = read_npz(file);

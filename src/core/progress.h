@@ -2,10 +2,16 @@
 // Progress on long work, drawn on stderr as one rewritten line. Silent when stderr is not a
 // terminal or when the user asked for quiet output, so logs and pipes stay clean.
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+
+#include <spdlog/sinks/sink.h>
 
 namespace parley {
 
@@ -24,10 +30,15 @@ class ProgressSink {
   virtual void end() = 0;
 };
 
+// On a terminal the line is drawn again at least every `redraw_every` (with the elapsed time), so
+// that it does not look frozen between updates; anything else written to the same stream goes
+// through write_above_progress (log lines do, through progress_aware_sink), which clears the line
+// first and draws it again after.
 class Progress : public ProgressSink {
  public:
   enum class Mode { kAuto, kAlways, kNever };
-  explicit Progress(Mode mode = Mode::kAuto, std::FILE* stream = stderr);
+  explicit Progress(Mode mode = Mode::kAuto, std::FILE* stream = stderr,
+                    std::chrono::milliseconds redraw_every = std::chrono::seconds(1));
   ~Progress() override;
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -46,11 +57,20 @@ class Progress : public ProgressSink {
   void end() override;
 
  private:
+  friend void write_above_progress(std::FILE* stream, const std::function<void()>& write);
   void draw(bool final_draw);
+  void redraw_until_stopped();
+  // The one drawn line of `stream_` (registered while a stage is active on a terminal).
+  void claim_line();
+  void release_line();
 
   bool enabled_ = false;
   std::FILE* stream_;
+  std::chrono::milliseconds redraw_every_;
   std::mutex mutex_;
+  std::condition_variable redraw_;
+  bool stopping_ = false;
+  std::thread redrawer_;
   std::string stage_;
   std::string detail_;
   std::size_t total_ = 0;
@@ -59,5 +79,14 @@ class Progress : public ProgressSink {
   std::chrono::steady_clock::time_point stage_start_;
   std::chrono::steady_clock::time_point last_draw_;
 };
+
+// Runs `write` (which writes whole lines to `stream`) with the active progress line of `stream`,
+// if any, cleared before and drawn again after; without one, just runs it.
+void write_above_progress(std::FILE* stream, const std::function<void()>& write);
+
+// A logging sink that writes through `inner` (which writes to `stream`) by way of
+// write_above_progress, so that log lines never glue onto a progress line.
+std::shared_ptr<spdlog::sinks::sink> progress_aware_sink(std::shared_ptr<spdlog::sinks::sink> inner,
+                                                         std::FILE* stream);
 
 }  // namespace parley

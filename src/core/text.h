@@ -33,4 +33,8 @@ std::string_view cut_at_utf8_boundary(std::string_view text, std::size_t max_byt
 // the whole text. Every place that opens or accepts a path from outside checks it first.
 void check_path_has_no_nul(const std::filesystem::path& path);
 
+// A count and its noun, singular for exactly one: counted(1, "speaker") is "1 speaker",
+// counted(3, "speaker") "3 speakers"; `plural` for nouns without a plain -s ("entry", "entries").
+std::string counted(std::size_t count, std::string_view singular, std::string_view plural = {});
+
 }  // namespace parley

@@ -60,6 +60,12 @@ TEST(PathCheck, RefusesANulByteAndSaysWhatTheSystemWouldRead) {
     EXPECT_NE(message.find("'short.wav'"), std::string::npos) << message;
     EXPECT_EQ(message.find('\0'), std::string::npos);
   }
+TEST(Counted, NounFollowsTheCount) {
+  EXPECT_EQ(counted(1, "speaker"), "1 speaker");
+  EXPECT_EQ(counted(0, "speaker"), "0 speakers");
+  EXPECT_EQ(counted(2, "turn"), "2 turns");
+  EXPECT_EQ(counted(1, "entry", "entries"), "1 entry");
+  EXPECT_EQ(counted(5, "entry", "entries"), "5 entries");
 }
 
 }  // namespace

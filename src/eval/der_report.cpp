@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
+
 namespace parley::eval {
 namespace {
 
@@ -120,13 +122,18 @@ std::vector<std::string> unmatched_file_warnings(const DerReport& report) {
     warnings.push_back(std::move(warning));
   }
   if (!report.reference_only_files.empty()) {
-    warnings.push_back(fmt::format(
-        "{} reference file(s) have no hypothesis turns and are scored as all missed: {}",
-        report.reference_only_files.size(), file_list(report.reference_only_files)));
+    const bool one = report.reference_only_files.size() == 1;
+    warnings.push_back(fmt::format("{} {} no hypothesis turns and {} scored as all missed: {}",
+                                   counted(report.reference_only_files.size(), "reference file"),
+                                   one ? "has" : "have", one ? "is" : "are",
+                                   file_list(report.reference_only_files)));
   }
   if (!report.uem_only_files.empty()) {
-    warnings.push_back(fmt::format("{} UEM file(s) are not in the reference and are not scored: {}",
-                                   report.uem_only_files.size(), file_list(report.uem_only_files)));
+    const bool one = report.uem_only_files.size() == 1;
+    warnings.push_back(fmt::format("{} {} not in the reference and {} not scored: {}",
+                                   counted(report.uem_only_files.size(), "UEM file"),
+                                   one ? "is" : "are", one ? "is" : "are",
+                                   file_list(report.uem_only_files)));
   }
   return warnings;
 }

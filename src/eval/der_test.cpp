@@ -220,9 +220,9 @@ TEST(DerReport, WarnsAboutFilesThatDoNotPairUp) {
             "'trn00' with no hypothesis: same recording?)");
   EXPECT_EQ(warnings[1], "hypothesis file 'zzz' is not in the reference and is not scored");
   EXPECT_EQ(warnings[2],
-            "2 reference file(s) have no hypothesis turns and are scored as all missed: 'trn00', "
+            "2 reference files have no hypothesis turns and are scored as all missed: 'trn00', "
             "'tst01'");
-  EXPECT_EQ(warnings[3], "1 UEM file(s) are not in the reference and are not scored: 'extra'");
+  EXPECT_EQ(warnings[3], "1 UEM file is not in the reference and is not scored: 'extra'");
   EXPECT_TRUE(unmatched_file_warnings(score_diarization(ref, ref, nullptr, {})).empty());
 }
 

@@ -175,6 +175,12 @@ nlohmann::ordered_json eval_run_json(const EvalRun& run) {
   nlohmann::ordered_json json;
   json["schema"] = kEvalSchema;
   json["system"] = run.system;
+  json["speed_twin"] = run.speed_twin;
+  if (run.speed_twin) {
+    json["warning"] =
+        "the speaker-embedding model is the speed twin (random weights): the timings are real, "
+        "the speaker labels and so the DER are not";
+  }
   json["settings"] = run.settings;
   json["scoring"] = {
       {"collar", run.scoring.collar}, {"skip_overlap", run.scoring.skip_overlap}, {"uem", run.uem}};
@@ -205,6 +211,7 @@ SystemSummary system_summary(const EvalRun& run) {
   summary.speed = totals.speed();
   summary.audio_seconds = totals.audio_seconds;
   summary.stage_seconds = totals.stage_seconds;
+  summary.speed_twin = run.speed_twin;
   return summary;
 }
 
@@ -226,6 +233,7 @@ SystemSummary read_system_summary(const std::filesystem::path& path) {
   }
   SystemSummary summary;
   summary.system = json.value("system", path.stem().string());
+  summary.speed_twin = json.value("speed_twin", false);
   const nlohmann::ordered_json& total = json.at("total");
   const std::string total_source = source + " total";
   summary.der = field<double>(total, "der", total_source);

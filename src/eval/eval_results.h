@@ -71,6 +71,8 @@ struct EvalRun {
   nlohmann::ordered_json settings;  // what produced the hypotheses (see settings_fingerprint)
   ScoringOptions scoring;
   bool uem = false;  // whether UEMs gave the scored regions
+  // The embedding model was the speed twin (random weights): timings hold, DER does not.
+  bool speed_twin = false;
   std::vector<EvalFileResult> files;
 };
 
@@ -94,6 +96,7 @@ struct SystemSummary {
   double speed = 0.0;  // x real time
   double audio_seconds = 0.0;
   StageTimes stage_seconds;  // totals over the set
+  bool speed_twin = false;   // see EvalRun::speed_twin
 };
 SystemSummary system_summary(const EvalRun& run);
 // Reads "system" and "total" of an eval JSON file; fails naming the file and field otherwise.

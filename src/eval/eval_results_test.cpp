@@ -110,6 +110,24 @@ TEST(EvalResults, SettingsFingerprintAndChanges) {
                                       "...dding_batch=16, exclude_ov..."}));
 }
 
+// `parley eval` said nothing in its JSON when the speed twin made the hypotheses.
+TEST(EvalResults, ASpeedTwinRunSaysSoInItsJsonAndSummary) {
+  EvalRun run;
+  run.system = "parley";
+  run.files = {scored("a", 1.0, 0.0, 1.0, 10.0, 30.0, 2.0)};
+  EXPECT_EQ(eval_run_json(run)["speed_twin"], false);
+  EXPECT_FALSE(eval_run_json(run).contains("warning"));
+  run.speed_twin = true;
+  const nlohmann::ordered_json written = eval_run_json(run);
+  EXPECT_EQ(written["speed_twin"], true);
+  EXPECT_NE(written["warning"].get<std::string>().find("speed twin"), std::string::npos);
+  EXPECT_TRUE(system_summary(run).speed_twin);
+  const parley::testing::TemporaryDirectory temp("eval-results-test");
+  const auto path = temp / "twin.json";
+  std::ofstream(path) << written.dump(2);
+  EXPECT_TRUE(read_system_summary(path).speed_twin);
+}
+
 TEST(EvalResults, SystemSummaryFromAWrittenFile) {
   EvalRun run;
   run.system = "peer";

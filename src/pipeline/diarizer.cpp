@@ -182,7 +182,8 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
   };
   const ModelSessionPlan sessions = plan_model_sessions(model_paths_, config_);
   for (const auto* route : {&sessions.segmentation_route, &sessions.embedding_route}) {
-    if (*route) spdlog::info("{}", (*route)->reason);
+    // Where each model runs and why: a diagnosis, not news (-v shows it).
+    if (*route) spdlog::debug("{}", (*route)->reason);
   }
   log_step("models routed");
   models_->segmentation = std::make_unique<SegmentationModel>(
@@ -214,7 +215,7 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
   // Clustering's peak (its distances, about 150 MB for a long recording) would otherwise stack on
   // what the model stages freed.
   release_freed_heap();
-  if (save_directory) write_model_intermediates(*save_directory, intermediates.front());
+  if (save_directory) write_model_intermediates(*save_directory, intermediates.front(), uri);
   DiarizationResult result = diarize_from_embeddings(intermediates.front(), config_,
                                                      models_->plda ? &*models_->plda : nullptr, uri,
                                                      times.front(), save_directory);

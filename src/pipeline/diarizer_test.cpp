@@ -480,6 +480,17 @@ std::string read_error(const std::filesystem::path& directory) {
   return "no error";
 }
 
+// `recluster long.d/` named the recording "long.d": the save keeps the id diarize gave it.
+TEST(DiarizerIntermediates, TheRecordingIdIsSavedWithTheArrays) {
+  const testing::TemporaryDirectory temp("intermediates");
+  write_model_intermediates(temp / "long.d", small_intermediates(), "long");
+  EXPECT_EQ(saved_recording_uri(temp / "long.d"), std::optional<std::string>("long"));
+  EXPECT_EQ(read_error(temp / "long.d"), "no error");
+  write_model_intermediates(temp / "older", small_intermediates());
+  EXPECT_EQ(saved_recording_uri(temp / "older"), std::nullopt);
+  EXPECT_EQ(saved_recording_uri(temp / "absent"), std::nullopt);
+}
+
 // recluster accepted segmentations x1000 (255 speakers), NaN, a chunk step of 1e-9 s and a
 // negative duration.
 TEST(DiarizerIntermediates, ImpossibleValuesAreRefused) {

@@ -85,7 +85,8 @@ void write_reconstruction(const std::filesystem::path& directory, const FrameDia
 }
 
 void write_model_intermediates(const std::filesystem::path& directory,
-                               const DiarizationIntermediates& intermediates) {
+                               const DiarizationIntermediates& intermediates,
+                               const std::string& uri) {
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec) fail("{}: cannot create folder for intermediates: {}", directory.string(), ec.message());
@@ -101,6 +102,8 @@ void write_model_intermediates(const std::filesystem::path& directory,
       {"chunk_duration", intermediates.chunks.duration()},
       {"chunk_step", intermediates.chunks.step()},
   };
+  // recluster names the recording as diarize did, whatever the folder is called.
+  if (!uri.empty()) recording["uri"] = uri;
   write_file_atomically(directory / "recording.json", recording.dump(2) + "\n");
 }
 
@@ -173,6 +176,18 @@ DiarizationIntermediates read_model_intermediates(const std::filesystem::path& d
   }
   validate_chunking(intermediates, chunk_count, directory);
   return intermediates;
+}
+
+std::optional<std::string> saved_recording_uri(const std::filesystem::path& directory) {
+  std::ifstream in(directory / "recording.json");
+  if (!in) return std::nullopt;
+  const nlohmann::json recording = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const auto uri = recording.is_object() ? recording.find("uri") : recording.end();
+  if (!recording.is_object() || uri == recording.end() || !uri->is_string() ||
+      uri->get<std::string>().empty()) {
+    return std::nullopt;
+  }
+  return uri->get<std::string>();
 }
 
 }  // namespace parley::pipeline

@@ -38,6 +38,9 @@ class ModelRoutingTest : public ::testing::Test {
     facts.ort_version = "1.29.0";
     facts.ort_providers = {"CPUExecutionProvider"};
     cpu_statuses_ = runtime::assess_providers(facts);
+    runtime::DiscoveryFacts unused_gpu = facts;  // a GPU, and no provider library to drive it
+    unused_gpu.gpus.push_back({"nvidia", "NVIDIA H100 80GB HBM3", "550.54"});
+    unused_gpu_statuses_ = runtime::assess_providers(unused_gpu);
     runtime::LibraryFacts cuda;
     cuda.file = "/opt/ort/lib/libonnxruntime_providers_cuda.so";
     cuda.identity = "libonnxruntime_providers_cuda.so 1 bytes mtime 1";
@@ -96,6 +99,7 @@ class ModelRoutingTest : public ::testing::Test {
   DiarizationModels models_;
   std::vector<runtime::ProviderStatus> cpu_statuses_;
   std::vector<runtime::ProviderStatus> gpu_statuses_;
+  std::vector<runtime::ProviderStatus> unused_gpu_statuses_;
   std::vector<std::string> said_;
   runtime::OnceNotices notices_{[this](const std::string& message) { said_.push_back(message); }};
 };
@@ -129,6 +133,10 @@ TEST_F(ModelRoutingTest, AutoWithoutGpuRunsBothOnTheCpuAndSaysSoOnce) {
   EXPECT_FALSE(sessions.segmentation.batch_buckets);
   EXPECT_NE(sessions.segmentation_route->reason.find("CPU"), std::string::npos);
   EXPECT_NE(sessions.embedding_route->reason.find("CPU"), std::string::npos);
+  // Without a GPU on the machine the CPU is no news: no notice (a debug line only).
+  EXPECT_TRUE(said_.empty()) << said_.front();
+  // A GPU that no provider drives is worth one notice for both models.
+  plan(routed("auto"), unused_gpu_statuses_);
   ASSERT_EQ(said_.size(), 1u) << "one notice for both models";
   EXPECT_NE(said_.front().find("CPU"), std::string::npos) << said_.front();
 }

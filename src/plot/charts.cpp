@@ -85,12 +85,18 @@ std::string log_tics(double low, double high) {
 std::string accuracy_speed_script(const std::vector<SpeedAccuracyPoint>& points,
                                   const std::vector<StageBar>& stages, const std::string& title) {
   if (points.empty()) fail("nothing to plot: no system has a DER and a speed");
+  const auto label = [](const SpeedAccuracyPoint& point) {
+    return point.speed_twin ? point.label + " (speed twin: DER meaningless)" : point.label;
+  };
+  const bool any_twin =
+      std::any_of(points.begin(), points.end(),
+                  [](const SpeedAccuracyPoint& point) { return point.speed_twin; });
   double highest_der = 0.0;
   double lowest_speed = points.front().speed;
   double highest_speed = points.front().speed;
   std::string text = "$points << EOD\n";
   for (const SpeedAccuracyPoint& point : points) {
-    text += fmt::format("{} {:.6g} {:.6g}\n", gnuplot_string(point.label), point.speed,
+    text += fmt::format("{} {:.6g} {:.6g}\n", gnuplot_string(label(point)), point.speed,
                         100.0 * point.der);
     highest_der = std::max(highest_der, 100.0 * point.der);
     lowest_speed = std::min(lowest_speed, point.speed);
@@ -99,7 +105,10 @@ std::string accuracy_speed_script(const std::vector<SpeedAccuracyPoint>& points,
   text += "EOD\n";
   const bool with_stages = !stage_names(stages).empty();
   if (with_stages) text += "set multiplot layout 1,2\n";
-  text += fmt::format("set title {}\n", gnuplot_string(title));
+  text += fmt::format(
+      "set title {}\n",
+      gnuplot_string(any_twin ? title + " - speed twin: random speaker embeddings, timing only"
+                              : title));
   // Speeds of different systems span decades: a log axis with some room on both sides.
   const double low = std::max(lowest_speed / 2.0, 1e-3);
   const double high = std::max(highest_speed * 2.0, low * 10.0);
@@ -120,7 +129,7 @@ std::string accuracy_speed_script(const std::vector<SpeedAccuracyPoint>& points,
         "{}$points every ::{}::{} using 2:3 with points pointtype {} pointsize 1.8 linecolor {} "
         "title {}",
         i == 0 ? "" : ", ", i, i, 5 + 2 * static_cast<int>(i % 4), i + 1,
-        gnuplot_string(points[i].label));
+        gnuplot_string(label(points[i])));
   }
   text += "\n";
   if (with_stages) {

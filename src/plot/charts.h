@@ -16,6 +16,9 @@ struct SpeedAccuracyPoint {
   std::string label;
   double speed = 0.0;  // audio seconds per wall second (x real time)
   double der = 0.0;    // fraction
+  // Diarized with the speed twin (random embedding weights): its DER means nothing, and the
+  // chart says so beside its name and in the title.
+  bool speed_twin = false;
 };
 
 struct StageBar {

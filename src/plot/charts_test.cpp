@@ -41,6 +41,22 @@ TEST(Charts, ScriptsHoldEveryPointStageAndEscapedLabel) {
   EXPECT_THROW(accuracy_speed_script({}, {}, "x"), Error);
 }
 
+// A run on the speed twin has a DER that means nothing: the chart says so, not only stderr.
+TEST(Charts, ASpeedTwinRunIsNamedAsSuch) {
+  const std::vector<SpeedAccuracyPoint> points = {{"parley step 2", 6.0, 0.25, true},
+                                                  {"peer", 12.0, 0.4}};
+  const std::string script = accuracy_speed_script(points, {}, "ami-debug");
+  EXPECT_NE(script.find("\"parley step 2 (speed twin: DER meaningless)\" 6 25"), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("\"peer\" 12 40"), std::string::npos) << script;
+  EXPECT_NE(script.find("set title \"ami-debug - speed twin: random speaker embeddings, timing "
+                        "only\""),
+            std::string::npos)
+      << script;
+  const std::string plain = accuracy_speed_script({{"peer", 12.0, 0.4}}, {}, "ami-debug");
+  EXPECT_EQ(plain.find("speed twin"), std::string::npos) << plain;
+}
+
 TEST(Charts, UnsupportedImageFormatIsRefused) {
   EXPECT_THROW(image_format_for("chart.jpg"), Error);
   EXPECT_EQ(image_format_for("a/chart.svg"), ImageFormat::svg);

@@ -572,7 +572,7 @@ PruneReport CompileCache::prune(const PruneOptions& options, std::time_t now,
   PruneReport report;
   require_marked();
   std::vector<EntryInfo> kept;
-  for (auto& entry : list(Verification::kSizes, current)) {
+  for (auto& entry : list(options.verification, current)) {
     if (!entry.owned) {
       report.left_alone.push_back(std::move(entry));
       continue;

@@ -113,6 +113,9 @@ struct PruneOptions {
   std::optional<std::uintmax_t> max_total_bytes;   // then remove least recently used until under
   bool remove_invalid = true;                      // remove corrupt and stale entries
   bool dry_run = false;
+  // How entries are judged corrupt: by their files' sizes (cheap), or by their sha256 as well,
+  // which finds what `parley cache verify` finds.
+  Verification verification = Verification::kSizes;
 };
 
 struct PruneReport {

@@ -200,6 +200,23 @@ TEST_F(CompileCacheTest, HashMismatchIsDetectedWhenHashing) {
   EXPECT_FALSE(cache.lookup(k, Verification::kHashes).hit);
 }
 
+// `parley cache verify` hashes and `verify --fix` prunes: an entry whose bytes changed but not
+// its size must be removed by a prune that hashes (a size-only prune kept it, and the advice to
+// run --fix was false).
+TEST_F(CompileCacheTest, PruneThatHashesRemovesWhatVerifyFinds) {
+  CompileCache cache(root_);
+  const auto k = key();
+  build(cache, k, {{"program.mxr", "compiled bytes"}});
+  std::ofstream(cache.entry_dir(k) / "artifacts/program.mxr", std::ios::trunc) << "COMPILED BYTES";
+  EXPECT_TRUE(cache.prune({}, std::time(nullptr)).removed.empty());  // sizes alone see no fault
+  PruneOptions hashing;
+  hashing.verification = Verification::kHashes;
+  const auto report = cache.prune(hashing, std::time(nullptr));
+  ASSERT_EQ(report.removed.size(), 1u);
+  EXPECT_NE(report.reasons[0].find("sha256"), std::string::npos) << report.reasons[0];
+  EXPECT_TRUE(cache.list(Verification::kHashes).empty());
+}
+
 TEST_F(CompileCacheTest, EntriesOfAnotherEnvironmentAreStale) {
   CompileCache cache(root_);
   build(cache, key(), {{"program.mxr", "compiled bytes"}});

@@ -29,6 +29,9 @@ class ModelRouterTest : public ::testing::Test {
     gpu_statuses_ = assess_providers(facts);
     facts.libraries.clear();
     cpu_statuses_ = assess_providers(facts);
+    // The same machine's GPU with no provider library to drive it.
+    facts.gpus.push_back({"amd", "AMD Instinct MI300X", "6.4"});
+    unused_gpu_statuses_ = assess_providers(facts);
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -58,6 +61,7 @@ class ModelRouterTest : public ::testing::Test {
   fs::path root_;
   std::vector<ProviderStatus> gpu_statuses_;
   std::vector<ProviderStatus> cpu_statuses_;
+  std::vector<ProviderStatus> unused_gpu_statuses_;
 };
 
 TEST_F(ModelRouterTest, ColdShapesRunOnTheCpuUntilCompiled) {
@@ -101,8 +105,15 @@ TEST_F(ModelRouterTest, NoGpuFallsBackOnceOrFailsWhenForced) {
   CostModelStore costs(root_, "test-host");
   std::vector<std::string> said;
   OnceNotices recording([&](const std::string& message) { said.push_back(message); });
+  // Without a GPU, running on the CPU is no news (debug level only, not a notice).
   for (int call = 0; call < 3; ++call) {
     EXPECT_FALSE(route_model(request(20), cache, costs, cpu_statuses_, recording).on_accelerator);
+  }
+  EXPECT_TRUE(said.empty());
+  // A GPU that no provider drives is said once.
+  for (int call = 0; call < 3; ++call) {
+    EXPECT_FALSE(
+        route_model(request(20), cache, costs, unused_gpu_statuses_, recording).on_accelerator);
   }
   EXPECT_EQ(said.size(), 1u);
   auto forced = request(20);

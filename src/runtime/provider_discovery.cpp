@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <onnxruntime_cxx_api.h>
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "core/executable_path.h"
@@ -70,6 +71,7 @@ ProviderStatus assess_one(const ProviderTraits& provider, const DiscoveryFacts& 
     status.environment.device = status.devices.front();
     return status;
   }
+  status.device_seen = !gpu_names(facts, provider.device_vendor).empty();
   if (!contains(provider.platforms, facts.os)) {
     return unavailable(
         fmt::format("runs only on {} (this is {})", fmt::join(provider.platforms, ", "), facts.os));
@@ -403,10 +405,19 @@ ProviderResolution resolve_provider(const ProviderChoice& choice,
   resolution.provider = ProviderId::kCpu;
   resolution.problem = problems.empty() ? std::string("no GPU provider exists for this platform")
                                         : fmt::format("{}", fmt::join(problems, "; "));
-  said_once.say(
-      "automatic provider choice: no GPU provider can be used here, running on the CPU (`parley "
-      "providers` "
-      "says why)");
+  const bool gpu_unused = std::any_of(
+      statuses.begin(), statuses.end(),
+      [](const ProviderStatus& status) { return !status.available && status.device_seen; });
+  if (gpu_unused) {
+    said_once.say(
+        "automatic provider choice: this machine has a GPU but no GPU provider can use it, "
+        "running on the CPU (`parley providers` says why and what to install)");
+  } else {
+    // Once per process, as the warning is: routing resolves the provider per model and call.
+    static OnceNotices debug_once([](const std::string& message) { spdlog::debug("{}", message); });
+    debug_once.say(fmt::format("automatic provider choice: no GPU here, running on the CPU ({})",
+                               resolution.problem));
+  }
   return resolution;
 }
 

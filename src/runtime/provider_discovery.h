@@ -53,6 +53,9 @@ struct ProviderStatus {
   bool available = false;
   std::string reason;  // unavailable: why and what to do; available: how it attaches
   std::vector<std::string> devices;
+  // A device of the kind this provider drives (a GPU of its vendor) is on this machine: an
+  // unavailable provider with one is worth fixing, one without is not.
+  bool device_seen = false;
   std::optional<std::filesystem::path> library;  // for attach_provider's plugin path
   CompileEnvironment environment;                // for compiled-graph cache keys
 };
@@ -79,8 +82,9 @@ struct ProviderResolution {
 };
 
 // `--provider` against what is available. An explicitly named provider that is unavailable is an
-// error quoting the reason; `auto` takes the best available accelerator or falls back to the CPU
-// and says so once through `said_once`.
+// error quoting the reason; `auto` takes the best available accelerator or falls back to the CPU,
+// and says so once through `said_once` when a GPU on this machine goes unused (on a machine
+// without one, running on the CPU is no news: it is logged at debug level only).
 ProviderResolution resolve_provider(const ProviderChoice& choice,
                                     const std::vector<ProviderStatus>& statuses,
                                     OnceNotices& said_once = notices());

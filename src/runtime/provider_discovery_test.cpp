@@ -148,20 +148,36 @@ TEST(Resolve, ExplicitUnavailableProviderIsAnErrorWithTheReason) {
             ProviderId::kCpu);
 }
 
-TEST(Resolve, AutoFallsBackToCpuAndSaysSoOnce) {
+// Every plain CPU run warned that no GPU provider could be used: on a machine without a GPU that
+// is nothing to act on, and it is said only at debug level.
+TEST(Resolve, AutoFallsBackToCpuSilentlyWithoutAGpu) {
   const auto statuses = assess_providers(cpu_only_linux());
+  std::vector<std::string> said;
+  OnceNotices notices_for_test([&](const std::string& message) { said.push_back(message); });
+  const auto resolution = resolve_provider(ProviderChoice{}, statuses, notices_for_test);
+  EXPECT_EQ(resolution.provider, ProviderId::kCpu);
+  EXPECT_FALSE(resolution.accelerator);
+  EXPECT_NE(resolution.problem.find("cuda: libonnxruntime_providers_cuda.so not found"),
+            std::string::npos);
+  EXPECT_EQ(resolution.problem.find("coreml"), std::string::npos);  // not on this OS
+  EXPECT_TRUE(said.empty()) << said.front();
+}
+
+// A GPU that no provider can drive is worth a warning, once.
+TEST(Resolve, AutoFallsBackToCpuAndSaysSoOnceWhenAGpuGoesUnused) {
+  auto facts = cpu_only_linux();
+  facts.gpus.push_back({"nvidia", "NVIDIA H100", "550.54"});
+  const auto statuses = assess_providers(facts);
   std::vector<std::string> said;
   OnceNotices notices_for_test([&](const std::string& message) { said.push_back(message); });
   for (int call = 0; call < 3; ++call) {
     const auto resolution = resolve_provider(ProviderChoice{}, statuses, notices_for_test);
     EXPECT_EQ(resolution.provider, ProviderId::kCpu);
-    EXPECT_FALSE(resolution.accelerator);
-    EXPECT_NE(resolution.problem.find("cuda: libonnxruntime_providers_cuda.so not found"),
-              std::string::npos);
-    EXPECT_EQ(resolution.problem.find("coreml"), std::string::npos);  // not on this OS
   }
   ASSERT_EQ(said.size(), 1u);
-  EXPECT_NE(said[0].find("running on the CPU"), std::string::npos);
+  EXPECT_NE(said[0].find("has a GPU but no GPU provider can use it, running on the CPU"),
+            std::string::npos)
+      << said[0];
 }
 
 TEST(Resolve, AutoPicksTheBestAvailableAccelerator) {
