@@ -101,6 +101,8 @@ void check_path_has_no_nul(const std::filesystem::path& path) {
       "'{}': a path cannot hold a NUL byte (the system would read it as '{}'); fix the list or "
       "program that named it",
       visible, utf8_or_escaped(text.substr(0, nul)));
+}
+
 std::string counted(std::size_t count, std::string_view singular, std::string_view plural) {
   if (count == 1) return fmt::format("1 {}", singular);
   if (plural.empty()) return fmt::format("{} {}s", count, singular);

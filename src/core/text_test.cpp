@@ -25,6 +25,8 @@ TEST(ReplaceAll, ReplacesEveryOccurrenceOnce) {
   EXPECT_EQ(replace_all("aXa", "a", "aa"), "aaXaa");
   EXPECT_EQ(replace_all("abc", "", "x"), "abc");
   EXPECT_EQ(replace_all("abc", "d", "x"), "abc");
+}
+
 TEST(Utf8, ValidTextStaysAndOtherBytesAreEscaped) {
   EXPECT_TRUE(is_valid_utf8("caf\xC3\xA9 \xE4\xBC\x9A\xE8\xAD\xB0.wav"));
   EXPECT_FALSE(is_valid_utf8("caf\xE9.wav"));   // Latin-1
@@ -60,6 +62,8 @@ TEST(PathCheck, RefusesANulByteAndSaysWhatTheSystemWouldRead) {
     EXPECT_NE(message.find("'short.wav'"), std::string::npos) << message;
     EXPECT_EQ(message.find('\0'), std::string::npos);
   }
+}
+
 TEST(Counted, NounFollowsTheCount) {
   EXPECT_EQ(counted(1, "speaker"), "1 speaker");
   EXPECT_EQ(counted(0, "speaker"), "0 speakers");
