@@ -59,8 +59,9 @@ TEST_F(Subprocess, AMissingProgramFailsNamingIt) {
     run_process({"/nonexistent/parley-no-such-program"});
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("program '/nonexistent/parley-no-such-program' not found"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(error.what()).find("program '/nonexistent/parley-no-such-program' not found"),
+        std::string::npos)
         << error.what();
   }
 }

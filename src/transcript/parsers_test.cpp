@@ -214,10 +214,11 @@ TEST(OpenAiJsonTest, MalformedInputSaysWhere) {
   EXPECT_THAT(parse_error("{\"segments\": [{\"start\": 2, \"end\": 1,\n \"text\": \"a\"}]}",
                           TranscriptFormat::openai_json),
               HasSubstr("t: /segments/0 ends (1 s) before it starts (2 s)"));
-  EXPECT_THAT(parse_error("{\"segments\": [{\"start\": 0, \"end\": 1, \"text\": \"a\",\n"
-                          "\"words\": [\n{\"word\": \"a\", \"start\": -1, \"end\": 1}]}]}",
-                          TranscriptFormat::openai_json),
-              HasSubstr("t: /segments/0/words/0/start is -1; times must be from 0 to 1e+07 seconds"));
+  EXPECT_THAT(
+      parse_error("{\"segments\": [{\"start\": 0, \"end\": 1, \"text\": \"a\",\n"
+                  "\"words\": [\n{\"word\": \"a\", \"start\": -1, \"end\": 1}]}]}",
+                  TranscriptFormat::openai_json),
+      HasSubstr("t: /segments/0/words/0/start is -1; times must be from 0 to 1e+07 seconds"));
   EXPECT_THAT(parse_error("{\"segments\": [{\"start\": 0, \"end\": 1, \"text\": \"a\",\n"
                           "\"words\": [{\"word\": \"a\",\n \"start\": 0}]}]}",
                           TranscriptFormat::openai_json),
