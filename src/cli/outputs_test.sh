@@ -53,6 +53,10 @@ check '[ -L "$work/link.srt" ] && [ "$(readlink "$work/link.srt")" = real/target
 if [ "$(id -u)" -eq 0 ] && mknod -m 666 "$work/mynull" c 1 3 2>/dev/null; then
   fuse --out "$work/mynull"
   check '[ -c "$work/mynull" ]' "character device written, not replaced"
+  # A link to a device: the device is written through the link, and both stay as they were.
+  ln -s mynull "$work/link-to-null"
+  fuse --out "$work/link-to-null"
+  check '[ -L "$work/link-to-null" ] && [ -c "$work/mynull" ]' "link to a device followed, both kept"
 fi
 
 # A replaced file keeps its mode; a read-only one is refused unless --force, and stays read-only.
@@ -84,8 +88,12 @@ run diarize "$work/short.wav" --format srt "${models[@]}"
 check '[ $status -eq 1 ] && grep -q -- "--format srt writes a speaker-labelled transcript" "$work/err"' "diarize --format srt without a transcript"
 run diarize "$work/short.wav" "$work/short.wav" --format vtt --out-dir "$work/d" "${models[@]}"
 check '[ $status -eq 1 ] && grep -q -- "--format vtt writes a speaker-labelled transcript" "$work/err"' "corpus --format vtt without a transcript"
-run diarize "$work/short.wav" -o /nonexist/x.rttm "${models[@]}"
-check '[ $status -eq 1 ] && grep -q -- "--out /nonexist/x.rttm: the folder /nonexist does not exist" "$work/err"' "diarize -o into a missing folder"
+run diarize "$work/short.wav" -o "$work/nonexistent-folder/x.rttm" "${models[@]}"
+check '[ $status -eq 1 ] && grep -q -- "--out $work/nonexistent-folder/x.rttm: the folder $work/nonexistent-folder does not exist" "$work/err"' "diarize -o into a missing folder"
+# A folder whose permission bits allow writing but where no file can be created (/proc, for
+# root too) is found before the work as well.
+run diarize "$work/short.wav" -o /proc/parley-output.rttm "${models[@]}"
+check '[ $status -eq 1 ] && grep -q -- "no file can be created in the folder /proc" "$work/err"' "diarize -o into /proc"
 run diarize "$work/short.wav" -o "$work/readonly.srt" "${models[@]}"
 check '[ $status -eq 1 ] && grep -q -- "read-only (mode 0444); make it writable, or set --force" "$work/err"' "diarize -o onto a read-only file"
 run diarize "$work/short.wav" -o "$work/real" "${models[@]}"
@@ -97,8 +105,8 @@ run diarize "$work/short.wav" --transcript "$work/talk.srt" --format rttm "${mod
 check '[ $status -eq 1 ] && grep -q -- "--format rttm has no place for words" "$work/err"' "--format rttm with a transcript"
 run diarize "$work/short.wav" --save-intermediates "$work/talk.srt" "${models[@]}"
 check '[ $status -eq 1 ] && grep -q -- "--save-intermediates $work/talk.srt: exists and is not a folder" "$work/err"' "--save-intermediates onto a file"
-run recluster "$work/no-such-intermediates" -o /nonexist/x.rttm
-check '[ $status -eq 1 ] && grep -q -- "--out /nonexist/x.rttm: the folder /nonexist does not exist" "$work/err"' "recluster -o into a missing folder"
+run recluster "$work/no-such-intermediates" -o "$work/nonexistent-folder/x.rttm"
+check '[ $status -eq 1 ] && grep -q -- "--out $work/nonexistent-folder/x.rttm: the folder $work/nonexistent-folder does not exist" "$work/err"' "recluster -o into a missing folder"
 run recluster "$work/no-such-intermediates" --format srt
 check '[ $status -eq 1 ] && grep -q -- "--format srt writes" "$work/err"' "recluster --format srt"
 # A recording over 30 minutes spills its samples to $TMPDIR: a missing one is named, with what

@@ -145,6 +145,19 @@ std::optional<std::string> folder_problem(const fs::path& file) {
     return fmt::format("the folder {} is not writable ({}); check its permissions", shown.string(),
                        std::strerror(errno));
   }
+  // access() answers for the permission bits only: for root every folder passes, and some file
+  // systems (/proc, /sys, a full or quota-bound disk) refuse new files all the same. Creating one
+  // is the only test that the write at the end of the work will succeed.
+  static std::atomic<unsigned> counter{0};
+  const fs::path probe =
+      folder / fmt::format(".parley-probe-{}-{}", static_cast<long>(::getpid()), counter++);
+  const int descriptor = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (descriptor < 0) {
+    return fmt::format("no file can be created in the folder {} ({}); {}", shown.string(),
+                       std::strerror(errno), advice(errno));
+  }
+  ::close(descriptor);
+  ::unlink(probe.c_str());
   return std::nullopt;
 }
 
