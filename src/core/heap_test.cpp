@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <vector>
@@ -42,6 +44,22 @@ TEST(Heap, FreedBlocksGoBackToTheSystem) {
   EXPECT_LT(resident_bytes(), before - 32L * 1024 * 1024);
   std::free(pin);
 #endif
+}
+
+// Option bounds are taken from this: never more than the machine has, never more than a
+// container's cgroup limit (which the machine's figure alone ignores), and half of it a setting.
+TEST(Heap, TheMemoryBudgetIsHalfOfWhatTheProcessMayUse) {
+  const std::uintmax_t physical = static_cast<std::uintmax_t>(::sysconf(_SC_PHYS_PAGES)) *
+                                  static_cast<std::uintmax_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintmax_t usable = usable_memory_bytes();
+  ASSERT_GT(usable, 0u);
+  EXPECT_LE(usable, physical);
+  std::ifstream limit("/sys/fs/cgroup/memory.max");
+  std::uintmax_t cgroup_limit = 0;
+  if (limit >> cgroup_limit && cgroup_limit > 0) {
+    EXPECT_LE(usable, cgroup_limit);
+  }
+  EXPECT_EQ(memory_budget_bytes(), usable / 2);
 }
 
 }  // namespace

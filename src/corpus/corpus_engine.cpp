@@ -42,14 +42,15 @@ void CorpusConfig::validate() const {
   }
   // Each recording being decoded holds up to spill_samples floats in memory (half an hour:
   // 115 MB), more when spilling is off.
-  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t memory = memory_budget_bytes();
   const std::uintmax_t per_decode =
       static_cast<std::uintmax_t>(spill_samples > 0 ? spill_samples : kSampleRate * 3600) *
       sizeof(float);
   if (memory > 0 && static_cast<std::uintmax_t>(decode_threads) * per_decode > memory) {
     fail(
         "decode_threads {}: each recording being decoded holds up to {} of samples in memory, "
-        "{} in all, more than this machine's {}; at most {} fit",
+        "{} in all, more than this machine's budget of {} for it (half the memory parley may use); "
+        "at most {} fit",
         decode_threads, runtime::format_bytes(per_decode),
         runtime::format_bytes(static_cast<std::uintmax_t>(decode_threads) * per_decode),
         runtime::format_bytes(memory), memory / per_decode);
@@ -101,14 +102,14 @@ void check_engines_per_device(int engines_per_device, bool on_accelerator, std::
         most, engines_per_device, std::max(1u, std::thread::hardware_concurrency()),
         runtime::format_bytes(kHostBytesPerEngine));
   }
-  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t memory = memory_budget_bytes();
   const std::uintmax_t need = kHostBytesPerEngine *
                               static_cast<std::uintmax_t>(engines_per_device) *
                               std::max<std::uintmax_t>(1, devices);
   if (memory > 0 && need > memory) {
     fail(
         "engines_per_device {}: {} engine(s) hold about {} of memory (about {} each), more than "
-        "this machine's {}",
+        "this machine's budget of {} for them (half the memory parley may use)",
         engines_per_device, need / kHostBytesPerEngine, runtime::format_bytes(need),
         runtime::format_bytes(kHostBytesPerEngine), runtime::format_bytes(memory));
   }

@@ -291,7 +291,7 @@ TEST(CorpusConfig, RecordingsDecodedAtOnceMustFitInMemory) {
   config.decode_threads = kMaxStageThreads;
   const std::uintmax_t need =
       static_cast<std::uintmax_t>(kMaxStageThreads) * config.spill_samples * sizeof(float);
-  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t memory = memory_budget_bytes();
   if (memory > 0 && need > memory) {
     try {
       config.validate();

@@ -166,7 +166,7 @@ int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int want
 // it): batches whose chunks would not fit in the machine's memory end in std::bad_alloc or in
 // swap. Refused here, before any model loads, saying what fits.
 void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig& config) {
-  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t memory = memory_budget_bytes();
   if (memory == 0) return;  // the system does not say; the fixed bounds still hold
   if (plan.segmentation.provider == runtime::ProviderId::kCpu) {
     const auto workers = static_cast<std::uintmax_t>(std::max(1, plan.segmentation.threads));
@@ -176,7 +176,8 @@ void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig
       fail(
           "segmentation_batch_size {}: {} segmentation worker(s) on the CPU, each with {} chunks "
           "per call, hold about {} of activations (about {} a chunk), more than this machine's "
-          "{} of memory; at most {} fit, and the default (automatic) runs as fast",
+          "budget of {} for them (half the memory parley may use); at most {} fit, and the default "
+          "(automatic) runs as fast",
           plan.segmentation.batch_size, workers, plan.segmentation.batch_size,
           runtime::format_bytes(need), runtime::format_bytes(kCpuSegmentationBytesPerChunk),
           runtime::format_bytes(memory), std::max<std::uintmax_t>(1, memory / per_call));
@@ -188,8 +189,8 @@ void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig
     if (need > memory) {
       fail(
           "embedding_batch_size {}: exact-mode embedding calls of {} chunks on the CPU hold about "
-          "{} of activations (about {} a chunk), more than this machine's {} of memory; at most "
-          "{} fit",
+          "{} of activations (about {} a chunk), more than this machine's budget of {} for them "
+          "(half the memory parley may use); at most {} fit",
           plan.embedding.batch_size, plan.embedding.batch_size, runtime::format_bytes(need),
           runtime::format_bytes(kCpuExactEmbeddingBytesPerChunk), runtime::format_bytes(memory),
           std::max<std::uintmax_t>(1, memory / kCpuExactEmbeddingBytesPerChunk));
@@ -203,7 +204,7 @@ void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig
 // 360,000 at 10 ms): refused when the expected recording's would not fit.
 void check_step_fits(const DiarizationConfig& config, double audio_seconds) {
   constexpr std::uintmax_t kBytesKeptPerChunk = 16 << 10;
-  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t memory = memory_budget_bytes();
   if (memory == 0 || audio_seconds <= 0.0) return;
   const std::uintmax_t chunks = expected_chunks(audio_seconds, config.step_seconds);
   const std::uintmax_t need = chunks * kBytesKeptPerChunk;
@@ -211,8 +212,8 @@ void check_step_fits(const DiarizationConfig& config, double audio_seconds) {
   const double fitting_chunks = static_cast<double>(memory / kBytesKeptPerChunk);
   fail(
       "step_seconds {}: a recording of {:.1f} h makes {} chunks, whose segmentations and "
-      "embeddings (about {} a chunk) take {} until clustering ends, more than this machine's {}; "
-      "use a step of at least {:.2f} s",
+      "embeddings (about {} a chunk) take {} until clustering ends, more than this machine's "
+      "budget of {} for them (half the memory parley may use); use a step of at least {:.2f} s",
       config.step_seconds, audio_seconds / 3600.0, chunks,
       runtime::format_bytes(kBytesKeptPerChunk), runtime::format_bytes(need),
       runtime::format_bytes(memory),

@@ -318,7 +318,7 @@ TEST(AutomaticSegmentationWorkers, EveryThreadUpToFourThenAQuarter) {
 // On the CPU every call holds its whole batch: --segmentation-batch 1000 took 13.8 GB on a 30 s
 // clip. Batches the machine's memory cannot hold are refused before any model loads.
 TEST_F(ModelRoutingTest, CpuBatchesThatTheMachineCannotHoldAreRefused) {
-  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t memory = memory_budget_bytes();
   if (memory == 0) GTEST_SKIP() << "the system does not say how much memory it has";
   const auto message_of = [this](const DiarizationConfig& config) -> std::string {
     try {
@@ -357,7 +357,7 @@ TEST_F(ModelRoutingTest, CpuBatchesThatTheMachineCannotHoldAreRefused) {
 
 // The step sets how many chunks a recording keeps until clustering ends (about 16 KiB each).
 TEST_F(ModelRoutingTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
-  const std::uintmax_t memory = physical_memory_bytes();
+  const std::uintmax_t memory = memory_budget_bytes();
   if (memory == 0) GTEST_SKIP() << "the system does not say how much memory it has";
   DiarizationConfig config = routed("cpu");
   config.step_seconds = 0.01;
