@@ -38,8 +38,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s\n", parley_result_warning(result, i));
   }
   const size_t turns = parley_result_turn_count(result, 0);
-  printf("parley %s: %zu speakers, %zu turns, %zu-dimensional speaker embeddings\n",
-         parley_version(), parley_result_speaker_count(result), turns,
+  const size_t speakers = parley_result_speaker_count(result);
+  printf("parley %s: %zu speaker%s, %zu turn%s, %zu-dimensional speaker embeddings\n",
+         parley_version(), speakers, speakers == 1 ? "" : "s", turns, turns == 1 ? "" : "s",
          parley_result_embedding_dimension(result));
   for (size_t i = 0; i < turns; ++i) {
     const parley_turn turn = parley_result_turn(result, i, 0);

@@ -26,8 +26,9 @@ def main() -> int:
         return 1
     for warning in diarization.warnings:
         print(warning, file=sys.stderr)
-    print(f"parley {parley.__version__}: {len(diarization.speakers)} speakers, "
-          f"{len(diarization.turns)} turns")
+    speakers, turns = len(diarization.speakers), len(diarization.turns)
+    print(f"parley {parley.__version__}: {speakers} speaker{'' if speakers == 1 else 's'}, "
+          f"{turns} turn{'' if turns == 1 else 's'}")
     for turn in diarization.turns:
         print(f"{turn.start:8.3f} {turn.end:8.3f} {turn.speaker}")
     return 0 if diarization.turns else 1

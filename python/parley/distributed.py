@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import uuid
+import warnings
 from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 import parley
@@ -58,7 +59,9 @@ MODEL_SUFFIXES = (".onnx", ".npz", ".ort")
 
 class Report(NamedTuple):
     """What became of one recording: ``status`` is "done", "skipped" (finished by an earlier
-    run with the same settings) or "failed" (``message`` says why)."""
+    run with the same settings) or "failed" (``message`` says why). ``speed_twin``: diarized now
+    with the speed twin (random weights) as speaker-embedding model, so its speaker labels are
+    meaningless; ``warnings`` says so (as :attr:`parley.Diarization.warnings`)."""
 
     path: str
     output: str
@@ -66,6 +69,8 @@ class Report(NamedTuple):
     message: str = ""
     audio_seconds: float = 0.0
     wall_seconds: float = 0.0
+    speed_twin: bool = False
+    warnings: tuple[str, ...] = ()
 
     @property
     def speed(self) -> float:
@@ -391,7 +396,8 @@ def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
         os.makedirs(records_dir, exist_ok=True)
         _write_atomically({job["output"]: text,
                            job["record"]: json.dumps(record, indent=2) + "\n"})
-        reports.append(Report(job["path"], job["output"], "done", "", result.duration, wall))
+        reports.append(Report(job["path"], job["output"], "done", "", result.duration, wall,
+                              result.speed_twin, tuple(result.warnings)))
     return reports
 
 
@@ -407,7 +413,23 @@ def iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable
     """Diarizes every recording of ``inputs`` (a manifest path, or paths the workers can read)
     into ``out_dir`` on ``client``'s cluster; yields a :class:`Report` per recording as it
     comes. ``options``: parley.Pipeline's arguments and num/min/max_speakers. ``batch_size``:
-    recordings per task (default: enough tasks for 4 per worker thread, at most 32 each)."""
+    recordings per task (default: enough tasks for 4 per worker thread, at most 32 each).
+
+    When the workers' speaker-embedding model is the speed twin (random weights), this warns
+    once (:class:`parley.SpeedTwinWarning`) and those reports say so (``Report.speed_twin``)."""
+    warned = False
+    for report in _iter_archive(client, inputs, out_dir, output_format, batch_size, **options):
+        if report.speed_twin and not warned:
+            # Once per call, as parley.Pipeline warns once, though every worker loads the model.
+            warned = True
+            for message in report.warnings:
+                warnings.warn(message, parley.SpeedTwinWarning, stacklevel=2)
+        yield report
+
+
+def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable[str]],
+                  out_dir: Union[str, "os.PathLike[str]"], output_format: str,
+                  batch_size: Optional[int], **options: Any) -> Iterator[Report]:
     if output_format not in FORMATS:
         raise parley.Error(f"output_format must be one of {', '.join(FORMATS)} "
                            f"(got {output_format!r})")
@@ -555,28 +577,44 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     counts = {"done": 0, "skipped": 0, "failed": 0}
     audio_seconds = 0.0
+    warned = False
     start = time.monotonic()
     try:
-        for report in iter_archive(client, paths, arguments.out_dir,
-                                   output_format=arguments.format,
-                                   batch_size=arguments.batch_size, **options):
-            counts[report.status] += 1
-            if report.status == "done":
-                audio_seconds += report.audio_seconds
-            if report.status == "failed":
-                print(f"parley: {report.message}", file=sys.stderr)
-            elif not arguments.quiet:
-                print(f"{report.status} {report.output} ({report.audio_seconds:.1f} s of audio"
-                      + (f", {report.speed:.0f}x)" if report.speed else ")"), file=sys.stderr)
+        with warnings.catch_warnings():
+            # Printed here as the CLI prints it (framed, even with --quiet), not as a Python
+            # warning.
+            warnings.simplefilter("ignore", parley.SpeedTwinWarning)
+            for report in iter_archive(client, paths, arguments.out_dir,
+                                       output_format=arguments.format,
+                                       batch_size=arguments.batch_size, **options):
+                if report.speed_twin and not warned:
+                    warned = True
+                    rule = "!" * 78
+                    for message in report.warnings:
+                        print(f"{rule}\n{message}\n{rule}", file=sys.stderr, flush=True)
+                counts[report.status] += 1
+                if report.status == "done":
+                    audio_seconds += report.audio_seconds
+                if report.status == "failed":
+                    print(f"parley: {report.message}", file=sys.stderr)
+                elif not arguments.quiet:
+                    print(f"{report.status} {report.output} ({report.audio_seconds:.1f} s of "
+                          "audio" + (f", {report.speed:.0f}x)" if report.speed else ")"),
+                          file=sys.stderr)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
     elapsed = time.monotonic() - start
-    print(f"{counts['done']} of {len(paths)} recordings diarized ({counts['skipped']} done "
-          f"earlier, {counts['failed']} failed): {audio_seconds / 3600:.2f} h of audio in "
-          f"{elapsed:.1f} s ({audio_seconds / elapsed if elapsed else 0:.1f}x real time)",
-          file=sys.stderr)
+    if counts["done"] == 0:
+        # No speed to report: nothing ran through the models (as parley diarize says it).
+        print(f"nothing diarized: {counts['skipped']} of {len(paths)} recordings done earlier, "
+              f"{counts['failed']} failed ({elapsed:.1f} s)", file=sys.stderr)
+    else:
+        print(f"{counts['done']} of {len(paths)} recordings diarized ({counts['skipped']} done "
+              f"earlier, {counts['failed']} failed): {audio_seconds / 3600:.2f} h of audio in "
+              f"{elapsed:.1f} s ({audio_seconds / elapsed if elapsed else 0:.1f}x real time)",
+              file=sys.stderr)
     return 1 if counts["failed"] else 0
 
 

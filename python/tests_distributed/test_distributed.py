@@ -6,6 +6,7 @@ import signal
 import subprocess
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -79,20 +80,51 @@ def outputs(folder):
 @pytest.fixture(scope="module")
 def first_run(client, corpus, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("archive"))
-    reports = pd.diarize_archive(client, corpus[0], out, batch_size=3, **OPTIONS)
-    return out, reports
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reports = pd.diarize_archive(client, corpus[0], out, batch_size=3, **OPTIONS)
+    return out, reports, caught
 
 
 def test_outputs_equal_the_command_line(first_run, reference):
-    out, reports = first_run
+    out, reports, _ = first_run
     assert sorted(report.status for report in reports) == ["done"] * COUNT
     assert all(report.audio_seconds > 25 and report.speed > 0 for report in reports)
     assert outputs(out) == reference
     assert len(os.listdir(os.path.join(out, ".parley"))) == COUNT
 
 
+def test_speed_twin_is_reported_and_warned_once(first_run):
+    """with_test_models.sh gives the speed twin as speaker-embedding model: every report says
+    so, and the run warns once, not once per worker, task or recording."""
+    _, reports, caught = first_run
+    assert all(report.speed_twin for report in reports)
+    assert all(any("speed twin" in message for message in report.warnings)
+               for report in reports)
+    twins = [warning for warning in caught
+             if issubclass(warning.category, parley.SpeedTwinWarning)]
+    assert len(twins) == 1
+    assert "speaker labels are meaningless" in str(twins[0].message)
+
+
+def test_command_line_warns_and_says_when_nothing_was_diarized(client, corpus, tmp_path,
+                                                                 capsys):
+    arguments = ["--scheduler", client.scheduler.address, "--models", MODELS, "--step", "2",
+                 "--threads", "1", "--out-dir", str(tmp_path)] + corpus[1][:3]
+    assert pd.main(arguments) == 0
+    printed = capsys.readouterr().err
+    assert printed.count("is a speed twin with random weights") == 1
+    assert "3 of 3 recordings diarized (0 done earlier, 0 failed)" in printed
+    # A rerun diarizes nothing: no speed to report, and no model ran to warn about.
+    assert pd.main(arguments) == 0
+    printed = capsys.readouterr().err
+    assert "nothing diarized: 3 of 3 recordings done earlier, 0 failed (" in printed
+    assert "recordings diarized" not in printed and "real time" not in printed
+    assert "speed twin" not in printed
+
+
 def test_rerun_skips_everything(client, corpus, first_run):
-    out, _ = first_run
+    out = first_run[0]
     before = {name: os.stat(os.path.join(out, name)).st_mtime_ns for name in os.listdir(out)}
     reports = pd.diarize_archive(client, corpus[0], out, **OPTIONS)
     assert [report.status for report in reports] == ["skipped"] * COUNT
@@ -100,7 +132,7 @@ def test_rerun_skips_everything(client, corpus, first_run):
 
 
 def test_changed_setting_redoes(client, corpus, first_run):
-    out, _ = first_run
+    out = first_run[0]
     some = corpus[1][:4]
     reports = pd.diarize_archive(client, some, out, **dict(OPTIONS, num_speakers=2))
     assert [report.status for report in reports] == ["done"] * 4

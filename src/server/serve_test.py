@@ -102,6 +102,15 @@ check(job["state"] == "done" and abs(job["audio_seconds"] - 30.0) < 0.01, f"samp
 check(result(server, job["id"]) == expected["sample"], "sample RTTM equals the CLI's")
 turns = json.loads(result(server, job["id"], "json"))
 check(len(turns["diarization"]) == expected["sample"].count("\n"), "json has the same turns")
+# One centroid per speaker, of the embedding model's dimension (kTestEmbeddingDim of
+# src/models/test_embedding_model.h for the tiny test model; 256 with the speed twin); a speaker
+# the instantaneous count adds beyond the clusters gets zeros, as pyannote pads.
+speakers = {turn["speaker"] for turn in turns["diarization"]}
+vectors = turns.get("speaker_embeddings", {})
+check(len(speakers) >= 2 and set(vectors) == speakers, f"an embedding per speaker {sorted(vectors)}")
+check(all(len(vector) == 16 and all(isinstance(x, float) for x in vector)
+          for vector in vectors.values()) and any(map(any, vectors.values())),
+      f"speaker embeddings of the model's dimension, 16: {[len(v) for v in vectors.values()]}")
 status, error = error_of(request(server, f"/v1/jobs/{job['id']}/result?format=srt"))
 check(status == 422 and "srt" in error["message"], "srt without a transcript: 422")
 
