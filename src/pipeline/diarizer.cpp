@@ -353,7 +353,10 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
 
   std::jthread segmentation_thread;
   if (config_.streaming) {
-    progress.begin("segmentation+embedding", chunk_count);
+    // One stage for both networks: a chunk counts once when segmented and once when embedded,
+    // so the count moves from the first segmented batch on instead of waiting for the first
+    // embedding range (32 chunks, or a whole pass of the shared trunk).
+    progress.begin("segmentation+embedding", 2 * chunk_count);
     segmentation_thread = std::jthread(segment);
   } else {
     progress.begin("segmentation", chunk_count);
@@ -370,6 +373,10 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
   std::size_t segmented = 0;       // chunks of the stream segmented so far
   std::size_t embedded_total = 0;  // for progress
   std::size_t current = 0;         // the recording being embedded
+  // Reported from this thread only, so the counts reach the sink in order.
+  const auto report_progress = [&] {
+    progress.update(config_.streaming ? segmented + embedded_total : embedded_total);
+  };
   for (;;) {
     std::optional<SegmentedBatch> batch = queue.pop();
     if (batch) {
@@ -390,6 +397,7 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
                     recording.powerset_classes.data() + (chunk - recording.first_chunk) * frames);
       }
       segmented = batch->first_chunk + rows;
+      if (config_.streaming) report_progress();
     }
     // Embed whole ranges of the current recording as they become available, its last (short)
     // range only once all its chunks are segmented, then move on to the next recording.
@@ -437,7 +445,7 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
         }
       }
       embedded_total += count;
-      progress.update(embedded_total);
+      report_progress();
     }
     if (!batch) break;
   }

@@ -221,6 +221,69 @@ TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
   EXPECT_EQ(streamed.embeddings.values(), sequential.embeddings.values());
 }
 
+// What a progress sink was told: the stages begun, with their totals, and every count.
+class RecordedProgress : public ProgressSink {
+ public:
+  struct Stage {
+    std::string name;
+    std::size_t total = 0;
+    std::vector<std::size_t> done;
+  };
+  void begin(const std::string& stage, std::size_t total) override {
+    std::lock_guard lock(mutex_);
+    stages.push_back({stage, total, {}});
+  }
+  void update(std::size_t done) override {
+    std::lock_guard lock(mutex_);
+    stages.back().done.push_back(done);
+  }
+  void end() override {}
+  std::vector<Stage> stages;
+
+ private:
+  std::mutex mutex_;
+};
+
+// A long recording showed 0 % until its first embedding range was done: the count must move
+// while the first range is still being segmented, and still only forward, to the total.
+TEST_F(DiarizerEndToEnd, ProgressMovesBeforeTheFirstEmbeddingRangeIsDone) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyaudioanalysis/diarizationExample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  std::string first_rttm;
+  // Several ranges, and one range for the whole recording (embedded only at the very end).
+  for (const std::size_t range : {std::size_t{10}, std::size_t{64}}) {
+    SCOPED_TRACE("embedding_batch_size " + std::to_string(range));
+    DiarizationConfig config;
+    config.threads = 2;
+    config.embedding_mode = EmbeddingMode::kExact;
+    config.embedding_batch_size = range;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    Diarizer diarizer({segmentation_, embedding_, {}}, config);
+    RecordedProgress progress;
+    const DiarizationResult result = diarizer.diarize(samples, "example", progress);
+    ASSERT_FALSE(result.turns.empty());
+    if (first_rttm.empty()) first_rttm = rttm(result.turns, "example");
+    EXPECT_EQ(rttm(result.turns, "example"), first_rttm);
+
+    ASSERT_FALSE(progress.stages.empty());
+    const RecordedProgress::Stage& networks = progress.stages.front();
+    EXPECT_EQ(networks.name, "segmentation+embedding");
+    ASSERT_GT(networks.total, 0u);
+    ASSERT_FALSE(networks.done.empty());
+    EXPECT_TRUE(std::is_sorted(networks.done.begin(), networks.done.end()));
+    EXPECT_EQ(networks.done.back(), networks.total);
+    // Once the first range is embedded, at least its share of the recording is done.
+    const auto chunks = static_cast<double>(test_support::chunk_plan(samples).num_chunks());
+    const double first_range_share = std::min(1.0, static_cast<double>(range) / chunks);
+    const std::size_t before_first_range = static_cast<std::size_t>(
+        std::count_if(networks.done.begin(), networks.done.end(), [&](std::size_t done) {
+          const double fraction = static_cast<double>(done) / static_cast<double>(networks.total);
+          return done > 0 && fraction < first_range_share;
+        }));
+    EXPECT_GE(before_first_range, 2u) << "the count stood still until the first range was done";
+  }
+}
+
 // Shared-trunk embeddings through the Diarizer: chunk ranges of any size give the same result
 // (the map's blocks do not depend on how the chunks are batched). Agreement with exact mode is
 // tested in shared_trunk_test.cpp and measured by scripts/compare-embedding-modes.
