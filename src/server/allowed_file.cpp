@@ -21,6 +21,10 @@ AllowedFile open_allowed_file(const fs::path& root, const fs::path& path) {
   const fs::path real_root = fs::canonical(root, error);
   if (error) return result;
   const fs::path full = path.is_absolute() ? path : root / path;
+  // Opening a device can itself act (rewind a tape, claim a modem): only what names a regular
+  // file is opened. The fstat() of the open file below is what decides; this spares the rest.
+  struct stat named {};
+  if (::stat(full.c_str(), &named) != 0 || !S_ISREG(named.st_mode)) return result;
   const int descriptor = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (descriptor < 0) return result;
   OpenedFile file(descriptor);
