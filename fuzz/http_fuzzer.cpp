@@ -157,11 +157,12 @@ struct Service {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static Service service;
-  // A refusal is a 4xx with a JSON body. A 500 is what the server's exception handler makes of
-  // an exception a handler did not expect ("internal" to the client): a finding, like anything
-  // that escapes.
+  // A refusal is a 4xx with a JSON body, or a 501 for a transfer coding the server does not
+  // implement (RFC 9112, 6.1). A 500 is what the server's exception handler makes of an
+  // exception a handler did not expect ("internal" to the client): a finding, like anything that
+  // escapes.
   const std::string status = service.server.handle(parley::fuzz::as_text(data, size));
-  if (status.rfind("HTTP/1.1 5", 0) == 0) {
+  if (status.rfind("HTTP/1.1 500", 0) == 0) {
     std::fprintf(stderr, "answered %s\n", status.c_str());
     std::abort();
   }

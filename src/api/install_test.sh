@@ -34,7 +34,7 @@ if find "$prefix/share/parley/models" -type l | grep -q .; then
   exit 1
 fi
 expect_turns() {  # a run of the example must print its summary and at least one turn
-  grep -q "speakers" "$1" && grep -q "SPEAKER_00" "$1" ||
+  grep -qE "[0-9]+ speakers?," "$1" && grep -q "SPEAKER_00" "$1" ||
     { echo "FAILED: $2 printed:" >&2; cat "$1" >&2; exit 1; }
 }
 expect_models_from() {  # the speed-twin warning names the embedding model the run used
