@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Checks that every #include "folder/..." under src/ goes the way the modules link (issue #31).
+
+The module graph is read from src/*/CMakeLists.txt: parley_module(NAME SOURCES ... DEPS ...),
+parley_test(NAME SOURCES ... DEPS ...) (which also links parley_testing), add_library /
+add_executable and target_link_libraries naming parley_* targets. Every source file under src/
+(.cpp, .c, .h) belongs to the target that compiles it; a header belongs to the target that
+compiles the source of the same name beside it, else to its folder's module (parley_<folder>).
+A test-only header (no source of its own, "test" in its name, such as
+pipeline/segmentation_test_support.h) is compiled only into the files that include it, so its
+includes are checked against what every one of its includers may include.
+An include of a header of target T from a file of target S is allowed when T is S or is reachable
+from S through its links (PUBLIC or PRIVATE: a target's own sources see what it links, and
+parley_module links its DEPS publicly, so they pass on).
+
+Run: python3 tools/check_include_direction.py [SOURCE_DIR]   (ctest -R include_direction)
+Exit status 0 when every include is allowed, 1 (listing each one) when not.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+# Includes known to go the wrong way, as (includer relative to src/, included header). This list
+# may only shrink: fix the dependency (or the code) and remove the entry.
+ALLOWED_EXCEPTIONS: set = set()
+
+SOURCE_SUFFIXES = (".cpp", ".c", ".h")
+TARGET_KEYWORDS = {"STATIC", "SHARED", "MODULE", "OBJECT", "INTERFACE", "EXCLUDE_FROM_ALL",
+                   "PUBLIC", "PRIVATE", "ALIAS", "IMPORTED", "GLOBAL", "WIN32", "MACOSX_BUNDLE"}
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([A-Za-z0-9_]+)/([^"]+)"')
+CALL_RE = re.compile(r"\b(parley_module|parley_test|add_library|add_executable|"
+                     r"target_link_libraries)\s*\(", re.IGNORECASE)
+
+
+def strip_comments(text):
+    """Drops CMake # comments (outside double-quoted strings)."""
+    lines = []
+    for line in text.splitlines():
+        out, quoted = [], False
+        for ch in line:
+            if ch == '"':
+                quoted = not quoted
+            elif ch == "#" and not quoted:
+                break
+            out.append(ch)
+        lines.append("".join(out))
+    return "\n".join(lines)
+
+
+def calls(text):
+    """Yields (command, arguments) for each call of interest, arguments split on whitespace."""
+    for match in CALL_RE.finditer(text):
+        depth, i = 1, match.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        args = re.findall(r'"[^"]*"|[^\s"]+', text[match.end():i - 1])
+        yield match.group(1).lower(), [a.strip('"') for a in args]
+
+
+class Graph:
+    def __init__(self):
+        self.links = {}    # target -> set of parley_* targets it links
+        self.folder = {}   # target -> folder under src/ that declares it
+        self.sources = {}  # path relative to src/ -> target compiling it
+
+    def add_target(self, name, folder):
+        self.links.setdefault(name, set())
+        self.folder.setdefault(name, folder)
+
+    def add_sources(self, target, folder, names):
+        for name in names:
+            if "$" in name or "/" in name:
+                continue  # generated in the build tree, or outside this folder
+            self.sources.setdefault(f"{folder}/{name}", target)
+
+    def reachable(self, target):
+        seen, stack = {target}, [target]
+        while stack:
+            for dep in self.links.get(stack.pop(), ()):
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+        return seen
+
+
+def sections(args, keywords):
+    """Splits parley_module/parley_test arguments after the name into keyword sections."""
+    result, current = {k: [] for k in keywords}, None
+    for arg in args:
+        if arg in keywords:
+            current = arg
+        elif current:
+            result[current].append(arg)
+    return result
+
+
+def read_graph(src):
+    graph = Graph()
+    for cmakelists in sorted(src.glob("*/CMakeLists.txt")):
+        folder = cmakelists.parent.name
+        text = strip_comments(cmakelists.read_text(encoding="utf-8"))
+        for command, args in calls(text):
+            if not args:
+                continue
+            name, rest = args[0], args[1:]
+            if command in ("parley_module", "parley_test"):
+                target = f"parley_{name}" if command == "parley_module" else name
+                parts = sections(rest, ("SOURCES", "DEPS"))
+                graph.add_target(target, folder)
+                graph.add_sources(target, folder, parts["SOURCES"])
+                graph.links[target].update(d for d in parts["DEPS"] if d.startswith("parley"))
+                if command == "parley_test":
+                    graph.links[target].add("parley_testing")
+            elif command in ("add_library", "add_executable"):
+                if "ALIAS" in rest or "IMPORTED" in rest:
+                    continue
+                graph.add_target(name, folder)
+                graph.add_sources(name, folder, [a for a in rest if a not in TARGET_KEYWORDS])
+            elif command == "target_link_libraries":
+                graph.links.setdefault(name, set()).update(
+                    a for a in rest if a.startswith("parley") and "::" not in a)
+    return graph
+
+
+def owner(graph, relative, folders):
+    """The target a file under src/ belongs to, or None when its folder has no target."""
+    if relative in graph.sources:
+        return graph.sources[relative]
+    folder = relative.split("/", 1)[0]
+    if relative.endswith(".h"):
+        stem = relative[:-2]
+        for suffix in (".cpp", ".c"):
+            if stem + suffix in graph.sources:
+                return graph.sources[stem + suffix]
+    if f"parley_{folder}" in graph.links:
+        return f"parley_{folder}"
+    return folders.get(folder)
+
+
+def is_test_header(graph, relative, name):
+    """A header of no source of its own, named as a test helper (*_test_support.h, ...)."""
+    stem = relative[:-2]
+    return (relative.endswith(".h") and "test" in name
+            and stem + ".cpp" not in graph.sources and stem + ".c" not in graph.sources)
+
+
+def main(argv):
+    root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent
+    src = root / "src"
+    graph = read_graph(src)
+    # A folder without a parley_<folder> target (api: the shared library `parley`) falls back to
+    # the one target it declares.
+    folders = {}
+    for target, folder in graph.folder.items():
+        folders.setdefault(folder, []).append(target)
+    folders = {f: t[0] for f, t in folders.items() if len(t) == 1}
+
+    files, includes = {}, {}  # relative path -> owner; relative path -> [(line, header)]
+    for path in sorted(p for p in src.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file()):
+        relative = path.relative_to(src).as_posix()
+        files[relative] = owner(graph, relative, folders)
+        found = includes[relative] = []
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for number, line in enumerate(lines, 1):
+            match = INCLUDE_RE.match(line)
+            if match and (src / match.group(1)).is_dir():
+                # not <...>, "parley/parley.h" (include/) or a name without a module folder
+                found.append((number, f"{match.group(1)}/{match.group(2)}"))
+    includers = {}
+    for relative, found in includes.items():
+        for _, header in found:
+            includers.setdefault(header, set()).add(relative)
+
+    memo = {}
+
+    def allowed_for(relative, visiting=frozenset()):
+        """What a file may include, and on whose behalf (a target, or a test header's includers)."""
+        if relative in memo:
+            return memo[relative]
+        name = relative.rsplit("/", 1)[-1]
+        users = includers.get(relative, set()) - visiting - {relative}
+        if is_test_header(graph, relative, name) and users:
+            result, who = None, set()
+            for user in sorted(users):
+                user_allowed, user_who = allowed_for(user, visiting | {relative})
+                if user_allowed is None:
+                    continue
+                result = user_allowed if result is None else result & user_allowed
+                who |= user_who
+            if result is not None:
+                memo[relative] = (result, who)
+                return memo[relative]
+        target = files.get(relative)
+        memo[relative] = (None, set()) if target is None else (graph.reachable(target), {target})
+        return memo[relative]
+
+    violations, unowned, checked = [], [], 0
+    for relative, found in includes.items():
+        allowed, who = allowed_for(relative)
+        if allowed is None:
+            unowned.append(relative)
+            continue
+        for number, header in found:
+            target = owner(graph, header, folders)
+            checked += 1
+            if target is None or target in allowed:
+                continue
+            if (relative, header) in ALLOWED_EXCEPTIONS:
+                continue
+            violations.append(
+                f"src/{relative}:{number}: {', '.join(sorted(who))} includes \"{header}\" of "
+                f"{target}, which it does not link; it may include: {', '.join(sorted(allowed))}")
+
+    for relative in unowned:
+        print(f"warning: src/{relative} belongs to no target; not checked", file=sys.stderr)
+    for violation in violations:
+        print(violation)
+    if violations:
+        print(f"{len(violations)} include(s) go against the module dependencies "
+              "(docs/architecture.md, 'Which module may use which')")
+        return 1
+    print(f"include direction: {checked} includes of module headers, all allowed "
+          f"({len(graph.links)} targets)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
