@@ -208,6 +208,10 @@ parley_run_options run_options(std::optional<int> num_speakers, std::optional<in
 // stops the run at its next step rather than when it ends), then the progress callable. An
 // exception either raises (KeyboardInterrupt too) is kept and re-raised once parley has stopped;
 // a true return value stops the run as parley.Cancelled.
+// How many progress callbacks this thread is inside: a Pipeline called from one must not wait for
+// another Pipeline's turn, which may be held by a thread waiting, in its own callback, for ours.
+thread_local int progress_callback_depth = 0;
+
 struct ProgressBridge {
   py::object callable;
   std::optional<py::error_already_set> raised;
@@ -218,6 +222,12 @@ struct ProgressBridge {
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       if (bridge->callable.is_none()) return 0;
+      struct Depth {
+        Depth() { ++progress_callback_depth; }
+        ~Depth() { --progress_callback_depth; }
+        Depth(const Depth&) = delete;
+        Depth& operator=(const Depth&) = delete;
+      } depth;
       return py::bool_(bridge->callable(fraction, text(stage))) ? 1 : 0;
     } catch (py::error_already_set& error) {
       bridge->raised.emplace(std::move(error));
@@ -292,13 +302,27 @@ class Diarizer {
                         "another Pipeline");
     }
     parley_result* result = nullptr;
-    parley_status status;
+    parley_status status = PARLEY_OK;
+    bool busy_elsewhere = false;
     {
       py::gil_scoped_release release;
-      std::lock_guard lock(busy_);
-      running_thread_.store(std::this_thread::get_id());
-      status = call(&options, &result);
-      running_thread_.store(std::thread::id());
+      std::unique_lock lock(busy_, std::defer_lock);
+      if (progress_callback_depth > 0) {
+        busy_elsewhere = !lock.try_lock();
+      } else {
+        lock.lock();
+      }
+      if (!busy_elsewhere) {
+        running_thread_.store(std::this_thread::get_id());
+        status = call(&options, &result);
+        running_thread_.store(std::thread::id());
+      }
+    }
+    if (busy_elsewhere) {
+      throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
+                        "this Pipeline is running a call on another thread, and a progress "
+                        "callback cannot wait for it (the two calls could wait for each other); "
+                        "use a Pipeline of its own here");
     }
     if (bridge.raised) throw std::move(*bridge.raised);
     check(status);

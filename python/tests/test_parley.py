@@ -306,6 +306,37 @@ def test_a_pipeline_cannot_run_inside_its_own_progress_callback(pipeline):
     assert pipeline(FALCON).turns
 
 
+def test_two_pipelines_calling_each_other_from_callbacks_do_not_deadlock(pipeline):
+    """Each thread, inside its pipeline's callback, calls the pipeline the other thread runs:
+    waiting there would wait forever, so the inner call is refused at once instead."""
+    other = parley.Pipeline(models_dir=MODELS, threads=2)
+    inside = [threading.Event(), threading.Event()]
+    outcomes = [None, None]
+
+    def run(index, mine, theirs):
+        def callback(fraction, stage):
+            if outcomes[index] is not None:
+                return
+            inside[index].set()
+            inside[1 - index].wait(30)
+            try:
+                theirs(FALCON)
+                outcomes[index] = "ran"
+            except parley.InvalidArgument as error:
+                outcomes[index] = str(error)
+        mine(FALCON, progress=callback)
+
+    threads = [threading.Thread(target=run, args=(0, pipeline, other)),
+               threading.Thread(target=run, args=(1, other, pipeline))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads), "the two calls waited for each other"
+    assert all(outcome is not None and "running a call on another thread" in outcome
+               for outcome in outcomes), outcomes
+
+
 @pytest.mark.parametrize("rate, error", [
     (1, parley.InvalidArgument), (7, parley.InvalidArgument), (999, parley.InvalidArgument),
     (768001, parley.InvalidArgument), (-16000, parley.InvalidArgument),

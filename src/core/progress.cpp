@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -94,7 +95,15 @@ void Progress::redraw_until_stopped() {
   while (!stopping_) {
     redraw_.wait_for(lock, redraw_every_);
     if (stopping_) break;
-    if (active_ && std::chrono::steady_clock::now() - last_draw_ >= redraw_every_) draw(false);
+    if (active_ && std::chrono::steady_clock::now() - last_draw_ >= redraw_every_) {
+      // A terminal that went away (a hang-up, a closed pipe) makes the write throw: here, on a
+      // thread of its own, that would end the run, so the line simply stops being redrawn.
+      try {
+        draw(false);
+      } catch (const std::exception&) {
+        break;
+      }
+    }
   }
 }
 
