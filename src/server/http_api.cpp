@@ -730,9 +730,10 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     try {
       duration = audio::open_audio_source(readable)->info().duration_seconds();
     } catch (const Error& error) {
+      const std::string client_name = job.options["filename"];
       refuse(415, "unsupported_audio",
-             replace_all(replace_all(error.what(), readable.string(), job.options["filename"]),
-                         job.audio.string(), job.options["filename"]));
+             replace_all(replace_all(error.what(), readable.string(), client_name),
+                         job.audio.string(), client_name));
     }
     if (duration.value_or(0.0) > config_.max_audio_seconds) {
       refuse(413, "too_long",

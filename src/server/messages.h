@@ -7,15 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "core/text.h"
+
 namespace parley::server {
 
-inline std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  if (from.empty()) return text;
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
+// The server's own paths in a message become what the client knows: core/text.h's.
+using parley::replace_all;
 
 // A full disk, a quota or a file-size limit: core/atomic_file.cpp words its errors with
 // strerror, the job store with SQLite's message for SQLITE_FULL.
