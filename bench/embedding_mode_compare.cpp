@@ -1,5 +1,5 @@
 // Diarizes one recording with the embedding stage in exact mode and in the shared-trunk variants
-// (pipeline/shared_trunk.h), writing each variant's RTTM, intermediates (raw embeddings,
+// (stages/shared_trunk.h), writing each variant's RTTM, intermediates (raw embeddings,
 // segmentations) and stage times, for scripts/compare-embedding-modes, which turns them into the
 // tables of docs/embedding.md and docs/benchmarks.md. A measurement program, not a test.
 //   embedding_mode_compare --segmentation M.onnx --embedding M.onnx --plda DIR --audio X.wav
@@ -22,8 +22,8 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/stage_timer.h"
+#include "frames/output.h"
 #include "pipeline/diarizer.h"
-#include "pipeline/output.h"
 #include "wav_16k.h"
 
 namespace {

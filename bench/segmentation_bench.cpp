@@ -1,9 +1,9 @@
 // Measures segmentation throughput (chunks per second) for one model and configuration, on the
 // 10 s chunks (1 s step) of a real recording. Used for the numbers in docs/segmentation.md:
-//   build/src/pipeline/segmentation_bench --model M --threads N --batch B --audio clip.wav
+//   build/bench/segmentation_bench --model M --threads N --batch B --audio clip.wav
 // On an accelerator (--provider cuda ...) it also checks the outputs against the CPU running the
 // unmodified model (--check-cpu, max |log-prob diff| and decoded-frame agreement), and can write
-// the model as the accelerator got it (--dump-rewritten FILE, models/accelerator_rewrite.h).
+// the model as the accelerator got it (--dump-rewritten FILE, graph/accelerator_rewrite.h).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -18,14 +18,14 @@
 #include "core/error.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
-#include "models/accelerator_rewrite.h"
-#include "models/onnx_graph.h"
-#include "pipeline/output.h"
-#include "pipeline/powerset.h"
-#include "pipeline/segmentation.h"
-#include "pipeline/sliding_window.h"
+#include "frames/output.h"
+#include "frames/powerset.h"
+#include "frames/sliding_window.h"
+#include "graph/accelerator_rewrite.h"
+#include "graph/onnx_graph.h"
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
+#include "stages/segmentation.h"
 #include "wav_16k.h"
 
 namespace {

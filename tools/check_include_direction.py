@@ -7,7 +7,7 @@ add_executable and target_link_libraries naming parley_* targets. Every source f
 (.cpp, .c, .h) belongs to the target that compiles it; a header belongs to the target that
 compiles the source of the same name beside it, else to its folder's module (parley_<folder>).
 A test-only header (no source of its own, "test" in its name, such as
-pipeline/segmentation_test_support.h) is compiled only into the files that include it, so its
+stages/segmentation_test_support.h) is compiled only into the files that include it, so its
 includes are checked against what every one of its includers may include.
 An include of a header of target T from a file of target S is allowed when T is S or is reachable
 from S through its links (PUBLIC or PRIVATE: a target's own sources see what it links, and

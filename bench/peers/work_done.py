@@ -11,7 +11,7 @@ time, then pooling), so fbank frames through the network measure the embedding w
 
   parley      --embedding-mode exact: one pass per chunk in which anyone speaks, over the
               whole 10 s chunk (998 frames), every local speaker pooled from that pass with
-              its mask (src/pipeline/embedding.cpp, embed_chunks).
+              its mask (src/stages/embedding.cpp, embed_chunks).
               --embedding-mode shared (the default): one pass over the recording padded to
               the end of its last chunk, each chunk pooling its slice (docs/embedding.md,
               section 8): (chunks - 1) x step + 998 frames at most (blocks no chunk needs are

@@ -31,9 +31,9 @@
 #include "corpus/corpus_engine.h"
 #include "eval/der.h"
 #include "eval/rttm.h"
+#include "frames/output.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
-#include "pipeline/output.h"
 
 struct parley_diarizer {
   std::unique_ptr<parley::pipeline::Diarizer> diarizer;

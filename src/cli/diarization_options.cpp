@@ -13,7 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
-#include "pipeline/output.h"
+#include "frames/output.h"
 #include "runtime/provider_discovery.h"
 
 namespace parley::cli {

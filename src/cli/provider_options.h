@@ -9,8 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/placement_rule.h"
 #include "runtime/provider.h"
-#include "runtime/routing.h"
 
 namespace parley::cli {
 

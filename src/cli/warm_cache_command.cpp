@@ -16,14 +16,14 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "core/stage_timer.h"
-#include "models/accelerator_rewrite.h"
+#include "graph/accelerator_rewrite.h"
 #include "models/model_locator.h"
-#include "pipeline/embedding_graphs.h"
 #include "runtime/compile_cache.h"
 #include "runtime/compiled_session.h"
 #include "runtime/cost_model.h"
 #include "runtime/device_memory.h"
 #include "runtime/provider_discovery.h"
+#include "stages/embedding_graphs.h"
 
 namespace parley::cli {
 namespace {

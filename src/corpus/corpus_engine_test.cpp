@@ -11,8 +11,8 @@
 #include "audio/mono_resampled_stream.h"
 #include "core/heap.h"
 #include "eval/rttm.h"
-#include "models/test_embedding_model.h"
-#include "pipeline/output.h"
+#include "frames/output.h"
+#include "graph/test_embedding_model.h"
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
 

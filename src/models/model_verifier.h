@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "models/onnx_inspect.h"
+#include "graph/onnx_inspect.h"
 #include "models/registry.h"
 
 namespace parley::models {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "models/onnx_inspect.h"
+#include "graph/onnx_inspect.h"
 
 namespace parley::models {
 

@@ -13,8 +13,8 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "graph/onnx_graph.h"
 #include "models/model_verifier.h"
-#include "models/onnx_graph.h"
 #include "models/registry.h"
 #include "models/test_support.h"
 #include "testing/shared_data.h"

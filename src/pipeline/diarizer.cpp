@@ -17,13 +17,13 @@
 #include "core/heap.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
+#include "frames/postprocess.h"
+#include "frames/powerset.h"
+#include "frames/speaker_count.h"
 #include "models/model_locator.h"
-#include "pipeline/embedding.h"
 #include "pipeline/intermediates_io.h"
-#include "pipeline/postprocess.h"
-#include "pipeline/powerset.h"
-#include "pipeline/segmentation.h"
-#include "pipeline/speaker_count.h"
+#include "stages/embedding.h"
+#include "stages/segmentation.h"
 
 namespace parley::pipeline {
 namespace {

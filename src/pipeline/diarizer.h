@@ -17,12 +17,12 @@
 #include "core/ndarray.h"
 #include "core/progress.h"
 #include "core/stage_timer.h"
-#include "pipeline/model_routing.h"
-#include "pipeline/output.h"
-#include "pipeline/shared_trunk.h"
-#include "pipeline/sliding_window.h"
+#include "frames/output.h"
+#include "frames/sliding_window.h"
+#include "pipeline/network_placement.h"
 #include "runtime/onnx_session.h"
 #include "runtime/session_share.h"
+#include "stages/shared_trunk.h"
 
 namespace parley::pipeline {
 
@@ -75,25 +75,25 @@ struct DiarizationConfig {
   // Worker threads for segmentation and intra-op threads for embeddings. Output is identical
   // for any value.
   int threads = 1;
-  // Chunks per segmentation call on the CPU (pipeline/segmentation.h); 0: automatic,
+  // Chunks per segmentation call on the CPU (stages/segmentation.h); 0: automatic,
   // automatic_segmentation_batch(threads). Batches of 2 to 8 give the same bits (a test pins
   // it); one chunk per call rounds differently.
   std::size_t segmentation_batch_size = 0;
   // Chunks per embedding trunk call.
   std::size_t embedding_batch_size = 32;
-  // Segmentation calls feeding an accelerator at once (pipeline/segmentation.h), each on its
+  // Segmentation calls feeding an accelerator at once (stages/segmentation.h), each on its
   // own stream, all through one session (runtime/session_share.h). One hour on an H100 (when
   // each had a session of its own): 1 at a time 3.7 s of wall time, 2 2.9 s, 3 2.1 s, 4 1.8 s,
   // 6 1.8 s. Routed (`routing` set), fewer when they would not fit in the free device memory,
   // and one on a static-shape provider.
   int segmentation_accelerator_sessions = 4;
   // On the CPU, segmentation's first (SincNet) convolution runs once per recording and the
-  // overlapping chunks share it (pipeline/shared_first_convolution.h): a fifth less segmentation
+  // overlapping chunks share it (stages/shared_first_convolution.h): a fifth less segmentation
   // arithmetic at a 1 s step, within rounding of running each chunk whole (docs/segmentation.md
   // has the agreement). false: every chunk whole, as pyannote does.
   bool share_segmentation_convolution = true;
   // Models routed to a dynamic-shape GPU provider (CUDA, ROCm) run in float16 between float32
-  // inputs and outputs (models/float16_graph.h): tensor-core speed, not exact; the agreement
+  // inputs and outputs (graph/float16_graph.h): tensor-core speed, not exact; the agreement
   // with float32 is measured in docs/benchmarks.md. Ignored for models on the CPU.
   bool accelerator_float16 = false;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
@@ -101,7 +101,7 @@ struct DiarizationConfig {
   // stages). Results are identical either way.
   bool streaming = true;
   // shared (default): one trunk pass over the recording, sliced per chunk
-  // (pipeline/shared_trunk.h): 6-9x less embedding time at a 1 s step, same diarization on
+  // (stages/shared_trunk.h): 6-9x less embedding time at a 1 s step, same diarization on
   // the golden clips (docs/embedding.md, section 8). exact: the trunk on every chunk, pyannote's
   // definition.
   EmbeddingMode embedding_mode = EmbeddingMode::kShared;
@@ -112,13 +112,13 @@ struct DiarizationConfig {
   cluster::SpeakerCountConstraints speakers;
   // Execution providers, used as given when `routing` is unset (programs that choose
   // themselves, such as pipeline_bench). An accelerator gets the segmentation model rewritten
-  // (models/accelerator_rewrite.h) and `segmentation_batch_size` chunks per call.
+  // (graph/accelerator_rewrite.h) and `segmentation_batch_size` chunks per call.
   runtime::ProviderId embedding_provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions embedding_provider_options;
   runtime::ProviderId segmentation_provider = runtime::ProviderId::kCpu;
   runtime::ProviderOptions segmentation_provider_options;
   // When set (the CLI sets it), the Diarizer routes each model itself from the user's provider
-  // flags (pipeline/model_routing.h) and the four fields above are ignored.
+  // flags (pipeline/network_placement.h) and the four fields above are ignored.
   std::optional<ProviderRouting> routing;
 
   void validate() const;

@@ -20,8 +20,8 @@
 #include "core/npz.h"
 #include "eval/der.h"
 #include "eval/rttm.h"
-#include "models/test_embedding_model.h"
-#include "pipeline/segmentation_test_support.h"
+#include "graph/test_embedding_model.h"
+#include "stages/segmentation_test_support.h"
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
 

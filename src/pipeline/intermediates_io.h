@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "frames/postprocess.h"
 #include "pipeline/diarizer.h"
-#include "pipeline/postprocess.h"
 
 namespace parley::pipeline {
 

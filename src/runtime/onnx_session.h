@@ -73,7 +73,7 @@ void release_ort_env();
 // OnnxSession objects alive now: the environment and provider libraries must outlive them.
 int live_session_count();
 
-// A model held in memory (for example one edited with models/onnx_graph.h); `name` stands in
+// A model held in memory (for example one edited with graph/onnx_graph.h); `name` stands in
 // for the file name in messages.
 struct ModelBuffer {
   std::string_view bytes;

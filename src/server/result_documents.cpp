@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/rttm.h"
-#include "pipeline/output.h"
+#include "frames/output.h"
 #include "transcript/fusion.h"
 #include "transcript/transcript.h"
 #include "transcript/writers.h"

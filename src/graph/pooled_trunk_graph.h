@@ -1,0 +1,43 @@
+#pragma once
+// The embedding model rebuilt for the shared trunk on an accelerator: the trunk, then masked
+// statistics pooling of many (chunk, speaker) pairs and the final linear layer, in one graph.
+// With the pooling on the host, every pass copied its whole feature map [2560, frames] back and
+// the CPU sliced it per chunk (on an H100 that took twice as long as the trunk); here only the
+// pairs' weights go in and [pairs, D] embeddings come out.
+//
+//   features          [B, frames, bins]         centred log mel of one pass
+//   pair_weights      [B, pairs, trunk_frames]  each pair's mask on the pass's trunk frames
+//                                               (zero outside its chunk)
+//   inv_weight_sums   [B, pairs, 1]             1 / (sum of the weights + 1e-8), as StatsPool
+//   inv_variance_denominators [B, pairs, 1]     1 / (v1 - v2 / v1 + 1e-8); 0 for a pair with
+//                                               fewer than two weighted frames (variance 0)
+//   -> embeddings     [B, pairs, D]
+// The dynamic axes are named as above (the source model's own names for the features' axes are
+// replaced), so dimension overrides for a static-shape provider are the same for any model.
+//
+// The weighted moments are two matrix products of the weights with the map and its square,
+// taken about each feature's mean over the pass so that the variance does not come from the
+// difference of two large numbers: var = (S2 - S1^2 / v1) / denominator, S = sums about that
+// mean. The normalisers come from the host so that they are rounded exactly as
+// stages/stats_pooling.h rounds them.
+#include <string>
+
+#include "graph/onnx_graph.h"
+
+namespace parley::models {
+
+struct PooledTrunkGraphNames {
+  static constexpr const char* kFeatures = "features";
+  static constexpr const char* kPairWeights = "pair_weights";
+  static constexpr const char* kInvWeightSums = "inv_weight_sums";
+  static constexpr const char* kInvVarianceDenominators = "inv_variance_denominators";
+  static constexpr const char* kEmbeddings = "embeddings";
+};
+
+// The serialized model. `variance_epsilon` is added under the square root as in
+// pipeline::weighted_statistics. Fails naming `model_name` when the trunk's output is not
+// [B, ..., frames'] with time last and 2 * features = the linear layer's input.
+std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
+                                     const std::string& model_name, double variance_epsilon);
+
+}  // namespace parley::models

@@ -1,0 +1,22 @@
+// Tests only: writes the tiny speaker-embedding model of test_embedding_model.h to a file, so that
+// CLI tests can run the whole pipeline in seconds (labels are meaningless, as with the speed twin).
+//   write_test_embedding_model OUT.onnx
+#include <cstdio>
+#include <fstream>
+
+#include "graph/test_embedding_model.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: write_test_embedding_model OUT.onnx\n");
+    return 2;
+  }
+  std::ofstream out(argv[1], std::ios::binary);
+  out << parley::models::testing::make_test_embedding_model();
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "cannot write %s\n", argv[1]);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,227 @@
+#pragma once
+// The embedding stage's "shared" mode: one ResNet trunk pass over the whole recording instead of
+// one per 10 s chunk. pyannote runs the trunk on every chunk, so at a 1 s step every second of
+// audio goes through the trunk ten times. Convolutions are shift-equivariant in time, so away
+// from the chunk edges a chunk's trunk frames are a slice of the recording's feature map; this
+// class computes that map block by block (blocks of a minute with margins that cover
+// the trunk's receptive field, computed lazily and freed once no later chunk needs them) and
+// pools each (chunk, speaker) from the chunk's slice with pyannote's mask, through
+// EmbeddingExtractor's own pooling and linear layer.
+// Differences from the exact mode, measured and explained in docs/embedding.md ("Shared trunk"):
+// the features are centred with a mean over a sliding chunk-length window instead of each
+// chunk's own mean, and chunk edges see the neighbouring audio instead of zero padding.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/ndarray.h"
+#include "frames/sliding_window.h"
+#include "runtime/shape_plan.h"
+#include "stages/embedding.h"
+#include "stages/fbank.h"
+
+namespace parley::pipeline {
+
+// exact: pyannote's definition, the trunk on every chunk. shared: this file.
+enum class EmbeddingMode { kExact, kShared };
+const char* embedding_mode_name(EmbeddingMode mode);
+// "exact" or "shared"; fails naming the choices otherwise.
+EmbeddingMode parse_embedding_mode(const std::string& name);
+
+// What the shared map's features are centred with (pyannote: each chunk's own mean).
+enum class SharedTrunkMean {
+  kSlidingWindow,  // per frame, the mean over the chunk-length window centred on it
+  kRecording,      // the whole (padded) recording's mean
+};
+const char* shared_trunk_mean_name(SharedTrunkMean mean);
+SharedTrunkMean parse_shared_trunk_mean(const std::string& name);
+
+// Where the (chunk, speaker) statistics are pooled.
+enum class SharedTrunkPooling {
+  kAuto,   // in the graph when the embedding model runs on an accelerator, else on the host
+  kHost,   // the map comes back block by block and the CPU slices and pools each chunk
+  kGraph,  // one pass per range of chunks, pooled inside the network
+           // (graph/pooled_trunk_graph.h): only weights go in and embeddings come out
+};
+const char* shared_trunk_pooling_name(SharedTrunkPooling pooling);
+SharedTrunkPooling parse_shared_trunk_pooling(const std::string& name);
+
+struct SharedTrunkConfig {
+  // Fbank frames (10 ms) whose trunk frames one pass keeps: 6000 = 1 minute. A pass's
+  // activations are the peak of a long recording's memory on the CPU (ResNet34: about 31 KB per
+  // input frame, 190 MB here, 380 MB at the 2-minute blocks of before); the trunk frames do not
+  // depend on it (blocks equal one pass). Shorter blocks cost CPU time: 40 s blocks took 36 %
+  // more at 8 threads on 2 cores, 1-minute blocks 5 % (docs/corpus.md, "Memory").
+  std::size_t block_frames = 6000;
+  // Fbank frames per trunk input within a block: a block runs as a batch of such passes, each
+  // with its own margins. Default: the whole block in one pass; shorter passes add margin work
+  // but may suit ONNX Runtime's batching better on some machines (not settled on the noisy
+  // build machine).
+  std::size_t pass_frames = 6000;
+  // Fbank frames run on each side of a pass and thrown away: at least half the trunk's
+  // receptive field (ResNet34: 112 frames), a multiple of time_stride.
+  std::size_t margin_frames = 128;
+  // Fbank frames per trunk frame (ResNet34: three stride-2 stages, 8). Checked on every pass.
+  std::size_t time_stride = 8;
+  // true: one pass per distinct chunk phase (chunk start modulo time_stride), so every chunk's
+  // trunk frames lie on the grid of its own pass (at a 1 s step: two passes, phases 0 and 4).
+  // false: one pass; a chunk off the grid takes the nearest grid frames (up to half a trunk
+  // frame, 40 ms, late).
+  bool exact_alignment = false;
+  SharedTrunkMean mean = SharedTrunkMean::kSlidingWindow;
+  SharedTrunkPooling pooling = SharedTrunkPooling::kAuto;
+  // Pooling in the graph: chunks per pass. Every pass has the same input length (that of this
+  // many chunks plus margins; the last pass is moved back to end at the recording's end), so a
+  // provider
+  // compiles one shape and cuDNN keeps its kernels (on an H100 a new input length cost
+  // 0.2-0.5 s of kernel search, a pass itself 14 ms). 256 chunks: 4 % of each pass is margin
+  // at a 1 s step; one hour on an H100 embedded in 1.1 s (128 chunks: 1.45 s).
+  std::size_t chunks_per_pass = 256;
+  // Threads computing fbank features.
+  int threads = 1;
+
+  void validate() const;
+  std::string to_string() const;
+};
+
+// Fails, saying what to do, when a trunk with `field` cannot be shared with `config`: it mixes
+// the whole time axis, its time stride is not config.time_stride, or it reaches further than
+// config.margin_frames; warns once when the field could not be read from the graph.
+void check_receptive_field(const models::TimeReceptiveField& field,
+                           const SharedTrunkConfig& config);
+
+// Whether a SharedTrunk with `config` on `extractor` pools inside the graph: kGraph, or kAuto
+// with the model on an accelerator; never with exact alignment or a model whose statistics are
+// not over its last axis (kGraph then fails when the trunk is made).
+bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config,
+                                 const EmbeddingExtractor& extractor);
+// The same decision before the extractor exists (the routing): the embedding model on an
+// accelerator or not, and whether it can pool in the graph at all.
+bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config, bool on_accelerator,
+                                 bool model_can_pool_in_graph);
+
+// The shape of every pass a SharedTrunk pools in the graph (graph/pooled_trunk_graph.h): all its
+// passes have one input length, so a static-shape provider compiles one graph. `parley
+// warm-cache` and the routing use it to name the graph the pipeline will load.
+struct PooledPassShape {
+  std::size_t frames = 0;        // fbank frames of a pass (SharedTrunk::graph_pass_frames())
+  std::size_t trunk_frames = 0;  // frames / time_stride
+  std::size_t pairs = 0;         // chunks_per_pass * speakers
+  std::size_t bins = 0;          // mel bins
+
+  // The pooled graph's inputs for one pass (batch 1), in models::PooledTrunkGraphNames' order.
+  std::vector<runtime::InputShape> inputs() const;
+};
+
+// The pass shape for chunks of `window_samples` every `step_samples` (which must be a whole
+// number of fbank frames: fails saying what to do otherwise) with `speakers` local speakers.
+PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t step_samples,
+                                  std::int64_t window_samples, const FbankConfig& fbank,
+                                  std::size_t speakers);
+
+class SharedTrunk {
+ public:
+  // `extractor` and `samples` (16 kHz mono, the whole recording cut by `plan`) must outlive
+  // this object and stay unchanged. The chunk step must be a whole number of fbank frames.
+  SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples, const ChunkPlan& plan,
+              const SharedTrunkConfig& config);
+
+  // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) from their
+  // binarized segmentations [count, frames, speakers], as EmbeddingExtractor::embed_chunks
+  // computes them but with the trunk frames taken from the shared map. Ranges must be called in
+  // ascending order: the blocks before `first_chunk` are freed.
+  NdArray<float> embed_chunks(std::size_t first_chunk, const NdArray<float>& range_segmentations);
+
+  // Whether embed_chunks pools inside the graph (config pooling, the extractor's provider).
+  bool pools_in_graph() const { return pool_in_graph_; }
+  // Fbank frames of every graph-pooling pass (multiple of time_stride).
+  std::size_t graph_pass_frames() const { return graph_pass_grid_frames_ * config_.time_stride; }
+
+  // Trunk frames [pooled_features, frames_per_chunk] of one chunk from the shared map.
+  NdArray<float> chunk_frames(std::size_t chunk);
+
+  // Features (centred log mel) [frames, bins] of fbank frames [first, first + count) of the
+  // padded recording, as the shared map's passes see them. Frames past the end are those of
+  // more zero samples, centred with the last window's mean (graph pooling's passes all have one
+  // length, so a recording shorter than a pass, or the last few frames of a longer one, run on).
+  NdArray<float> centred_features(std::size_t first, std::size_t count);
+
+  // Trunk frames [pooled_features, count] of grid frames [first, first + count) of `phase`,
+  // computed in one pass over exactly the fbank frames they need plus margins (no blocks): the
+  // reference the blocks are tested against.
+  NdArray<float> single_pass_frames(std::size_t phase, std::size_t first, std::size_t count);
+
+  std::size_t total_frames() const { return total_frames_; }                // fbank frames, padded
+  std::size_t frames_per_chunk() const { return trunk_frames_per_chunk_; }  // 125
+  std::size_t blocks_held() const;                                          // for memory checks
+  // The longest trunk input so far (fbank frames, one batch item): what a pass's activations
+  // scale with.
+  std::size_t largest_pass_frames() const { return largest_pass_frames_; }
+  std::size_t trunk_passes() const { return trunk_passes_; }  // blocks computed so far
+  std::size_t trunk_input_frames() const { return trunk_input_frames_; }
+  // Where the time went so far (seconds): features (fbank and centring), trunk passes (the
+  // network, host copies included), pooling (slicing the map, statistics, linear layer).
+  double feature_seconds() const { return feature_seconds_; }
+  double trunk_seconds() const { return trunk_seconds_; }
+  double pooling_seconds() const { return pooling_seconds_; }
+
+ private:
+  struct Block {
+    std::size_t first = 0;  // first grid frame kept
+    NdArray<float> frames;  // [pooled_features, kept grid frames]
+  };
+  struct Placement {
+    std::size_t phase = 0;       // fbank frame of grid frame 0
+    std::size_t first_grid = 0;  // grid frame of the chunk's first trunk frame
+  };
+
+  Placement placement(std::size_t chunk) const;
+  // Computes the blocks chunk `chunk` reads (no-op for those already held).
+  void ensure_chunk_blocks(std::size_t chunk);
+  // Copies chunk `chunk`'s trunk frames [pooled_features, frames_per_chunk] into `out` from
+  // blocks already computed; reads only, so chunks can be copied concurrently.
+  void copy_chunk_frames(std::size_t chunk, std::span<float> out) const;
+  std::size_t pooled_features() const;
+  std::size_t grid_frames(std::size_t phase) const;
+  // Trunk frames of grid frames [first, last) of `phase`, running the trunk over
+  // [phase + 8 first - margin, phase + 8 last + margin) clipped to the recording.
+  NdArray<float> run_pass(std::size_t phase, std::size_t first, std::size_t last);
+  // Several such passes, those of equal input length in one batch.
+  std::vector<NdArray<float>> run_passes(
+      std::size_t phase, const std::vector<std::pair<std::size_t, std::size_t>>& ranges);
+  const Block& block(std::size_t phase, std::size_t index);
+  // Log mel (not centred) of fbank frames [first, first + count) of the zero-padded recording.
+  std::vector<float> log_mel(std::size_t first, std::size_t count) const;
+  void release_blocks_before(std::size_t fbank_frame);
+  // embed_chunks with the pooling inside the graph: passes of graph_pass_frames().
+  NdArray<float> embed_chunks_in_graph(std::size_t first_chunk,
+                                       const NdArray<float>& range_segmentations);
+
+  EmbeddingExtractor& extractor_;
+  std::span<const float> samples_;
+  ChunkPlan plan_;
+  SharedTrunkConfig config_;
+  Fbank fbank_;  // the extractor's fbank without the per-input mean subtraction
+  std::size_t hop_ = 0;
+  std::size_t chunk_fbank_frames_ = 0;      // 998
+  std::size_t trunk_frames_per_chunk_ = 0;  // 125
+  std::size_t padded_samples_ = 0;
+  std::size_t total_frames_ = 0;
+  std::size_t block_grid_frames_ = 0;
+  bool pool_in_graph_ = false;
+  std::size_t graph_pass_grid_frames_ = 0;
+  std::vector<double> recording_mean_;  // [bins], SharedTrunkMean::kRecording only
+  std::map<std::size_t, std::map<std::size_t, Block>> blocks_;  // phase -> block index -> block
+  std::size_t trunk_passes_ = 0;
+  std::size_t trunk_input_frames_ = 0;
+  std::size_t largest_pass_frames_ = 0;
+  double feature_seconds_ = 0.0;
+  double trunk_seconds_ = 0.0;
+  double pooling_seconds_ = 0.0;
+};
+
+}  // namespace parley::pipeline
