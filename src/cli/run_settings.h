@@ -12,8 +12,9 @@
 
 namespace parley::cli {
 
-// Everything that changes the turns of a recording; threads and streaming do not (output is
-// identical for any thread count, streamed or not) and are left out so that such a rerun resumes.
+// Everything that changes the turns of a recording: config.output(), the providers, the models'
+// digests. How it runs (config.execution()) is left out, so that a rerun with other threads,
+// batches or devices resumes.
 nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
                                     const pipeline::DiarizationModels& models,
                                     const ModelProviders& providers, bool exclusive);
