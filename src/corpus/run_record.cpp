@@ -39,12 +39,19 @@ ModelDigests model_digests(const pipeline::DiarizationModels& models) {
 nlohmann::ordered_json run_settings(const pipeline::OutputSettings& output,
                                     const ModelDigests& models, std::string_view providers,
                                     bool exclusive) {
-  return {{"output", output.to_json()},
-          {"providers", std::string(providers)},
-          {"exclusive", exclusive},
-          {"segmentation_model", models.segmentation},
-          {"embedding_model", models.embedding},
-          {"plda", models.plda}};
+  // The output settings at the top (in their sorted order), so that a record's settings name
+  // each one: `parley eval` says which changed since an earlier run.
+  const nlohmann::json fields = output.to_json();
+  nlohmann::ordered_json settings = nlohmann::ordered_json::object();
+  for (auto field = fields.begin(); field != fields.end(); ++field) {
+    settings[field.key()] = field.value();
+  }
+  settings["providers"] = std::string(providers);
+  settings["exclusive"] = exclusive;
+  settings["segmentation_model"] = models.segmentation;
+  settings["embedding_model"] = models.embedding;
+  settings["plda"] = models.plda;
+  return settings;
 }
 
 nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
