@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -334,6 +335,30 @@ class Diarizer {
   std::atomic<std::thread::id> running_thread_;
 };
 
+// A path or name for the C API, which takes NUL-terminated text.
+std::string without_nul(const py::bytes& bytes, const char* what) {
+  std::string value = bytes;
+  if (value.find('\0') != std::string::npos) {
+    throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
+                      std::string("the ") + what +
+                          " holds a NUL character, which no file name can; pass the file's real "
+                          "name");
+  }
+  return value;
+}
+
+// The lines of a newline-terminated list the C API hands out (NULL: its failure).
+std::vector<py::bytes> lines_of(const char* listed) {
+  if (listed == nullptr) check(PARLEY_ERROR_INVALID_ARGUMENT);
+  std::vector<py::bytes> lines;
+  std::string_view rest(listed);
+  for (auto end = rest.find('\n'); end != std::string_view::npos; end = rest.find('\n')) {
+    lines.emplace_back(std::string(rest.substr(0, end)));
+    rest.remove_prefix(end + 1);
+  }
+  return lines;
+}
+
 class Batch {
  public:
   explicit Batch(const Settings& settings)
@@ -359,10 +384,41 @@ class Batch {
     return index;
   }
 
+  // As submit_file, written into `out_dir` as parley diarize --out-dir writes it (next() gives
+  // (index, None) for a recording an earlier run finished).
+  std::size_t submit_to(const py::bytes& path_bytes, const py::bytes& out_dir_bytes,
+                        const std::string& format, std::optional<py::bytes> name_bytes,
+                        std::optional<int> num_speakers, std::optional<int> min_speakers,
+                        std::optional<int> max_speakers) {
+    const std::string path = without_nul(path_bytes, "path");
+    const std::string out_dir = without_nul(out_dir_bytes, "out_dir");
+    const std::optional<std::string> name =
+        name_bytes ? std::optional<std::string>(without_nul(*name_bytes, "name")) : std::nullopt;
+    const parley_run_options options = run_options(num_speakers, min_speakers, max_speakers);
+    std::size_t index = 0;
+    parley_status status;
+    {
+      py::gil_scoped_release release;  // hashes the models the first time
+      status = parley_batch_submit_to(handle_, path.c_str(), out_dir.c_str(), format.c_str(),
+                                      name ? name->c_str() : nullptr, &options, &index);
+    }
+    check(status);
+    return index;
+  }
+
+  std::string layout() const { return parley_batch_layout(handle_); }
+
+  py::tuple counts() const {
+    std::size_t done = 0, skipped = 0, failed = 0;
+    parley_batch_counts(handle_, &done, &skipped, &failed);
+    return py::make_tuple(done, skipped, failed);
+  }
+
   void finish() { parley_batch_finish(handle_); }
 
   // (index, Result) for the next finished recording, (index, error message) for a failed one,
-  // None once every recording was handed out. Waits in short steps, running Python's signal
+  // (index, None) for one skipped as finished earlier (submit_to), None once every recording
+  // was handed out. Waits in short steps, running Python's signal
   // handlers between them, so that Ctrl-C interrupts the wait.
   py::object next() {
     for (;;) {
@@ -382,6 +438,7 @@ class Batch {
       status = parley_batch_next_result(handle_, &index, &result);
     }
     if (status == PARLEY_DONE) return py::none();
+    if (status == PARLEY_SKIPPED) return py::make_tuple(index, py::none());
     if (status == PARLEY_ERROR_INVALID_ARGUMENT) check(status);  // the call was wrong
     if (status != PARLEY_OK) return py::make_tuple(index, text(parley_last_error()));
     return py::make_tuple(index, Result(ResultHandle(result)));
@@ -400,6 +457,41 @@ py::tuple score_rttm(const py::bytes& reference_bytes, const py::bytes& hypothes
   check(
       parley_score_rttm(reference.c_str(), hypothesis.c_str(), collar, skip_overlap ? 1 : 0, &der));
   return py::make_tuple(der.der, der.missed, der.false_alarm, der.confusion, der.total);
+}
+
+std::vector<py::bytes> output_names(const std::vector<py::bytes>& paths) {
+  std::vector<std::string> texts;
+  for (const auto& path : paths) texts.push_back(without_nul(path, "path"));
+  std::vector<const char*> pointers;
+  for (const auto& text : texts) pointers.push_back(text.c_str());
+  return lines_of(parley_output_names(pointers.data(), pointers.size()));
+}
+
+std::vector<py::bytes> manifest_paths(const py::bytes& manifest) {
+  const std::string path = without_nul(manifest, "manifest");
+  return lines_of(parley_manifest_paths(path.c_str()));
+}
+
+bool run_finished(const Settings& settings, const py::bytes& path_bytes,
+                  const py::bytes& out_dir_bytes, const std::string& format,
+                  std::optional<py::bytes> name_bytes, std::optional<int> num_speakers,
+                  std::optional<int> min_speakers, std::optional<int> max_speakers) {
+  const std::string path = without_nul(path_bytes, "path");
+  const std::string out_dir = without_nul(out_dir_bytes, "out_dir");
+  const std::optional<std::string> name =
+      name_bytes ? std::optional<std::string>(without_nul(*name_bytes, "name")) : std::nullopt;
+  std::vector<const char*> option_pointers;
+  const parley_params params = make_params(settings, option_pointers);
+  const parley_run_options options = run_options(num_speakers, min_speakers, max_speakers);
+  int finished = 0;
+  parley_status status;
+  {
+    py::gil_scoped_release release;
+    status = parley_run_finished(&params, &options, path.c_str(), out_dir.c_str(), format.c_str(),
+                                 name ? name->c_str() : nullptr, &finished);
+  }
+  check(status);
+  return finished != 0;
 }
 
 }  // namespace
@@ -485,8 +577,19 @@ PYBIND11_MODULE(_parley, module) {
       .def(py::init<const Settings&>(), py::arg("settings"))
       .def("submit_file", &Batch::submit_file, py::arg("path"), py::arg("num_speakers"),
            py::arg("min_speakers"), py::arg("max_speakers"))
+      .def("submit_to", &Batch::submit_to, py::arg("path"), py::arg("out_dir"), py::arg("format"),
+           py::arg("name"), py::arg("num_speakers"), py::arg("min_speakers"),
+           py::arg("max_speakers"))
+      .def("layout", &Batch::layout)
+      .def("counts", &Batch::counts)
       .def("finish", &Batch::finish)
       .def("next", &Batch::next);
+
+  module.def("output_names", &output_names, py::arg("paths"));
+  module.def("manifest_paths", &manifest_paths, py::arg("manifest"));
+  module.def("run_finished", &run_finished, py::arg("settings"), py::arg("path"),
+             py::arg("out_dir"), py::arg("format"), py::arg("name"), py::arg("num_speakers"),
+             py::arg("min_speakers"), py::arg("max_speakers"));
 
   module.def("score_rttm", &score_rttm, py::arg("reference"), py::arg("hypothesis"),
              py::arg("collar"), py::arg("skip_overlap"));

@@ -58,7 +58,9 @@ typedef enum parley_status {
   PARLEY_ERROR_AUDIO = 3,            /* the recording cannot be read or decoded */
   PARLEY_ERROR_CANCELLED = 4,        /* the progress callback asked to stop */
   PARLEY_ERROR_FAILED = 5,           /* anything else (the message says what) */
-  PARLEY_DONE = 6                    /* parley_batch_next_result: every result was handed out */
+  PARLEY_DONE = 6,                   /* parley_batch_next_result: every result was handed out */
+  PARLEY_SKIPPED =
+      7 /* parley_batch_next_result: finished by an earlier run (parley_batch_submit_to) */
 } parley_status;
 
 /* The message of the last failure on this thread ("" when none); valid until the next parley
@@ -213,6 +215,49 @@ PARLEY_API parley_status parley_batch_next_result(parley_batch* batch, size_t* i
 PARLEY_API int parley_batch_wait(parley_batch* batch, double timeout_seconds);
 /* Stops the batch (unfinished recordings are dropped) and frees it. */
 PARLEY_API void parley_batch_free(parley_batch* batch);
+
+/* How the batch's corpus engine is laid out, as JSON: providers, devices, engines per device,
+ * engines, the stages' threads and an engine's execution settings. The same settings give the
+ * same layout as `parley diarize --print-layout`. Owned by the batch. */
+PARLEY_API const char* parley_batch_layout(const parley_batch* batch);
+
+/* ---- Resumable runs into a folder (docs/corpus.md, "Reruns") -----------------------------
+ * As `parley diarize --out-dir` and parley.distributed write them, so that a run of any of them
+ * skips what another finished: a recording's output is <out_dir>/<name>.<format> and its record
+ * <out_dir>/.parley/<name>.<format>.json, each written atomically as soon as it is done. A
+ * recording whose record says it was finished with the same settings (those that change the
+ * output, the model files' sha256, the format, the audio file's path, size and time) is skipped.
+ * `format`: "rttm" or "json". `name`: the output's name (at most 160 bytes, no '/'); NULL: the
+ * file's name without its extension (parley_output_names tells names apart for a list). */
+
+/* Queues `path` as parley_batch_submit_file does, to be written into `out_dir` (made when
+ * missing). parley_batch_next_result then answers PARLEY_SKIPPED (and no result) for a recording
+ * finished earlier, PARLEY_OK with the result once it is written, or a failure status when it
+ * could not be diarized or written. */
+PARLEY_API parley_status parley_batch_submit_to(parley_batch* batch, const char* path,
+                                                const char* out_dir, const char* format,
+                                                const char* name, const parley_run_options* options,
+                                                size_t* index);
+/* The batch's recordings so far: diarized (and written, with parley_batch_submit_to), skipped as
+ * finished earlier, failed. Any pointer may be NULL. */
+PARLEY_API void parley_batch_counts(const parley_batch* batch, size_t* done, size_t* skipped,
+                                    size_t* failed);
+/* Whether `path` was finished into `out_dir` with these settings (1) or not (0), without
+ * loading the models: what a scheduler checks before it hands out work. */
+PARLEY_API parley_status parley_run_finished(const parley_params* params,
+                                             const parley_run_options* options, const char* path,
+                                             const char* out_dir, const char* format,
+                                             const char* name, int* finished);
+/* One output name per path, each followed by a newline (names never hold one), as
+ * `parley diarize --out-dir` names them: the file's name without its extension, and where that
+ * would not tell recordings apart, '-' and hex digits of the absolute path's sha256. Each file
+ * must be listed once. NULL on failure (parley_last_error says why). Valid until the next call
+ * of this function or parley_manifest_paths on this thread. */
+PARLEY_API const char* parley_output_names(const char* const* paths, size_t count);
+/* The recordings a manifest lists, each followed by a newline, as `parley diarize --manifest`
+ * reads it (one path per line or parley eval's TSV; '#' comments; relative paths from the
+ * manifest's folder). NULL on failure. Valid as parley_output_names' text. */
+PARLEY_API const char* parley_manifest_paths(const char* manifest);
 
 /* ---- Scoring ------------------------------------------------------------------------------ */
 

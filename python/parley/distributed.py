@@ -13,14 +13,13 @@ soon as it is done, atomically, as ``parley diarize --out-dir`` names and writes
 JSON) under ``out_dir`` and a record in ``out_dir/.parley/<name>.<format>.json``. A rerun skips what a
 record says was finished with the same settings. See docs/cluster.md.
 
-The settings fingerprint is computed here, from the pipeline options, the models' sha256 and the
-audio's path, size and modification time; it is not the CLI's (which covers its own flags), so
-a run of one does not skip what the other finished: it redoes it, with the same text.
+Names, settings fingerprints, records and the skip decision are libparley's (corpus/run_record.h,
+through the C API), the same as the CLI's: a CLI run and a Dask run over one folder skip each
+other's finished recordings. This module is only the Dask glue around them.
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 import json
 import math
@@ -29,7 +28,6 @@ import queue
 import sys
 import threading
 import time
-import uuid
 import warnings
 from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
@@ -54,7 +52,6 @@ FORMATS = ("rttm", "json")
 PIPELINE_OPTIONS = ("models_dir", "provider", "provider_options", "step", "embedding_mode",
                     "clustering", "threads")
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers")
-MODEL_SUFFIXES = (".onnx", ".npz", ".ort")
 
 
 class Report(NamedTuple):
@@ -78,61 +75,14 @@ class Report(NamedTuple):
         return self.audio_seconds / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
 
-# ---- Names and fingerprints: as parley diarize --manifest --out-dir -----------------------------
+# ---- Names and the skip decision: libparley's, as parley diarize --manifest --out-dir ----------
 
 def read_manifest(manifest: Union[str, "os.PathLike[str]"]) -> list[str]:
     """The recordings a manifest lists, as ``parley diarize --manifest`` reads it: one path per
-    line (first tab-separated field), blank lines and '#' comments skipped, relative paths
-    taken from the manifest's folder."""
-    manifest = os.fspath(manifest)
-    paths = []
-    with open(manifest, encoding="utf-8") as stream:
-        for line in stream:
-            audio = line.rstrip("\n").rstrip("\r").split("\t", 1)[0].strip(" ")
-            if not audio or audio.startswith("#"):
-                continue
-            paths.append(audio if os.path.isabs(audio)
-                         else os.path.join(os.path.dirname(manifest), audio))
-    if not paths:
-        raise parley.Error(f"{manifest}: names no recording")
-    return paths
-
-
-# The longest output name in bytes (cli::kMaxOutputNameBytes): outputs, records and their
-# temporary files stay within a file name's 255 bytes.
-_MAX_NAME_BYTES = 160
-
-
-def _recording_uri(path: str) -> bytes:
-    # As eval::recording_uri: ASCII white space and control characters become '_'.
-    stem = os.fsencode(os.path.splitext(os.path.basename(path))[0])
-    return bytes(b"_"[0] if byte <= 0x20 or byte == 0x7F else byte for byte in stem) or b"audio"
-
-
-def _utf8_length(data: bytes, index: int) -> int:
-    for length in range(1, 5):
-        piece = data[index:index + length]
-        if len(piece) < length:
-            return 0
-        try:
-            if len(piece.decode("utf-8")) == 1:
-                return length
-        except UnicodeDecodeError:
-            continue
-    return 0
-
-
-def _cut_at_utf8_boundary(data: bytes, limit: int) -> bytes:
-    if len(data) <= limit:
-        return data
-    end = index = 0
-    while index < limit:
-        length = max(1, _utf8_length(data, index))
-        if index + length > limit:
-            break
-        index += length
-        end = index
-    return data[:end]
+    line (or parley eval's TSV: the first field), blank lines and '#' comments skipped, relative
+    paths taken from the manifest's folder."""
+    return [os.fsdecode(path) for path in
+            parley._parley.manifest_paths(os.fsencode(os.fspath(manifest)))]
 
 
 def _absolute(path: str) -> str:
@@ -155,131 +105,28 @@ def without_repeats(paths: Sequence[str]) -> tuple[list[str], list[tuple[str, st
 
 
 def output_names(paths: Sequence[str]) -> list[str]:
-    """One output name per recording, as the CLI chooses them (cli/recording_list.h): the file
+    """One output name per recording, as the CLI chooses them (corpus/recording_list.h): the file
     name without extension; where names would not tell recordings apart, each of those gets '-'
     and 8 hex digits of its absolute path's sha256, more while that still clashes; a name longer
     than 160 bytes is cut and takes the digits too. Each path must be listed once."""
-    bases = [_recording_uri(path) for path in paths]
-    digests, seen = [], {}
-    for path in paths:
-        where = _absolute(path)
-        if where in seen:
-            raise parley.Error(f"{path} is listed twice (also as {seen[where]}); name each "
-                               "recording once")
-        seen[where] = path
-        digests.append(hashlib.sha256(os.fsencode(where)).hexdigest().encode())
-    levels = [1 if len(base) > _MAX_NAME_BYTES else 0 for base in bases]
-
-    def name_at(i: int) -> bytes:
-        if levels[i] == 0:
-            return bases[i]
-        digits = 8 * levels[i]
-        return (_cut_at_utf8_boundary(bases[i], _MAX_NAME_BYTES - 1 - digits) + b"-" +
-                digests[i][:digits])
-
-    while True:
-        names = [name_at(i) for i in range(len(paths))]
-        users: dict[bytes, list[int]] = {}
-        for i, name in enumerate(names):
-            users.setdefault(name, []).append(i)
-        clashed = False
-        for name, indices in users.items():
-            if len(indices) < 2:
-                continue
-            clashed = True
-            for i in indices:
-                if levels[i] == 8:
-                    raise parley.Error(f"{paths[indices[0]]} and {paths[indices[1]]} would both "
-                                       f"be written as {os.fsdecode(name)}; rename one of them")
-                levels[i] += 1
-        if not clashed:
-            return [os.fsdecode(name) for name in names]
+    return [os.fsdecode(name) for name in
+            parley._parley.output_names([os.fsencode(path) for path in paths])]
 
 
-def _sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _models_dir(models_dir: Optional[str]) -> str:
-    if models_dir:
-        return os.fspath(models_dir)
-    if os.environ.get("PARLEY_MODELS"):
-        return os.environ["PARLEY_MODELS"]
-    return os.path.join(os.path.expanduser("~"), ".cache", "parley", "models")
-
-
-def _model_hashes(models_dir: str) -> dict[str, str]:
-    # Every model file the engine could pick: a changed or added model changes the fingerprint.
-    hashes = {}
-    for root, _, files in os.walk(models_dir, followlinks=True):
-        for file in sorted(files):
-            if file.endswith(MODEL_SUFFIXES):
-                path = os.path.join(root, file)
-                hashes[os.path.relpath(path, models_dir)] = _sha256_file(path)
-    return dict(sorted(hashes.items()))
-
-
-def run_settings(options: dict[str, Any], output_format: str) -> dict[str, Any]:
-    """What a result depends on besides its audio (threads aside: results do not)."""
-    settings = {"engine": f"parley.distributed {parley.__version__}", "format": output_format}
-    for key in PIPELINE_OPTIONS + SPEAKER_OPTIONS:
-        if key not in ("models_dir", "threads"):
-            settings[key] = options.get(key)
-    settings["models"] = _model_hashes(_models_dir(options.get("models_dir")))
-    return settings
-
-
-def _file_settings(settings: dict[str, Any], path: str) -> dict[str, Any]:
-    status = os.stat(path)
-    # As the CLI's records: ISO 8601 in UTC to the nanosecond.
-    seconds, nanoseconds = divmod(status.st_mtime_ns, 1_000_000_000)
-    modified = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    return dict(settings, audio=os.path.abspath(path), audio_bytes=status.st_size,
-                audio_modified=f"{modified:%Y-%m-%dT%H:%M:%S}.{nanoseconds:09d}Z")
-
-
-def _fingerprint(file_settings: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(file_settings, sort_keys=True).encode()).hexdigest()
-
-
-def _write_atomically(texts: dict[str, str]) -> None:
-    """Writes {path: text}: each file is whole or absent for a reader. All are written and
-    synced first and then renamed in a row, so that a worker killed meanwhile leaves an output
-    without its record (made again by the retry) only in that instant."""
-    temporaries = {}
+def _finished(settings: "parley._parley.Settings", job: dict[str, Any], out_dir: str,
+              output_format: str, speakers: dict[str, Any]) -> Optional[dict]:
+    """The record of `job` when an earlier run finished it with these settings, else None."""
+    if not parley._parley.run_finished(settings, os.fsencode(job["path"]), os.fsencode(out_dir),
+                                       output_format, os.fsencode(job["name"]),
+                                       speakers.get("num_speakers"),
+                                       speakers.get("min_speakers"),
+                                       speakers.get("max_speakers")):
+        return None
     try:
-        for path, text in texts.items():
-            # One name per output: a retry after a kill reuses, and so removes, what was left.
-            temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
-            with open(temporary, "w", encoding="utf-8") as stream:
-                stream.write(text)
-                stream.flush()
-                os.fsync(stream.fileno())
-            temporaries[path] = temporary
-        for path, temporary in temporaries.items():
-            os.replace(temporary, path)
-    except BaseException:
-        for temporary in temporaries.values():
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-        raise
-
-
-def _finished_record(output: str, record_path: str, fingerprint: str) -> Optional[dict]:
-    # The CLI's test: the record carries this fingerprint and the output is the one it describes.
-    try:
-        with open(record_path, encoding="utf-8") as stream:
-            record = json.load(stream)
-        if (record.get("fingerprint") == fingerprint and
-                record.get("output_sha256") == _sha256_file(output)):
-            return record
+        with open(job["record"], encoding="utf-8") as stream:
+            return json.load(stream)
     except (OSError, ValueError):
-        pass  # absent or unreadable: made again
-    return None
+        return {}  # replaced meanwhile: finished all the same
 
 
 # ---- On the workers --------------------------------------------------------------------------
@@ -308,20 +155,25 @@ class _Engine:
                 self.in_flight -= 1
             answer.put((index, outcome))
 
-    def run(self, paths: Sequence[str], speakers: dict[str, Any]) -> Iterator[tuple[int, Any]]:
-        """Yields (position in paths, Result or error message) in completion order."""
+    def run(self, jobs: Sequence[dict[str, Any]], out_dir: str, output_format: str,
+            speakers: dict[str, Any]) -> Iterator[tuple[int, Any]]:
+        """Diarizes `jobs` into `out_dir` (each output and its record written by the engine);
+        yields (position in jobs, Result, error message, or None for one an earlier attempt
+        finished) in completion order."""
         answers: queue.Queue = queue.Queue()
         positions = {}
         with self._lock:
-            for position, path in enumerate(paths):
-                index = self._batch.submit_file(os.fsencode(path), speakers.get("num_speakers"),
-                                                speakers.get("min_speakers"),
-                                                speakers.get("max_speakers"))
+            for position, job in enumerate(jobs):
+                index = self._batch.submit_to(os.fsencode(job["path"]), os.fsencode(out_dir),
+                                              output_format, os.fsencode(job["name"]),
+                                              speakers.get("num_speakers"),
+                                              speakers.get("min_speakers"),
+                                              speakers.get("max_speakers"))
                 positions[index] = position
                 self._waiting[index] = answers
                 self.in_flight += 1
                 self._owed.release()
-        for _ in paths:
+        for _ in jobs:
             index, outcome = answers.get()
             yield positions[index], outcome
 
@@ -359,45 +211,29 @@ class PipelinePlugin(WorkerPlugin):
 
 
 def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
-                   output_format: str, speakers: dict[str, Any], run_id: str) -> list[Report]:
-    """A task: diarizes `jobs` on this worker's engine, writing each result as it is done."""
-    records_dir = os.path.join(out_dir, ".parley")
-    reports: list[Report] = []
-    remaining = []
-    for job in jobs:
-        # Work an earlier attempt of this task finished (before its worker died) is not redone.
-        record = _finished_record(job["output"], job["record"], job["fingerprint"])
-        if record is None:
-            remaining.append(job)
-        else:
-            again = record.get("run") != run_id
-            reports.append(Report(job["path"], job["output"], "skipped" if again else "done",
-                                  "", record.get("audio_seconds", 0.0),
-                                  0.0 if again else record.get("wall_seconds", 0.0)))
-    if not remaining:
-        return reports
+                   output_format: str, speakers: dict[str, Any]) -> list[Report]:
+    """A task: diarizes `jobs` on this worker's engine, which writes each result as it is done.
+    The client handed out only recordings that were not finished, so one the engine finds
+    finished was done by an earlier attempt of this task (before its worker died): done."""
     engine = get_worker().plugins[plugin_name].engine()
+    reports: list[Report] = []
     started = time.monotonic()
-    for position, outcome in engine.run([job["path"] for job in remaining], speakers):
-        job = remaining[position]
+    for position, outcome in engine.run(jobs, out_dir, output_format, speakers):
+        job = jobs[position]
         wall = time.monotonic() - started
         if isinstance(outcome, str):
             reports.append(Report(job["path"], job["output"], "failed", outcome, 0.0, wall))
-            continue
-        result = parley.Diarization(outcome)
-        text = result.to_rttm(job["name"]) if output_format == "rttm" else result.to_json()
-        record = {"audio": os.path.abspath(job["path"]),
-                  "output": os.path.basename(job["output"]),
-                  "output_sha256": hashlib.sha256(text.encode()).hexdigest(),
-                  "fingerprint": job["fingerprint"], "audio_seconds": result.duration,
-                  "speakers": len(result.speakers), "turns": len(result.turns),
-                  "wall_seconds": wall, "stage_seconds": result.stage_times,
-                  "settings": job["settings"], "run": run_id}
-        os.makedirs(records_dir, exist_ok=True)
-        _write_atomically({job["output"]: text,
-                           job["record"]: json.dumps(record, indent=2) + "\n"})
-        reports.append(Report(job["path"], job["output"], "done", "", result.duration, wall,
-                              result.speed_twin, tuple(result.warnings)))
+        elif outcome is None:
+            try:
+                with open(job["record"], encoding="utf-8") as stream:
+                    audio_seconds = json.load(stream).get("audio_seconds", 0.0)
+            except (OSError, ValueError):
+                audio_seconds = 0.0
+            reports.append(Report(job["path"], job["output"], "done", "", audio_seconds))
+        else:
+            result = parley.Diarization(outcome)
+            reports.append(Report(job["path"], job["output"], "done", "", result.duration, wall,
+                                  result.speed_twin, tuple(result.warnings)))
     return reports
 
 
@@ -445,47 +281,38 @@ def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterabl
     paths, repeats = without_repeats(paths)
     out_dir = os.path.abspath(os.fspath(out_dir))
     os.makedirs(os.path.join(out_dir, ".parley"), exist_ok=True)
-    settings = run_settings(options, output_format)
+    engine_options = {key: options[key] for key in PIPELINE_OPTIONS if key in options}
+    settings = parley._settings(**engine_options)
     speakers = {key: options[key] for key in SPEAKER_OPTIONS if options.get(key) is not None}
 
     for repeat, first in repeats:
         yield Report(repeat, "", "skipped", f"{repeat} is listed twice (also as {first}); "
                      "diarizing it once")
-    jobs = []
-    for path, name in zip(paths, output_names(paths)):
-        output = os.path.join(out_dir, f"{name}.{output_format}")
-        try:
-            file_settings = _file_settings(settings, path)
-        except OSError as error:
-            yield Report(path, output, "failed", f"{path}: {error.strerror}")
-            continue
-        jobs.append({"path": path, "name": name, "output": output,
-                     "record": os.path.join(out_dir, ".parley", f"{name}.{output_format}.json"),
-                     "settings": file_settings, "fingerprint": _fingerprint(file_settings)})
     pending = []
-    for job in jobs:
-        record = _finished_record(job["output"], job["record"], job["fingerprint"])
+    for path, name in zip(paths, output_names(paths)):
+        job = {"path": path, "name": name,
+               "output": os.path.join(out_dir, f"{name}.{output_format}"),
+               "record": os.path.join(out_dir, ".parley", f"{name}.{output_format}.json")}
+        # Fails as a whole (models missing here) rather than once per recording.
+        record = _finished(settings, job, out_dir, output_format, speakers)
         if record is None:
             pending.append(job)
         else:
-            yield Report(job["path"], job["output"], "skipped", "",
-                         record.get("audio_seconds", 0.0))
+            yield Report(path, job["output"], "skipped", "", record.get("audio_seconds", 0.0))
     if not pending:
         return
 
     threads = sum(client.nthreads().values()) or 1
     if batch_size is None:
         batch_size = max(1, min(32, math.ceil(len(pending) / (4 * threads))))
-    engine_options = {key: options[key] for key in PIPELINE_OPTIONS if key in options}
     plugin_name = "parley-" + hashlib.sha256(
         json.dumps(engine_options, sort_keys=True, default=str).encode()).hexdigest()[:16]
     client.register_worker_plugin(PipelinePlugin(engine_options, plugin_name), name=plugin_name)
-    run_id = uuid.uuid4().hex
     resources = {"GPU": 1} if options.get("provider", "auto") not in ("auto", "cpu") else None
 
     def submit(batch: list[dict[str, Any]]) -> Any:
         return client.submit(_diarize_batch, plugin_name, batch, out_dir, output_format,
-                             speakers, run_id, pure=False, resources=resources)
+                             speakers, pure=False, resources=resources)
 
     batches = {}
     for batch in _batches(pending, batch_size):

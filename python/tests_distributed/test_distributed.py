@@ -141,6 +141,36 @@ def test_changed_setting_redoes(client, corpus, first_run):
     assert sorted(report.status for report in reports) == ["done"] * 4 + ["skipped"] * 16
 
 
+@pytest.mark.skipif(not CLI, reason="the CLI is not built (PARLEY_TEST_CLI)")
+def test_command_line_and_dask_skip_each_others_work(client, corpus, tmp_path):
+    """One implementation of names, fingerprints and records (corpus/run_record.h): a CLI run
+    and a Dask run over one folder skip what the other finished, in either order, whatever
+    their thread counts."""
+    some = corpus[1][:4]  # a/ and b/ hold equal names: disambiguated names too
+    command = [CLI, "diarize", "--models", MODELS, "--step", "2", "--threads", "2"]
+
+    def mtimes(folder):
+        return {name: os.stat(os.path.join(folder, name)).st_mtime_ns
+                for name in os.listdir(folder)}
+
+    dask_first = tmp_path / "dask-first"
+    reports = pd.diarize_archive(client, some, dask_first, **OPTIONS)
+    assert [report.status for report in reports] == ["done"] * 4
+    before = mtimes(dask_first)
+    run = subprocess.run(command + ["--out-dir", str(dask_first)] + some, capture_output=True,
+                         text=True, check=True)
+    assert "nothing diarized: 4 of 4 recordings done earlier, 0 failed" in run.stderr
+    assert mtimes(dask_first) == before
+
+    cli_first = tmp_path / "cli-first"
+    subprocess.run(command + ["--quiet", "--out-dir", str(cli_first)] + some, check=True)
+    before = mtimes(cli_first)
+    reports = pd.diarize_archive(client, some, cli_first, **OPTIONS)
+    assert [report.status for report in reports] == ["skipped"] * 4
+    assert mtimes(cli_first) == before
+    assert outputs(cli_first) == outputs(dask_first)
+
+
 def test_corrupt_recording_fails_alone(client, corpus, tmp_path):
     corrupt = tmp_path / "corrupt.wav"
     corrupt.write_bytes(b"RIFF\x10\x00\x00\x00WAVEjunkjunkjunk" * 10)
@@ -187,8 +217,8 @@ def test_worker_killed_mid_run(client, corpus, reference, tmp_path):
     assert {name: len(versions) for name, versions in seen.items()} == {
         name: 1 for name in reference}
     leftovers = [name for folder in (out, os.path.join(out, ".parley"))
-                 for name in os.listdir(folder) if name.endswith(".partial")]
-    assert not leftovers  # a retry reuses the temporary a killed worker left
+                 for name in os.listdir(folder) if ".partial" in name]
+    assert not leftovers  # no temporary file of a write left behind
 
 
 def test_worker_setup_reads_resources_without_a_future_warning():

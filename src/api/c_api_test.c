@@ -353,6 +353,59 @@ static void scores(const char* eval, const char* falcon_rttm) {
   free(reference);
 }
 
+/* A batch that writes into a folder, as `parley diarize --out-dir` does: the second batch over
+ * the same folder skips what the first finished, and says so in its counts. */
+static void writes_into_a_folder(const char* models, const char* eval) {
+  char folder[] = "/tmp/parley-c-api-out-XXXXXX";
+  CHECK(mkdtemp(folder) != NULL);
+  parley_params params = parley_default_params();
+  params.models_dir = models;
+  const char* audio = join(0, eval, "falcon-test/test.wav");
+  int finished = -1;
+  CHECK(parley_run_finished(&params, NULL, audio, folder, "rttm", NULL, &finished) == PARLEY_OK);
+  CHECK(finished == 0);
+  for (int round = 0; round < 2; ++round) {
+    parley_batch* batch = NULL;
+    CHECK(parley_batch_new(&params, &batch) == PARLEY_OK);
+    if (batch == NULL) return;
+    CHECK(strstr(parley_batch_layout(batch), "\"engines\":1") != NULL);
+    CHECK(parley_batch_submit_to(batch, audio, folder, "rttm", NULL, NULL, NULL) == PARLEY_OK);
+    CHECK(parley_batch_submit_to(batch, audio, folder, "srt", NULL, NULL, NULL) ==
+          PARLEY_ERROR_INVALID_ARGUMENT);
+    CHECK(parley_batch_submit_to(batch, audio, folder, "rttm", "a/b", NULL, NULL) ==
+          PARLEY_ERROR_INVALID_ARGUMENT);
+    parley_batch_finish(batch);
+    parley_result* result = NULL;
+    const parley_status status = parley_batch_next_result(batch, NULL, &result);
+    CHECK(status == (round == 0 ? PARLEY_OK : PARLEY_SKIPPED));
+    CHECK((result != NULL) == (round == 0));
+    parley_result_free(result);
+    CHECK(parley_batch_next_result(batch, NULL, &result) == PARLEY_DONE);
+    size_t done = 9, skipped = 9, failed = 9;
+    parley_batch_counts(batch, &done, &skipped, &failed);
+    CHECK(done == (round == 0 ? 1u : 0u) && skipped == (round == 0 ? 0u : 1u) && failed == 0);
+    parley_batch_free(batch);
+  }
+  CHECK(parley_run_finished(&params, NULL, audio, folder, "rttm", NULL, &finished) == PARLEY_OK);
+  CHECK(finished == 1);
+  char* written = read_text(join(1, folder, "test.rttm"));
+  CHECK(written != NULL && strstr(written, "SPEAKER test 1 ") != NULL);
+  free(written);
+  char* record = read_text(join(1, folder, ".parley/test.rttm.json"));
+  CHECK(record != NULL && strstr(record, "\"fingerprint\"") != NULL);
+  free(record);
+  /* Names as the CLI gives them: equal file names in two folders are told apart. */
+  const char* paths[] = {"/x/talk.wav", "/y/talk.wav", "/x/other.wav"};
+  const char* names = parley_output_names(paths, 3);
+  CHECK(names != NULL && strncmp(names, "talk-", 5) == 0 && strstr(names, "\nother\n") != NULL);
+  const char* twice[] = {"/x/talk.wav", "/x/../x/talk.wav"};
+  CHECK(parley_output_names(twice, 2) == NULL);
+  CHECK(strstr(parley_last_error(), "listed twice") != NULL);
+  char command[200];
+  snprintf(command, sizeof command, "rm -rf '%s'", folder);
+  CHECK(system(command) == 0);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s MODELS_DIR EVAL_DIR\n", argv[0]);
@@ -377,6 +430,7 @@ int main(int argc, char** argv) {
   parley_diarizer_free(diarizer);
   if (falcon_rttm != NULL) {
     runs_a_batch(models, eval, falcon_rttm);
+    writes_into_a_folder(models, eval);
     scores(eval, falcon_rttm);
   }
   free(falcon_rttm);

@@ -10,9 +10,11 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -27,8 +29,12 @@
 #include "audio/resampler.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/text.h"
 #include "core/version.h"
 #include "corpus/corpus_engine.h"
+#include "corpus/engine_layout.h"
+#include "corpus/recording_list.h"
+#include "corpus/run_record.h"
 #include "eval/der.h"
 #include "eval/rttm.h"
 #include "frames/output.h"
@@ -399,9 +405,12 @@ std::vector<parley::eval::Turn> parse_rttm_text(const char* text, const char* na
 // back through `outcomes`; the engine runs on `runner` until the batch is finished or freed.
 struct parley_batch {
   std::unique_ptr<parley::corpus::CorpusEngine> engine;
+  DiarizationModels models;
+  DiarizationConfig config;
+  std::string layout;  // the engine layout's description, as JSON (parley_batch_layout)
   std::vector<std::string> warnings;
   bool speed_twin = false;
-  std::mutex mutex;
+  mutable std::mutex mutex;  // parley_batch_counts reads a const batch
   std::condition_variable changed;
   std::deque<parley::corpus::CorpusRecording> pending;
   std::deque<parley::corpus::RecordingOutcome> outcomes;
@@ -411,6 +420,16 @@ struct parley_batch {
   bool engine_done = false;    // run() returned
   std::exception_ptr engine_failure;
   std::atomic<bool> stop{false};
+  // Submission index of each recording the engine was given, in the engine's order (the
+  // recordings skipped as finished earlier never reach it).
+  std::vector<std::size_t> engine_order;
+  // Recordings written into an output folder (parley_batch_submit_to), by submission index.
+  std::map<std::size_t, parley::corpus::PlannedRecording> planned;
+  std::set<std::size_t> skipped;  // finished by an earlier run: answered PARLEY_SKIPPED
+  std::optional<parley::corpus::ModelDigests> digests;  // made at the first submit_to
+  std::string providers;
+  std::size_t done_count = 0;
+  std::size_t failed_count = 0;
   std::thread runner;
 
   void run() {
@@ -423,7 +442,17 @@ struct parley_batch {
       return recording;
     };
     const auto on_result = [this](parley::corpus::RecordingOutcome outcome) {
+      std::optional<parley::corpus::PlannedRecording> destination;
+      {
+        std::lock_guard lock(mutex);
+        outcome.index = engine_order.at(outcome.index);
+        if (const auto found = planned.find(outcome.index); found != planned.end()) {
+          destination = found->second;
+        }
+      }
+      if (destination && outcome.ok()) write(*destination, outcome);
       std::lock_guard lock(mutex);
+      ++(outcome.ok() ? done_count : failed_count);
       outcomes.push_back(std::move(outcome));
       changed.notify_all();
     };
@@ -439,12 +468,44 @@ struct parley_batch {
     changed.notify_all();
   }
 
-  std::size_t submit(parley::corpus::CorpusRecording recording) {
+  // The output and its record, as `parley diarize --out-dir` writes them; a recording whose
+  // result cannot be written fails alone.
+  static void write(const parley::corpus::PlannedRecording& destination,
+                    parley::corpus::RecordingOutcome& outcome) {
+    try {
+      const parley::pipeline::DiarizationResult& result = *outcome.result;
+      const std::string format = destination.settings.value("format", std::string());
+      const std::string text =
+          format == "json" ? parley::pipeline::format_json(result.turns, result.exclusive_turns,
+                                                           result.speaker_embeddings)
+                           : parley::eval::format_rttm(
+                                 parley::pipeline::to_eval_turns(result.turns, result.uri));
+      parley::corpus::write_result(
+          destination.destination, text,
+          parley::corpus::make_record(destination, text, result, outcome.wall_seconds));
+    } catch (const std::exception& error) {
+      outcome.error = error.what();
+      outcome.result.reset();
+    }
+  }
+
+  std::size_t submit(parley::corpus::CorpusRecording recording,
+                     std::optional<parley::corpus::PlannedRecording> destination = {}) {
     std::lock_guard lock(mutex);
     if (finished) invalid("parley_batch_submit: the batch is finished (parley_batch_finish)");
-    pending.push_back(std::move(recording));
+    const std::size_t index = submitted++;
+    if (destination && destination->finished) {
+      skipped.insert(index);
+      parley::corpus::RecordingOutcome outcome;
+      outcome.index = index;
+      outcomes.push_back(std::move(outcome));
+    } else {
+      if (destination) planned.emplace(index, std::move(*destination));
+      engine_order.push_back(index);
+      pending.push_back(std::move(recording));
+    }
     changed.notify_all();
-    return submitted++;
+    return index;
   }
 
   // next_result would return without waiting (the caller holds `mutex`): a result is there, the
@@ -462,6 +523,58 @@ struct parley_batch {
     if (runner.joinable()) runner.join();
   }
 };
+
+namespace {
+
+// "rttm" or "json": what a batch writes into an output folder.
+std::string output_format(const char* format, const char* function) {
+  const std::string text = format != nullptr ? format : "";
+  if (text != "rttm" && text != "json") {
+    invalid(fmt::format("{}: format must be \"rttm\" or \"json\" (got \"{}\")", function, text));
+  }
+  return text;
+}
+
+std::string output_name(const char* name, const std::filesystem::path& path, const char* function) {
+  if (name == nullptr || *name == '\0') return parley::pipeline::recording_uri(path);
+  const std::string text = name;
+  if (text.find('/') != std::string::npos || text == "." || text == ".." ||
+      text.size() > parley::corpus::kMaxOutputNameBytes) {
+    invalid(fmt::format(
+        "{}: name '{}' must be a file name of at most {} bytes without '/' (or NULL: the "
+        "recording's own name)",
+        function, parley::utf8_or_escaped(text), parley::corpus::kMaxOutputNameBytes));
+  }
+  return text;
+}
+
+// The run settings of `config` on `models`, from a cache: hashing the models takes a while, and
+// a caller checks a whole archive against the same settings.
+nlohmann::ordered_json cached_run_settings(const DiarizationModels& models,
+                                           const DiarizationConfig& config) {
+  static std::mutex mutex;
+  static std::map<std::string, nlohmann::ordered_json> cache;
+  std::string key = config.to_string();
+  for (const auto& path : {models.segmentation, models.embedding, models.plda / "plda.npz",
+                           models.plda / "xvec_transform.npz"}) {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    const auto modified = std::filesystem::last_write_time(path, error);
+    key += fmt::format("\n{} {} {}", path.string(), size, modified.time_since_epoch().count());
+  }
+  {
+    std::lock_guard lock(mutex);
+    if (const auto found = cache.find(key); found != cache.end()) return found->second;
+  }
+  nlohmann::ordered_json settings = parley::corpus::run_settings(
+      config, models, parley::corpus::describe_providers(models, config), false);
+  std::lock_guard lock(mutex);
+  return cache.emplace(key, std::move(settings)).first->second;
+}
+
+thread_local std::string returned_text;  // what parley_output_names and friends hand out
+
+}  // namespace
 
 extern "C" {
 
@@ -485,6 +598,8 @@ const char* parley_status_name(parley_status status) {
       return "failed";
     case PARLEY_DONE:
       return "done";
+    case PARLEY_SKIPPED:
+      return "skipped";
   }
   return "unknown status";
 }
@@ -662,20 +777,112 @@ parley_status parley_batch_new(const parley_params* params, parley_batch** batch
     require(batch, "parley_batch_new", "batch");
     *batch = nullptr;
     require(params, "parley_batch_new", "params");
-    const DiarizationConfig config = diarization_config(*params);
-    const DiarizationModels paths = model_paths(*params);
     auto handle = std::make_unique<parley_batch>();
+    handle->config = diarization_config(*params);
+    handle->models = model_paths(*params);
     with_status(PARLEY_ERROR_MODELS, [&] {
-      handle->warnings = model_warnings(paths);
+      handle->warnings = model_warnings(handle->models);
       handle->speed_twin = !handle->warnings.empty();
+      // The layout `parley diarize` takes for the same settings (corpus/engine_layout.h).
+      parley::corpus::EngineLayout layout =
+          parley::corpus::plan_engine_layout(handle->models, handle->config, {});
       // Freeing the batch drops what it still holds: nobody will read those results.
-      parley::corpus::CorpusConfig corpus;
-      corpus.abandon_on_stop = true;
-      handle->engine = std::make_unique<parley::corpus::CorpusEngine>(
-          paths, std::vector<DiarizationConfig>{config}, corpus);
+      layout.corpus.abandon_on_stop = true;
+      handle->layout = layout.describe().dump();
+      handle->engine = parley::corpus::make_corpus_engine(handle->models, layout);
     });
     handle->runner = std::thread([batch = handle.get()] { batch->run(); });
     *batch = handle.release();
+  });
+}
+
+const char* parley_batch_layout(const parley_batch* batch) {
+  return batch != nullptr ? batch->layout.c_str() : "";
+}
+
+parley_status parley_batch_submit_to(parley_batch* batch, const char* path, const char* out_dir,
+                                     const char* format, const char* name,
+                                     const parley_run_options* options, size_t* index) {
+  return guarded([&] {
+    require(batch, "parley_batch_submit_to", "batch");
+    require(path, "parley_batch_submit_to", "path");
+    require(out_dir, "parley_batch_submit_to", "out_dir");
+    const std::string chosen_format = output_format(format, "parley_batch_submit_to");
+    parley::corpus::CorpusRecording recording;
+    recording.audio = path;
+    recording.uri = output_name(name, recording.audio, "parley_batch_submit_to");
+    recording.speakers = speaker_counts(options);
+    DiarizationConfig config = batch->config;
+    if (recording.speakers) config.speakers = *recording.speakers;
+    const auto planned = with_status(PARLEY_ERROR_FAILED, [&] {
+      std::filesystem::create_directories(std::filesystem::path(out_dir) / ".parley");
+      return parley::corpus::plan_recording(out_dir, recording.uri, chosen_format,
+                                            cached_run_settings(batch->models, config),
+                                            recording.audio);
+    });
+    const std::size_t submitted = batch->submit(std::move(recording), planned);
+    if (index != nullptr) *index = submitted;
+  });
+}
+
+void parley_batch_counts(const parley_batch* batch, size_t* done, size_t* skipped, size_t* failed) {
+  quietly([&] {
+    if (batch == nullptr) return;
+    std::lock_guard lock(batch->mutex);
+    if (done != nullptr) *done = batch->done_count;
+    if (skipped != nullptr) *skipped = batch->skipped.size();
+    if (failed != nullptr) *failed = batch->failed_count;
+  });
+}
+
+const char* parley_output_names(const char* const* paths, size_t count) {
+  return answered<const char*>(nullptr, [&]() -> const char* {
+    if (count > 0) require(paths, "parley_output_names", "paths");
+    std::vector<std::filesystem::path> list;
+    for (std::size_t i = 0; i < count; ++i) {
+      require(paths[i], "parley_output_names", "paths[i]");
+      list.emplace_back(paths[i]);
+    }
+    const auto names = with_status(PARLEY_ERROR_INVALID_ARGUMENT,
+                                   [&] { return parley::corpus::unique_output_names(list); });
+    returned_text.clear();
+    for (const auto& name : names) returned_text += name + "\n";
+    return returned_text.c_str();
+  });
+}
+
+const char* parley_manifest_paths(const char* manifest) {
+  return answered<const char*>(nullptr, [&]() -> const char* {
+    require(manifest, "parley_manifest_paths", "manifest");
+    const auto paths = with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+      return parley::corpus::read_recording_manifest(manifest);
+    });
+    returned_text.clear();
+    for (const auto& path : paths) returned_text += path.string() + "\n";
+    return returned_text.c_str();
+  });
+}
+
+parley_status parley_run_finished(const parley_params* params, const parley_run_options* options,
+                                  const char* path, const char* out_dir, const char* format,
+                                  const char* name, int* finished) {
+  return guarded([&] {
+    require(finished, "parley_run_finished", "finished");
+    *finished = 0;
+    require(params, "parley_run_finished", "params");
+    require(path, "parley_run_finished", "path");
+    require(out_dir, "parley_run_finished", "out_dir");
+    const std::string chosen_format = output_format(format, "parley_run_finished");
+    const std::filesystem::path audio(path);
+    const std::string chosen_name = output_name(name, audio, "parley_run_finished");
+    DiarizationConfig config = diarization_config(*params);
+    if (const auto speakers = speaker_counts(options)) config.speakers = *speakers;
+    const DiarizationModels models = model_paths(*params);
+    const auto planned = with_status(PARLEY_ERROR_FAILED, [&] {
+      return parley::corpus::plan_recording(out_dir, chosen_name, chosen_format,
+                                            cached_run_settings(models, config), audio);
+    });
+    *finished = planned.finished ? 1 : 0;
   });
 }
 
@@ -734,6 +941,7 @@ int parley_batch_wait(parley_batch* batch, double timeout_seconds) {
 
 parley_status parley_batch_next_result(parley_batch* batch, size_t* index, parley_result** result) {
   std::optional<parley::corpus::RecordingOutcome> outcome;
+  bool skipped = false;
   const parley_status status = guarded([&] {
     require(result, "parley_batch_next_result", "result");
     *result = nullptr;
@@ -753,12 +961,15 @@ parley_status parley_batch_next_result(parley_batch* batch, size_t* index, parle
     outcome = std::move(batch->outcomes.front());
     batch->outcomes.pop_front();
     ++batch->handed_out;
+    skipped = batch->skipped.contains(outcome->index);
     lock.unlock();
     if (index != nullptr) *index = outcome->index;
+    if (skipped) return;
     if (!outcome->ok()) throw StatusError(PARLEY_ERROR_FAILED, outcome->error);
     *result = result_of(*outcome, batch->warnings, batch->speed_twin);
   });
   if (status == PARLEY_OK && !outcome) return PARLEY_DONE;
+  if (status == PARLEY_OK && skipped) return PARLEY_SKIPPED;
   return status;
 }
 

@@ -20,7 +20,6 @@
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
 #include "cli/diarize_corpus.h"
-#include "cli/recording_list.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/sample_stats.h"

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "corpus/run_record.h"
 #include "frames/output.h"
 #include "runtime/provider_discovery.h"
 
@@ -231,9 +232,7 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
 }
 
 std::string ModelProviders::describe() const {
-  if (segmentation == embedding) return std::string(runtime::provider_name(embedding));
-  return fmt::format("segmentation {}, embedding {}", runtime::provider_name(segmentation),
-                     runtime::provider_name(embedding));
+  return corpus::describe_providers(segmentation, embedding);
 }
 
 ModelProviders model_providers(const pipeline::DiarizationModels& models,

@@ -16,7 +16,6 @@
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
 #include "cli/diarize_corpus.h"
-#include "cli/recording_list.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -24,6 +23,7 @@
 #include "core/stage_timer.h"
 #include "core/temporary_directory.h"
 #include "core/text.h"
+#include "corpus/engine_layout.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
 #include "transcript/fusion.h"
@@ -47,6 +47,7 @@ struct DiarizeArguments {
   std::string asr_command;
   double asr_timeout = 0.0;
   double gap_tolerance = 1.0;
+  bool print_layout = false;
 };
 
 std::optional<transcript::TranscriptFormat> transcript_format(const DiarizeArguments& arguments) {
@@ -129,8 +130,24 @@ std::string summary(const pipeline::DiarizationResult& result, double wall_secon
       static_cast<double>(usage.ru_maxrss) / 1024.0, stages);
 }
 
+// The engine layout these flags give (corpus/engine_layout.h), as JSON: what a C caller gets from
+// parley_batch_layout for the same settings.
+void print_layout(const DiarizeArguments& arguments) {
+  const pipeline::DiarizationModels paths = resolve_models(arguments.engine, arguments.flags);
+  const pipeline::DiarizationConfig config = diarization_config(arguments.engine, arguments.flags);
+  const corpus::EngineLayout layout = corpus::plan_engine_layout(
+      paths, config,
+      layout_request(arguments.corpus.devices, arguments.corpus.engines, arguments.corpus.jobs,
+                     arguments.engine.model_providers));
+  write_output(layout.describe().dump(2) + "\n", arguments.flags.out);
+}
+
 void run_diarize(const DiarizeArguments& arguments) {
   const auto& flags = arguments.flags;
+  if (arguments.print_layout) {
+    print_layout(arguments);
+    return;
+  }
   if (arguments.audio.empty() && arguments.corpus.manifests.empty()) {
     fail("name the recordings to diarize (or a --manifest FILE that lists them)");
   }
@@ -286,6 +303,9 @@ void add_diarize_command(CLI::App& app) {
   add_diarization_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);
   add_corpus_flags(*command, arguments->corpus);
+  command->add_flag("--print-layout", arguments->print_layout,
+                    "print how the engines would be laid out for these flags (devices, engines "
+                    "per device, threads, batches; JSON) and exit without diarizing");
   command->add_option("--save-intermediates", arguments->save_intermediates,
                       "write every stage's arrays (npz) to this folder, for `parley recluster`");
   command->add_option("--out-dir", arguments->out_dir,

@@ -2,9 +2,7 @@
 
 #include <sys/resource.h>
 
-#include <charconv>
 #include <chrono>
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -13,133 +11,36 @@
 
 #include "audio/audio_source.h"
 #include "audio/decoded_audio.h"
-#include "cli/recording_list.h"
-#include "cli/run_settings.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log_subject.h"
 #include "core/progress.h"
 #include "core/sample_rate.h"
-#include "core/sha256.h"
 #include "core/stage_timer.h"
 #include "core/temporary_directory.h"
 #include "core/text.h"
 #include "corpus/corpus_engine.h"
-#include "eval/eval_results.h"
+#include "corpus/engine_layout.h"
+#include "corpus/recording_list.h"
+#include "corpus/run_record.h"
 #include "models/speed_twin.h"
-#include "runtime/device_memory.h"
 
 namespace parley::cli {
 namespace fs = std::filesystem;
+using corpus::read_recording_manifest;
+using corpus::RepeatedRecording;
+using corpus::Shard;
+using corpus::unique_output_names;
+using corpus::without_repeats;
 namespace {
 
 // More would only contend for the same cores and device.
 constexpr int kMaxJobs = corpus::kMaxStageThreads;
-
-}  // namespace
-
-std::vector<int> parse_devices(const std::string& text, const ModelProviders& providers) {
-  if (text.empty()) return {};
-  const runtime::ProviderId provider = runtime::traits(providers.embedding).accelerator
-                                           ? providers.embedding
-                                           : providers.segmentation;
-  if (!runtime::traits(provider).accelerator) {
-    fail(
-        "--devices needs a GPU provider, and both models run on the CPU here; leave --devices "
-        "out (or use --engines to run several model sets on the CPU)");
-  }
-  std::vector<int> devices;
-  if (text == "all") {
-    const int count = runtime::count_devices(provider);
-    if (count == 0) {
-      fail("--devices all: no {} device answered; name them instead, e.g. --devices 0,1",
-           runtime::provider_name(provider));
-    }
-    for (int device = 0; device < count; ++device) devices.push_back(device);
-    return devices;
-  }
-  std::string_view rest(text);
-  while (true) {
-    const std::string_view item = rest.substr(0, rest.find(','));
-    int device = -1;
-    const auto [end, status] = std::from_chars(item.data(), item.data() + item.size(), device);
-    if (status != std::errc() || end != item.data() + item.size() || device < 0) {
-      fail("--devices '{}': expected device numbers such as 0,1 or 'all'", text);
-    }
-    devices.push_back(device);
-    if (item.size() == rest.size()) break;
-    rest.remove_prefix(item.size() + 1);
-  }
-  return devices;
-}
-
-namespace {
 
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss is in KiB on Linux
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
-
-// Where one recording's result and its record go under --out-dir. Each format has a record of
-// its own, so that outputs of several formats in one folder are each recognised by a rerun.
-struct Destination {
-  fs::path output;  // <out_dir>/<name>.<format>
-  fs::path record;  // <out_dir>/.parley/<name>.<format>.json
-
-  Destination(const fs::path& out_dir, const std::string& name, const std::string& format)
-      : output(out_dir / (name + "." + format)),
-        record(out_dir / ".parley" / (name + "." + format + ".json")) {}
-};
-
-// True when `destination` holds a whole result made with `fingerprint` (which names the
-// format): its record says so and the output is byte for byte the one the record describes.
-bool finished_earlier(const Destination& destination, const std::string& fingerprint) {
-  std::error_code error;
-  if (!fs::is_regular_file(destination.output, error) ||
-      !fs::is_regular_file(destination.record, error)) {
-    return false;
-  }
-  try {
-    std::ifstream stream(destination.record);
-    const nlohmann::json record = nlohmann::json::parse(stream);
-    return record.value("fingerprint", std::string()) == fingerprint &&
-           record.value("output_sha256", std::string()) == sha256_file(destination.output);
-  } catch (const std::exception&) {
-    return false;  // unreadable: made again
-  }
-}
-
-// The record of a finished recording: what a rerun checks, and what it took.
-std::string record_text(const corpus::CorpusRecording& input, const Destination& destination,
-                        const std::string& text, const std::string& fingerprint,
-                        const nlohmann::ordered_json& settings,
-                        const corpus::RecordingOutcome& outcome) {
-  const pipeline::DiarizationResult& result = *outcome.result;
-  std::error_code error;
-  fs::path absolute = fs::absolute(input.audio, error);
-  if (error) absolute = input.audio;
-  // File names need not be UTF-8; the record must be.
-  nlohmann::ordered_json record = {
-      {"audio", utf8_or_escaped(absolute.string())},
-      {"output", utf8_or_escaped(destination.output.filename().string())},
-      {"output_sha256", sha256_text(text)},
-      {"fingerprint", fingerprint},
-      {"audio_seconds", result.duration_seconds},
-      {"speakers", result.speaker_count},
-      {"turns", result.turns.size()},
-      {"wall_seconds", outcome.wall_seconds},
-      {"stage_seconds", nlohmann::ordered_json::object()},
-      {"settings", file_settings(settings, input.audio)}};
-  for (const auto& [stage, seconds] : result.stage_times.entries()) {
-    record["stage_seconds"][stage] = seconds;
-  }
-  return record.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-}
-
-}  // namespace
-
-namespace {
 
 // CLI11's usage line shows a hidden positional as "[]".
 class UsageWithoutHiddenPositionals : public CLI::Formatter {
@@ -172,59 +73,14 @@ void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
   add_engine_layout_flags(command, flags.devices, flags.engines, flags.jobs);
 }
 
-namespace {
-
-// corpus::automatic_engines_per_device for the GPUs in use (the fewest any of them holds); one
-// on the CPU.
-int automatic_engines(const ModelProviders& providers, const std::vector<int>& device_numbers) {
-  if (!runtime::traits(providers.embedding).accelerator) return 1;
-  std::vector<int> devices = device_numbers;
-  if (devices.empty()) {
-    int device = 0;  // an unreadable device_id fails later, where the session is made
-    if (const auto id = providers.embedding_options.find("device_id");
-        id != providers.embedding_options.end()) {
-      std::from_chars(id->second.data(), id->second.data() + id->second.size(), device);
-    }
-    devices.push_back(device);
-  }
-  int engines = corpus::kMaxAutomaticEnginesPerDevice;
-  for (const int device : devices) {
-    engines = std::min(engines, corpus::automatic_engines_per_device(
-                                    runtime::query_device_memory(providers.embedding, device)));
-  }
-  return engines;
-}
-
-}  // namespace
-
-std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
-                                                         pipeline::DiarizationConfig config,
-                                                         const ModelProviders& providers,
-                                                         const ModelProviderFlags& layout_flags,
-                                                         const std::string& devices, int engines,
-                                                         int jobs) {
-  const std::vector<int> device_numbers = parse_devices(devices, providers);
-  if (engines == 0) {
-    engines = automatic_engines(providers, device_numbers);
-    if (runtime::traits(providers.embedding).accelerator) {
-      spdlog::info("{} engine(s) per GPU, from its free memory (--engines sets it)", engines);
-    }
-  }
-  const bool on_gpu = runtime::traits(providers.embedding).accelerator;
-  corpus::check_engines_per_device(engines, on_gpu,
-                                   std::max<std::size_t>(1, device_numbers.size()));
-  if (on_gpu && engines > 1 && layout_flags.segmentation_layout_automatic()) {
-    corpus::use_several_engines_layout(config);
-  }
-  if (device_numbers.empty() && engines > 1 && !on_gpu) {
-    // Engines on the CPU share its cores.
-    config.threads = std::max(1, config.threads / engines);
-  }
-  corpus::CorpusConfig corpus_config;
-  corpus_config.decode_threads = jobs;
-  corpus_config.clustering_threads = jobs;
-  return std::make_unique<corpus::CorpusEngine>(
-      models, corpus::engine_configs(config, device_numbers, engines), corpus_config);
+corpus::EngineLayoutRequest layout_request(const std::string& devices, int engines, int jobs,
+                                           const ModelProviderFlags& layout_flags) {
+  corpus::EngineLayoutRequest request;
+  request.device_list = devices;
+  request.engines_per_device = engines;
+  request.jobs = jobs;
+  request.segmentation_layout_automatic = layout_flags.segmentation_layout_automatic();
+  return request;
 }
 
 void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engines, int& jobs) {
@@ -234,7 +90,7 @@ void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engin
       .add_option("--engines", engines,
                   "model sets per device (or on the CPU) taking recordings from one queue "
                   "(default: on a GPU up to 3, one per 16 GiB of free memory; 1 on the CPU)")
-      ->check(number_at_least(1));  // the bound depends on the device: make_corpus_engine
+      ->check(number_at_least(1));  // the bound depends on the device: plan_engine_layout
   command
       .add_option("--jobs", jobs,
                   "with several recordings: how many are decoded, and clustered, at once")
@@ -324,29 +180,30 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   }
   const pipeline::DiarizationModels paths = resolve_models(engine, flags);
   pipeline::DiarizationConfig config = diarization_config(engine, flags, longest);
-  const ModelProviders providers = model_providers(paths, config);
-  nlohmann::ordered_json settings = run_settings(config, paths, providers, flags.exclusive);
-  settings["format"] = format;
+  const corpus::EngineLayout layout = corpus::plan_engine_layout(
+      paths, config,
+      layout_request(corpus.devices, corpus.engines, corpus.jobs, engine.model_providers));
+  const nlohmann::ordered_json settings = corpus::run_settings(
+      config, paths,
+      corpus::describe_providers(layout.segmentation_provider, layout.embedding_provider),
+      flags.exclusive);
 
   // A rerun skips what an earlier run finished with the same settings and audio.
-  std::vector<Destination> destinations;
-  std::vector<std::string> fingerprints;
+  std::vector<corpus::PlannedRecording> destinations;
   std::size_t skipped = 0;
   if (!out_dir.empty()) {
     std::vector<corpus::CorpusRecording> remaining;
     std::vector<double> remaining_durations;
     for (std::size_t k = 0; k < inputs.size(); ++k) {
-      const Destination destination(out_dir, inputs[k].uri, format);
-      const std::string fingerprint =
-          eval::settings_fingerprint(file_settings(settings, inputs[k].audio));
-      if (finished_earlier(destination, fingerprint)) {
+      corpus::PlannedRecording planned =
+          corpus::plan_recording(out_dir, inputs[k].uri, format, settings, inputs[k].audio);
+      if (planned.finished) {
         ++skipped;
         continue;
       }
       remaining.push_back(inputs[k]);
       remaining_durations.push_back(durations[k]);
-      destinations.push_back(destination);
-      fingerprints.push_back(fingerprint);
+      destinations.push_back(std::move(planned));
     }
     inputs = std::move(remaining);
     durations = std::move(remaining_durations);
@@ -360,8 +217,8 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
 
   // Each file still to write, before any model loads (one finished earlier is left alone, even
   // when read-only).
-  for (const Destination& destination : destinations) {
-    check_output_file("--out-dir", destination.output.string(), output_options);
+  for (const corpus::PlannedRecording& planned : destinations) {
+    check_output_file("--out-dir", planned.destination.output.string(), output_options);
   }
 
   std::size_t diarized = 0;
@@ -369,8 +226,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   double run_seconds = 0.0;
   if (!inputs.empty()) {
     models::warn_if_speed_twin(paths.embedding);
-    const auto corpus_engine = make_corpus_engine(paths, config, providers, engine.model_providers,
-                                                  corpus.devices, corpus.engines, corpus.jobs);
+    const auto corpus_engine = corpus::make_corpus_engine(paths, layout);
 
     // Without --out-dir the RTTM goes out in input order, each as soon as those before it are.
     std::vector<std::optional<std::string>> texts(inputs.size());
@@ -385,10 +241,10 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
         // that recording alone, like a model error.
         try {
           const std::string text = format_result(*outcome.result, flags);
-          write_file_atomically(destinations[k].output, text, output_options);
-          write_file_atomically(
-              destinations[k].record,
-              record_text(inputs[k], destinations[k], text, fingerprints[k], settings, outcome));
+          corpus::write_result(
+              destinations[k].destination, text,
+              corpus::make_record(destinations[k], text, *outcome.result, outcome.wall_seconds),
+              output_options);
         } catch (const Error& error) {
           outcome.error = error.what();
           outcome.result.reset();

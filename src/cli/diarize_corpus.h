@@ -1,8 +1,9 @@
 #pragma once
-// `parley diarize` over many recordings: the corpus engine (corpus/corpus_engine.h) behind the
-// command line. Each recording's result is written as soon as it is done (atomically, under
-// --out-dir), a recording that fails fails alone, and a rerun of the same command skips what an
-// earlier run finished with the same settings.
+// `parley diarize` over many recordings: the command line's translation of the corpus engine
+// (corpus/corpus_engine.h), its layout (corpus/engine_layout.h) and resumable runs
+// (corpus/run_record.h). Each recording's result is written as soon as it is done (atomically,
+// under --out-dir), a recording that fails fails alone, and a rerun of the same command skips
+// what an earlier run (of any face) finished with the same settings.
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <memory>
@@ -10,7 +11,7 @@
 #include <vector>
 
 #include "cli/diarization_options.h"
-#include "corpus/corpus_engine.h"
+#include "corpus/engine_layout.h"
 
 namespace parley::cli {
 
@@ -35,20 +36,11 @@ void accept_files_after_double_dash(CLI::App& command, std::string& unused);
 // commands that run one: diarize and serve).
 void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engines, int& jobs);
 
-// GPU numbers from --devices: "0,2" or "all" (every device of the provider the models run on);
-// none for an empty text.
-std::vector<int> parse_devices(const std::string& text, const ModelProviders& providers);
-
-// The corpus engine that --jobs, --devices and --engines describe (--devices checked here,
-// naming the flag): engines on the CPU share its cores; several on a GPU take
-// corpus::use_several_engines_layout unless --segmentation-batch or --segmentation-sessions
-// was given (`layout_flags`).
-std::unique_ptr<corpus::CorpusEngine> make_corpus_engine(const pipeline::DiarizationModels& models,
-                                                         pipeline::DiarizationConfig config,
-                                                         const ModelProviders& providers,
-                                                         const ModelProviderFlags& layout_flags,
-                                                         const std::string& devices, int engines,
-                                                         int jobs);
+// The engine layout (corpus/engine_layout.h) that --devices, --engines and --jobs ask for; several
+// engines on a GPU take corpus::use_several_engines_layout unless --segmentation-batch or
+// --segmentation-sessions was given (`layout_flags`).
+corpus::EngineLayoutRequest layout_request(const std::string& devices, int engines, int jobs,
+                                           const ModelProviderFlags& layout_flags);
 
 // Whether these flags ask for the corpus engine even with one recording.
 bool wants_corpus(const CorpusFlags& flags);

@@ -18,12 +18,12 @@
 #include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
-#include "cli/run_settings.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/sha256.h"
 #include "core/stage_timer.h"
+#include "corpus/run_record.h"
 #include "eval/der.h"
 #include "eval/eval_results.h"
 #include "eval/eval_set.h"
@@ -124,7 +124,8 @@ class EvalRunner {
         models_(std::move(models)),
         config_(std::move(config)),
         scoring_(scoring),
-        settings_(run_settings(config_, models_, providers, arguments.exclusive)),
+        settings_(
+            corpus::run_settings(config_, models_, providers.describe(), arguments.exclusive)),
         progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto),
         output_options_{.overwrite_read_only = arguments.force} {}
 
@@ -148,7 +149,7 @@ class EvalRunner {
       return result;
     }
     try {
-      const nlohmann::ordered_json settings = file_settings(settings_, file.audio);
+      const nlohmann::ordered_json settings = corpus::file_settings(settings_, file.audio);
       result.fingerprint = eval::settings_fingerprint(settings);
       std::string hypothesis;
       if (!reuse_earlier(file, settings, result, hypothesis)) {

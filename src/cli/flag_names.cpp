@@ -9,7 +9,7 @@ namespace {
 
 // Field (as library messages name it) -> the flag that sets it. Only identifiers with an
 // underscore are listed: plain words ("threads", "provider") also appear in ordinary prose.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kFlagOfField = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kFlagOfField = {{
     {"step_seconds", "--step"},
     {"models_dir", "--models"},
     {"embedding_mode", "--embedding-mode"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kFlagOfF
     {"dim_buckets", "--dim"},
     {"overwrite_read_only", "--force"},
     {"engines_per_device", "--engines"},
+    {"device_list", "--devices"},
     {"decode_threads", "--jobs"},
 }};
 

@@ -15,6 +15,7 @@
 #include "cli/diarize_corpus.h"
 #include "core/error.h"
 #include "corpus/corpus_engine.h"
+#include "corpus/engine_layout.h"
 #include "models/speed_twin.h"
 #include "server/http_api.h"
 #include "server/job_queue.h"
@@ -30,7 +31,7 @@ struct ServeArguments {
   DiarizationFlags flags;
   EngineFlags engine;
   std::string devices;
-  int engines = 0;  // 0: automatic (make_corpus_engine)
+  int engines = 0;  // 0: automatic (corpus::plan_engine_layout)
   int jobs = 2;
   double max_upload_mb = 1024.0;
   double max_audio_hours = 4.0;
@@ -110,9 +111,11 @@ void run_serve(ServeArguments& arguments) {
 
   server::JobStore store(config.state_dir);
   const std::size_t requeued = store.requeue_running();
-  const auto engine_owner =
-      make_corpus_engine(paths, diarization, providers, arguments.engine.model_providers,
-                         arguments.devices, arguments.engines, arguments.jobs);
+  const corpus::EngineLayout layout =
+      corpus::plan_engine_layout(paths, diarization,
+                                 layout_request(arguments.devices, arguments.engines,
+                                                arguments.jobs, arguments.engine.model_providers));
+  const auto engine_owner = corpus::make_corpus_engine(paths, layout);
   corpus::CorpusEngine& engine = *engine_owner;
   server::Metrics metrics;
   server::JobPolicy policy;
@@ -123,7 +126,7 @@ void run_serve(ServeArguments& arguments) {
   server::EngineInfo info;
   info.engines = engine.engine_count();
   info.providers = providers.describe();
-  info.devices = parse_devices(arguments.devices, providers);
+  info.devices = layout.devices;
   const runtime::ProviderId accelerator = runtime::traits(providers.embedding).accelerator
                                               ? providers.embedding
                                               : providers.segmentation;

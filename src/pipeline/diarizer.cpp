@@ -128,6 +128,44 @@ void DiarizationConfig::validate() const {
   speakers.validate();
 }
 
+nlohmann::json OutputSettings::to_json() const {
+  nlohmann::json json = {{"step_seconds", step_seconds},
+                         {"share_segmentation_convolution", share_segmentation_convolution},
+                         {"accelerator_float16", accelerator_float16},
+                         {"embedding_exclude_overlap", embedding_exclude_overlap},
+                         {"embedding_mode", std::string(embedding_mode_name(embedding_mode))},
+                         {"min_duration_off", min_duration_off},
+                         {"clustering", clustering.describe()},
+                         {"speakers", speakers.describe()}};
+  if (embedding_mode == EmbeddingMode::kShared) json["shared_trunk"] = shared_trunk.to_string();
+  return json;
+}
+
+nlohmann::json ExecutionSettings::to_json() const {
+  nlohmann::json json = {{"threads", threads},
+                         {"segmentation_batch_size", segmentation_batch_size},
+                         {"embedding_batch_size", embedding_batch_size},
+                         {"segmentation_accelerator_sessions", segmentation_accelerator_sessions},
+                         {"streaming", streaming}};
+  if (routing) {
+    json["provider"] = routing->choice.to_string();
+    json["provider_options"] = routing->options;
+    if (routing->segmentation_choice) {
+      json["segmentation_provider"] = routing->segmentation_choice->to_string();
+    }
+    if (routing->embedding_choice) {
+      json["embedding_provider"] = routing->embedding_choice->to_string();
+    }
+    json["accelerator_segmentation_batch_size"] = routing->accelerator_segmentation_batch_size;
+  } else {
+    json["segmentation_provider"] = std::string(runtime::provider_name(segmentation_provider));
+    json["segmentation_provider_options"] = segmentation_provider_options;
+    json["embedding_provider"] = std::string(runtime::provider_name(embedding_provider));
+    json["embedding_provider_options"] = embedding_provider_options;
+  }
+  return json;
+}
+
 std::string DiarizationConfig::to_string() const {
   return fmt::format(
       "DiarizationConfig(step={}s, threads={}, segmentation_batch={}, "

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cluster/clustering.h"
 #include "core/ndarray.h"
 #include "core/progress.h"
@@ -69,9 +71,42 @@ int max_threads();  // kMaxThreadsPerHardwareThread per hardware thread, at leas
 inline constexpr std::uintmax_t kCpuSegmentationBytesPerChunk = std::uintmax_t{18} << 20;
 inline constexpr std::uintmax_t kCpuExactEmbeddingBytesPerChunk = std::uintmax_t{31} << 20;
 
-struct DiarizationConfig {
+// What changes a recording's turns: equal OutputSettings, models, providers and audio give the
+// same output. A resumable run's settings fingerprint is made of these (corpus/run_record.h).
+struct OutputSettings {
   // Seconds between the starts of consecutive 10 s chunks: 1 (pyannote), 2 for a faster mode.
   double step_seconds = 1.0;
+  // On the CPU, segmentation's first (SincNet) convolution runs once per recording and the
+  // overlapping chunks share it (stages/shared_first_convolution.h): a fifth less segmentation
+  // arithmetic at a 1 s step, within rounding of running each chunk whole (docs/segmentation.md
+  // has the agreement). false: every chunk whole, as pyannote does.
+  bool share_segmentation_convolution = true;
+  // Models routed to a dynamic-shape GPU provider (CUDA, ROCm) run in float16 between float32
+  // inputs and outputs (graph/float16_graph.h): tensor-core speed, not exact; the agreement
+  // with float32 is measured in docs/benchmarks.md. Ignored for models on the CPU.
+  bool accelerator_float16 = false;
+  bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
+  // shared (default): one trunk pass over the recording, sliced per chunk
+  // (stages/shared_trunk.h): 6-9x less embedding time at a 1 s step, same diarization on
+  // the golden clips (docs/embedding.md, section 8). exact: the trunk on every chunk, pyannote's
+  // definition.
+  EmbeddingMode embedding_mode = EmbeddingMode::kShared;
+  // Shared mode's details (blocks, alignment, centring); its threads come from `threads`.
+  SharedTrunkConfig shared_trunk;
+  double min_duration_off = 0.0;  // community-1's segmentation.min_duration_off
+  cluster::ClusteringConfig clustering;
+  cluster::SpeakerCountConstraints speakers;
+
+  // Every field, keys sorted (nlohmann::json orders them): the same settings give the same text
+  // whatever the order fields were set or added in. Fields with no effect in the chosen mode
+  // (shared_trunk in exact mode) are left out, so that they do not tell equal outputs apart.
+  nlohmann::json to_json() const;
+};
+
+// How a run goes: threads, batches, sessions, streaming, providers and devices. Output is the
+// same for any of these (to the last bit between 2 and 8 segmentation chunks per call; the
+// provider's own rounding aside, which corpus/run_record.h fingerprints by provider name).
+struct ExecutionSettings {
   // Worker threads for segmentation and intra-op threads for embeddings. Output is identical
   // for any value.
   int threads = 1;
@@ -87,29 +122,9 @@ struct DiarizationConfig {
   // 6 1.8 s. Routed (`routing` set), fewer when they would not fit in the free device memory,
   // and one on a static-shape provider.
   int segmentation_accelerator_sessions = 4;
-  // On the CPU, segmentation's first (SincNet) convolution runs once per recording and the
-  // overlapping chunks share it (stages/shared_first_convolution.h): a fifth less segmentation
-  // arithmetic at a 1 s step, within rounding of running each chunk whole (docs/segmentation.md
-  // has the agreement). false: every chunk whole, as pyannote does.
-  bool share_segmentation_convolution = true;
-  // Models routed to a dynamic-shape GPU provider (CUDA, ROCm) run in float16 between float32
-  // inputs and outputs (graph/float16_graph.h): tensor-core speed, not exact; the agreement
-  // with float32 is measured in docs/benchmarks.md. Ignored for models on the CPU.
-  bool accelerator_float16 = false;
-  bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
   // Embed chunks while later ones are still being segmented (a bounded queue between the two
   // stages). Results are identical either way.
   bool streaming = true;
-  // shared (default): one trunk pass over the recording, sliced per chunk
-  // (stages/shared_trunk.h): 6-9x less embedding time at a 1 s step, same diarization on
-  // the golden clips (docs/embedding.md, section 8). exact: the trunk on every chunk, pyannote's
-  // definition.
-  EmbeddingMode embedding_mode = EmbeddingMode::kShared;
-  // Shared mode's details (blocks, alignment, centring); its threads come from `threads`.
-  SharedTrunkConfig shared_trunk;
-  double min_duration_off = 0.0;  // community-1's segmentation.min_duration_off
-  cluster::ClusteringConfig clustering;
-  cluster::SpeakerCountConstraints speakers;
   // Execution providers, used as given when `routing` is unset (programs that choose
   // themselves, such as pipeline_bench). An accelerator gets the segmentation model rewritten
   // (graph/accelerator_rewrite.h) and `segmentation_batch_size` chunks per call.
@@ -120,6 +135,19 @@ struct DiarizationConfig {
   // When set (the CLI sets it), the Diarizer routes each model itself from the user's provider
   // flags (pipeline/network_placement.h) and the four fields above are ignored.
   std::optional<ProviderRouting> routing;
+
+  // Every field, keys sorted (for logs and layout reports; not part of any fingerprint).
+  nlohmann::json to_json() const;
+};
+
+// The whole configuration of a Diarizer: what the output is, and how the run goes. Fields are
+// reached directly (config.step_seconds, config.threads); output() and execution() give each
+// half whole.
+struct DiarizationConfig : OutputSettings, ExecutionSettings {
+  const OutputSettings& output() const { return *this; }
+  OutputSettings& output() { return *this; }
+  const ExecutionSettings& execution() const { return *this; }
+  ExecutionSettings& execution() { return *this; }
 
   void validate() const;
   std::string to_string() const;

@@ -1,4 +1,4 @@
-#include "cli/recording_list.h"
+#include "corpus/recording_list.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include "core/sha256.h"
 #include "core/temporary_directory.h"
 
-namespace parley::cli {
+namespace parley::corpus {
 namespace {
 namespace fs = std::filesystem;
 
@@ -142,4 +142,4 @@ TEST(OutputNames, AFileListedTwiceIsRefused) {
 }
 
 }  // namespace
-}  // namespace parley::cli
+}  // namespace parley::corpus

@@ -1,4 +1,4 @@
-#include "cli/recording_list.h"
+#include "corpus/recording_list.h"
 
 #include <algorithm>
 #include <array>
@@ -14,7 +14,7 @@
 #include "eval/rttm.h"
 #include "eval/text_records.h"
 
-namespace parley::cli {
+namespace parley::corpus {
 namespace fs = std::filesystem;
 namespace {
 
@@ -25,7 +25,7 @@ std::string read_standard_input() {
     std::cin.read(block.data(), block.size());
     content.append(block.data(), static_cast<std::size_t>(std::cin.gcount()));
   }
-  if (std::cin.bad()) fail("--manifest -: cannot read standard input");
+  if (std::cin.bad()) fail("manifest -: cannot read standard input");
   return content;
 }
 
@@ -163,4 +163,4 @@ std::vector<std::string> unique_output_names(const std::vector<fs::path>& audio)
   }
 }
 
-}  // namespace parley::cli
+}  // namespace parley::corpus

@@ -1,14 +1,15 @@
 #pragma once
-// The recordings a corpus run of `parley diarize` goes over: the command line's files and
-// --manifest files, each file once, one shard of them (--shard K/N), and an output name for
-// each that no other recording of the list shares.
+// The recordings a corpus run goes over (`parley diarize`, parley.distributed, the C API's
+// parley_output_names and parley_manifest_paths): files listed and manifests, each file once,
+// one shard of them (K/N), and an output name for each that no other recording of the list
+// shares (corpus/run_record.h writes under those names).
 #include <cstddef>
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace parley::cli {
+namespace parley::corpus {
 
 // Audio paths of a manifest: one per line, or `parley eval`'s TSV manifest (audio<TAB>rttm
 // [<TAB>uem]; the first field is the audio). Blank lines and lines starting with '#' are skipped.
@@ -58,4 +59,4 @@ inline constexpr std::size_t kMaxOutputNameBytes = 160;
 // (without_repeats); fails otherwise.
 std::vector<std::string> unique_output_names(const std::vector<std::filesystem::path>& audio);
 
-}  // namespace parley::cli
+}  // namespace parley::corpus

@@ -1,0 +1,60 @@
+// The split of DiarizationConfig into what changes the output and how the run goes: a resumable
+// run's fingerprint (corpus/run_record.h) is made of output() alone.
+#include <gtest/gtest.h>
+
+#include "pipeline/diarizer.h"
+
+namespace parley::pipeline {
+namespace {
+
+TEST(DiarizationConfig, OutputSettingsIgnoreHowTheRunGoes) {
+  DiarizationConfig base;
+  DiarizationConfig faster = base;
+  faster.threads = 7;
+  faster.segmentation_batch_size = 8;
+  faster.embedding_batch_size = 128;
+  faster.segmentation_accelerator_sessions = 2;
+  faster.streaming = false;
+  faster.embedding_provider_options.emplace("device_id", std::string("1"));
+  faster.routing.emplace();
+  EXPECT_EQ(base.output().to_json().dump(), faster.output().to_json().dump());
+  EXPECT_NE(base.execution().to_json().dump(), faster.execution().to_json().dump());
+}
+
+TEST(DiarizationConfig, EveryOutputFieldChangesTheOutputSettings) {
+  const std::string base = DiarizationConfig{}.output().to_json().dump();
+  const auto differs = [&](auto change) {
+    DiarizationConfig config;
+    change(config);
+    return config.output().to_json().dump() != base;
+  };
+  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.step_seconds = 2.0; }));
+  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.share_segmentation_convolution = false; }));
+  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.accelerator_float16 = true; }));
+  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.embedding_exclude_overlap = false; }));
+  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.embedding_mode = EmbeddingMode::kExact; }));
+  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.shared_trunk.exact_alignment = true; }));
+  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.min_duration_off = 0.5; }));
+  EXPECT_TRUE(
+      differs([](DiarizationConfig& c) { c.clustering.method = cluster::ClusteringMethod::kAhc; }));
+  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.speakers.num_speakers = 2; }));
+}
+
+TEST(DiarizationConfig, OutputSettingsAreCanonical) {
+  // Keys sorted, so that the text does not depend on the order fields are written in.
+  const nlohmann::json json = DiarizationConfig{}.output().to_json();
+  std::string previous;
+  for (const auto& item : json.items()) {
+    EXPECT_LT(previous, item.key());
+    previous = item.key();
+  }
+  // Shared mode's details mean nothing in exact mode and do not tell exact runs apart.
+  DiarizationConfig exact;
+  exact.embedding_mode = EmbeddingMode::kExact;
+  DiarizationConfig exact_other_blocks = exact;
+  exact_other_blocks.shared_trunk.block_frames = 3000;
+  EXPECT_EQ(exact.output().to_json(), exact_other_blocks.output().to_json());
+}
+
+}  // namespace
+}  // namespace parley::pipeline
