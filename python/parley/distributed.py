@@ -49,7 +49,7 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 __all__ = ["Report", "diarize_archive", "iter_archive", "read_manifest", "output_names",
            "without_repeats"]
 
-FORMATS = ("rttm", "json")
+FORMATS = parley.FORMATS  # every format parley diarize writes, by the same writer
 # Options that choose the engine, as parley.Pipeline takes them.
 PIPELINE_OPTIONS = ("models_dir", "provider", "provider_options", "step", "embedding_mode",
                     "clustering", "threads")
@@ -385,7 +385,7 @@ def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
             reports.append(Report(job["path"], job["output"], "failed", outcome, 0.0, wall))
             continue
         result = parley.Diarization(outcome)
-        text = result.to_rttm(job["name"]) if output_format == "rttm" else result.to_json()
+        text = result.to_format(output_format, uri=job["name"])
         record = {"audio": os.path.abspath(job["path"]),
                   "output": os.path.basename(job["output"]),
                   "output_sha256": hashlib.sha256(text.encode()).hexdigest(),
