@@ -147,6 +147,12 @@ std::vector<OptionSpec> make_options() {
   add(option("embedding_provider", OptionType::kText, nullptr,
              "provider of the speaker-embedding model only (overrides provider for it)", kCliOnly,
              "--embedding-provider"));
+  add(option("force_gpu", OptionType::kFlag, false,
+             "run every model on the GPU provider, even small or not yet compiled jobs; fail if "
+             "no GPU provider can be used",
+             kCliOnly, "--force-gpu"));
+  add(option("force_cpu", OptionType::kFlag, false, "run every model on the CPU", kCliOnly,
+             "--force-cpu"));
   add(option("gpu_float16", OptionType::kFlag, false,
              "run the models in float16 on a CUDA/ROCm GPU (tensor cores; not exact: agreement "
              "with float32 in docs/benchmarks.md); no effect on the CPU",
