@@ -144,12 +144,15 @@ std::string safe_extension(const std::string& filename) {
   return extension;
 }
 
+// A speaker count within the option table's bounds (1 to 1000).
 int parse_count(const std::string& field, const std::string& value) {
+  const pipeline::OptionSpec& spec = pipeline::diarization_option(field);
   int number = 0;
   const auto [end, status] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (status != std::errc() || end != value.data() + value.size() || number < 1) {
+  if (status != std::errc() || end != value.data() + value.size() || !spec.check(value).empty()) {
     refuse(422, "invalid_option",
-           fmt::format("{}: expected a whole number of at least 1 (got '{}')", field, value));
+           fmt::format("{}: expected a whole number from {} to {} (got '{}')", field,
+                       spec.minimum.value_or(1), spec.maximum.value_or(1), valid_utf8(value)));
   }
   return number;
 }

@@ -197,7 +197,9 @@ check("caf\ufffd" in json.dumps(json.loads(result(server, job["id"], "json")), e
 check(request(server, f"/v1/jobs/{job['id']}", "DELETE")[0] == 204, "remove it again")
 status, error = error_of(request(server, "/v1/jobs", "POST", b"{}", {"Content-Type": "application/json"}))
 check(status == 415, f"not a form: {status}")
+# Speaker counts within the option table's bounds, as every face takes them (1 to 1000).
 for fields, word in (({"num_speakers": "0"}, "num_speakers"), ({"step": "3"}, "step 1"),
+                     ({"max_speakers": "1001"}, "from 1 to 1000"),
                      ({"clustering": "vbx"}, "ahc"), ({"embedding_mode": "exact"}, "shared"),
                      ({"min_speakers": "3", "max_speakers": "2"}, "speakers"),
                      ({"colour": "red"}, "colour"), ({"exclusive": "maybe"}, "exclusive")):
