@@ -120,9 +120,17 @@ class Result {
     return warnings;
   }
 
-  py::str rttm(const std::optional<std::string>& uri) const {
-    return text(checked(parley_result_rttm(handle_.get(), uri ? uri->c_str() : nullptr)));
+  // Through the writer every face uses; the text is ours to free.
+  py::str format(const std::string& format, bool exclusive,
+                 const std::optional<std::string>& uri) const {
+    struct Free {
+      void operator()(char* value) const { parley_free(value); }
+    };
+    const std::unique_ptr<char, Free> written(parley_result_format(
+        handle_.get(), format.c_str(), exclusive ? 1 : 0, uri ? uri->c_str() : nullptr));
+    return text(checked(written.get()));
   }
+  py::str rttm(const std::optional<std::string>& uri) const { return format("rttm", false, uri); }
   py::str json() const { return text(checked(parley_result_json(handle_.get()))); }
 
  private:
@@ -150,7 +158,7 @@ parley_params make_params(const Settings& settings, std::vector<const char*>& op
   option_pointers.push_back(nullptr);
   params.provider_options = option_pointers.data();
   params.device_id = settings.device_id;
-  params.step_seconds = settings.step;
+  params.step = settings.step;
   if (settings.embedding_mode == "shared") {
     params.embedding_mode = PARLEY_EMBEDDING_SHARED;
   } else if (settings.embedding_mode == "exact") {
@@ -499,6 +507,8 @@ bool run_finished(const Settings& settings, const py::bytes& path_bytes,
 PYBIND11_MODULE(_parley, module) {
   module.doc() = "parley's C API for Python (use the parley package, not this module)";
   module.def("version", &parley_version, "parley's version, e.g. '0.1.0'");
+  module.def("options_json", &parley_options_json,
+             "every diarization option of every face, as JSON (parley_options_json)");
   error_type = PyErr_NewExceptionWithDoc(
       "parley.Error", "What parley could not do, in one line that says what to do next.",
       PyExc_Exception, nullptr);
@@ -543,6 +553,7 @@ PYBIND11_MODULE(_parley, module) {
       .def("embeddings", &Result::embeddings)
       .def("stage_times", &Result::stage_times)
       .def("warnings", &Result::warnings)
+      .def("format", &Result::format, py::arg("format"), py::arg("exclusive"), py::arg("uri"))
       .def("rttm", &Result::rttm, py::arg("uri") = py::none())
       .def("json", &Result::json);
 

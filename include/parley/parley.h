@@ -23,16 +23,17 @@
  * Thread safety:
  *   - a parley_diarizer runs one call at a time: use one per thread (they are independent, so
  *     several threads may each diarize with their own at once);
- *   - a parley_result is read-only once returned and may be read from any thread, except that
- *     parley_result_rttm / parley_result_json write the result's text buffer (one caller at a
- *     time per result);
+ *   - a parley_result is read-only once returned and may be read from any thread at once;
  *   - a parley_batch may be fed (submit, finish) from one thread while another takes its results
  *     (next_result; a taker asks only for recordings already submitted, see next_result);
  *   - parley_last_error() is per thread;
- *   - the progress callback is called on the thread that called parley_diarize_*.
+ *   - the progress callback is called on the thread that called parley_diarize_*; the log
+ *     callback on whichever thread logs (a batch's too), one call at a time.
  *
- * ABI: the library is libparley.so.PARLEY_ABI_VERSION. Structs passed by value or pointer
- * (parley_params, parley_run_options, ...) only change together with that number.
+ * ABI: the library is libparley.so.PARLEY_ABI_VERSION (this header's definition is the only one:
+ * the build reads it for the SONAME, the symbol version and parley.pc's abi_version).
+ * Structs passed by value or pointer (parley_params, parley_run_options, ...) only change
+ * together with that number; parley_abi_version() says which one the loaded library has.
  */
 #ifndef PARLEY_PARLEY_H
 #define PARLEY_PARLEY_H
@@ -70,6 +71,37 @@ PARLEY_API const char* parley_last_error(void);
 PARLEY_API const char* parley_version(void);
 /* A short English name of a status ("invalid argument", ...). */
 PARLEY_API const char* parley_status_name(parley_status status);
+/* The PARLEY_ABI_VERSION the library was built with: a program compares it with the header's. */
+PARLEY_API int parley_abi_version(void);
+/* Frees text the library handed over to the caller (parley_result_format); NULL is ignored. */
+PARLEY_API void parley_free(void* text);
+
+/* ---- Log ---------------------------------------------------------------------------------- */
+
+typedef enum parley_log_level {
+  PARLEY_LOG_DEBUG = 0,
+  PARLEY_LOG_INFO = 1,
+  PARLEY_LOG_WARNING = 2, /* the default level */
+  PARLEY_LOG_ERROR = 3,
+  PARLEY_LOG_OFF = 4
+} parley_log_level;
+
+/* Receives each log message at or above the level (one line, no newline). */
+typedef void (*parley_log_callback)(parley_log_level level, const char* message, void* user_data);
+
+/* Sends the library's log to `callback` (NULL: back to standard error, the default). Messages
+ * come from any thread, one call at a time; a callback must not call back into parley. */
+PARLEY_API void parley_set_log_callback(parley_log_callback callback, void* user_data);
+/* Messages below `level` are dropped (default PARLEY_LOG_WARNING). */
+PARLEY_API parley_status parley_set_log_level(parley_log_level level);
+
+/* ---- Options ------------------------------------------------------------------------------ */
+
+/* Every diarization option of every face (the CLI's flags, the server's form fields, these
+ * params, Python's keywords) as a JSON array of {"name", "type", "default", "minimum",
+ * "maximum", "choices", "help", "faces": {"cli", "server", "c", "python", "dask"}}: the one table
+ * the faces are made from. Owned by the library, valid for the life of the process. */
+PARLEY_API const char* parley_options_json(void);
 
 /* ---- Building a diarizer ------------------------------------------------------------------ */
 
@@ -91,8 +123,11 @@ typedef struct parley_params {
   const char* provider;
   /* "key=value" options for the provider, a NULL-terminated list (NULL: none). */
   const char* const* provider_options;
-  int device_id;                        /* accelerator number; -1: the provider's default */
-  double step_seconds;                  /* between 10 s windows (0.1-10): 1 (default) or 2 */
+  int device_id; /* accelerator number; -1: the provider's default */
+  union {
+    double step;         /* seconds between 10 s windows (0.1-10): 1 (default) or 2 */
+    double step_seconds; /* the same field under its older name */
+  };
   parley_embedding_mode embedding_mode; /* shared (default, faster) or exact (pyannote's) */
   parley_clustering clustering;         /* VBx (default, pyannote's) or AHC */
   /* CPU threads; 0: all cores (at most 4 times the cores). Output does not depend on it. */
@@ -174,12 +209,20 @@ PARLEY_API size_t parley_result_warning_count(const parley_result* result);
 PARLEY_API const char* parley_result_warning(const parley_result* result, size_t index);
 /* 1 when the speed twin made the embeddings (speaker labels are meaningless), else 0. */
 PARLEY_API int parley_result_speed_twin(const parley_result* result);
-/* The RTTM text of the (non-exclusive) turns; `uri` NULL: the result's own. Owned by the
- * result, valid until the next call on it or its free. NULL (parley_last_error says why) when
- * `result` is NULL or `uri` holds whitespace or control characters, which RTTM cannot hold. */
+/* The result in `format`, byte for byte what `parley diarize --format FORMAT` writes (one writer
+ * serves every face): "rttm", "json" ({"diarization", "exclusive_diarization",
+ * "speaker_embeddings"}, pyannote's), "txt" ("start end speaker" lines), "srt" or "vtt" (a
+ * subtitle cue per turn naming the speaker). exclusive != 0: the turns with at most one speaker
+ * at a time (json holds both kinds). `uri` names the recording in rttm (NULL: the result's own;
+ * no whitespace or control characters, which RTTM cannot hold). The text is the caller's: free
+ * it with parley_free. NULL (parley_last_error says why) on a NULL result or a wrong argument. */
+PARLEY_API char* parley_result_format(const parley_result* result, const char* format,
+                                      int exclusive, const char* uri);
+/* parley_result_format(result, "rttm", 0, uri), owned by the result (valid until its free) when
+ * `uri` is NULL or the result's own; for another uri owned by this thread, valid until the next
+ * parley_result_rttm call on it. */
 PARLEY_API const char* parley_result_rttm(const parley_result* result, const char* uri);
-/* {"diarization": [...], "exclusive_diarization": [...], "speaker_embeddings": {"SPEAKER_00":
- * [...], ...}}, as `parley diarize --format json` writes it; NULL when `result` is NULL. */
+/* parley_result_format(result, "json", 0, NULL), owned by the result (valid until its free). */
 PARLEY_API const char* parley_result_json(const parley_result* result);
 PARLEY_API void parley_result_free(parley_result* result);
 
@@ -227,7 +270,7 @@ PARLEY_API const char* parley_batch_layout(const parley_batch* batch);
  * <out_dir>/.parley/<name>.<format>.json, each written atomically as soon as it is done. A
  * recording whose record says it was finished with the same settings (those that change the
  * output, the model files' sha256, the format, the audio file's path, size and time) is skipped.
- * `format`: "rttm" or "json". `name`: the output's name (at most 160 bytes, no '/'); NULL: the
+ * `format`: "rttm", "json", "txt", "srt" or "vtt" (parley_result_format's). `name`: the output's name (at most 160 bytes, no '/'); NULL: the
  * file's name without its extension (parley_output_names tells names apart for a list). */
 
 /* Queues `path` as parley_batch_submit_file does, to be written into `out_dir` (made when

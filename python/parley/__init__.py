@@ -22,8 +22,9 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Unio
 from . import _parley
 from ._parley import Cancelled, Error, InvalidArgument
 
-__all__ = ["Pipeline", "Diarization", "Turn", "Segment", "Score", "Error", "Cancelled",
-           "InvalidArgument", "ArgumentTypeError", "SpeedTwinWarning", "score", "__version__"]
+__all__ = ["Pipeline", "Diarization", "Annotation", "Turn", "Segment", "Score", "Error",
+           "Cancelled", "InvalidArgument", "ArgumentTypeError", "SpeedTwinWarning", "FORMATS",
+           "options", "score", "__version__"]
 __version__: str = _parley.version()
 
 
@@ -131,14 +132,38 @@ def _path(name: str, value: Any) -> bytes:
     return path
 
 
-def _progress(value: Any) -> Any:
+def _progress(value: Any, name: str = "progress") -> Any:
     if value is not None and not callable(value):
-        raise ArgumentTypeError(f"progress must be a callable or None "
+        raise ArgumentTypeError(f"{name} must be a callable or None "
                                 f"(got {type(value).__name__})")
     return value
 
 
 ProgressCallback = Callable[[float, str], Optional[bool]]
+# pyannote.audio's hook: hook(step_name, step_artifact, file=None, total=None, completed=None),
+# what pyannote.audio.pipelines.utils.hook.ProgressHook is called with.
+Hook = Callable[..., Any]
+
+# parley's stage names as pyannote's hook names its steps.
+_HOOK_STEPS = {"embedding": "embeddings", "segmentation+embedding": "segmentation+embeddings"}
+# Steps a hook sees per stage: fractions are reported as completed out of this many.
+_HOOK_TOTAL = 100
+
+
+def _with_hook(progress: Optional[ProgressCallback], hook: Optional[Hook],
+               file: dict) -> Optional[ProgressCallback]:
+    """One progress callable for the C API that calls `progress` and a pyannote-shaped `hook`:
+    the hook gets each stage as a step (no artifact: parley does not hand out its
+    intermediates), its fraction as ``completed`` of ``total``."""
+    if hook is None:
+        return progress
+
+    def both(fraction: float, stage: str) -> Optional[bool]:
+        hook(_HOOK_STEPS.get(stage, stage), None, file=file, total=_HOOK_TOTAL,
+             completed=round(fraction * _HOOK_TOTAL))
+        return progress(fraction, stage) if progress is not None else None
+
+    return both
 # A path, or a 1-D numpy array of samples (numpy is needed for arrays and embeddings only).
 Audio = Union[str, "os.PathLike[str]", Any]
 
@@ -179,6 +204,59 @@ def _label(index: int) -> str:
     return f"SPEAKER_{index:02d}"
 
 
+class Annotation:
+    """Speech turns read the way pyannote's ``Annotation`` reads: iterating gives ``(segment,
+    speaker)`` (as ``for turn, speaker in output.speaker_diarization``), ``itertracks`` gives
+    ``(segment, track[, label])``; :meth:`to_annotation` makes a real one."""
+
+    def __init__(self, uri: str, turns: list[Turn]) -> None:
+        self.uri = uri
+        self.turns = turns
+
+    def __iter__(self) -> Iterator[tuple[Segment, str]]:
+        for turn in self.turns:
+            yield Segment(turn.start, turn.end), turn.speaker
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+    def labels(self) -> list[str]:
+        """The speakers who have a turn, sorted."""
+        return sorted({turn.speaker for turn in self.turns})
+
+    def itertracks(self, yield_label: bool = False) -> Iterator[tuple]:
+        for track, turn in enumerate(self.turns):
+            segment = Segment(turn.start, turn.end)
+            yield (segment, track, turn.speaker) if yield_label else (segment, track)
+
+    def to_annotation(self) -> Any:
+        """A ``pyannote.core.Annotation`` of the turns (needs pyannote.core installed)."""
+        try:
+            from pyannote.core import Annotation as PyannoteAnnotation
+            from pyannote.core import Segment as PyannoteSegment
+        except ImportError as error:
+            raise Error("to_annotation needs pyannote.core: pip install pyannote.core") from error
+        annotation = PyannoteAnnotation(uri=self.uri)
+        for segment, track, label in self.itertracks(yield_label=True):
+            annotation[PyannoteSegment(segment.start, segment.end), track] = label
+        return annotation
+
+    def __repr__(self) -> str:
+        return f"<Annotation {self.uri!r}: {len(self.turns)} turns>"
+
+
+class _TurnList(list):
+    """A list of turns that may also be called, as ``exclusive`` was a method (``exclusive()``
+    still gives the same list)."""
+
+    def __call__(self) -> "_TurnList":
+        return self
+
+
+FORMATS = ("rttm", "json", "txt", "srt", "vtt")
+"""What :meth:`Diarization.to_format` writes, as ``parley diarize --format`` does."""
+
+
 class Diarization:
     """The result of diarizing one recording."""
 
@@ -192,6 +270,8 @@ class Diarization:
         """Speaker labels, in the order of the rows of :attr:`embeddings`."""
         self.turns: list[Turn] = self._turns(exclusive=False)
         """Speech turns, overlapping where people talk at once, in time order."""
+        self.exclusive: list[Turn] = _TurnList(self._turns(exclusive=True))
+        """The turns with at most one speaker at a time (for aligning with transcripts)."""
         self.stage_times: dict[str, float] = dict(result.stage_times())
         """Seconds spent per stage (segmentation, embedding, clustering, ...)."""
         self.warnings: list[str] = result.warnings()
@@ -206,13 +286,28 @@ class Diarization:
         i for ``speakers[i]`` (zeros for a speaker the requested count added)."""
         return self._result.embeddings()
 
+    # pyannote.audio's DiarizeOutput names.
+    @property
+    def speaker_diarization(self) -> Annotation:
+        """The turns as pyannote's ``output.speaker_diarization`` reads: ``for turn, speaker in
+        output.speaker_diarization``."""
+        return Annotation(self.uri, self.turns)
+
+    @property
+    def exclusive_speaker_diarization(self) -> Annotation:
+        """The exclusive turns (:attr:`exclusive`) as pyannote's
+        ``output.exclusive_speaker_diarization``."""
+        return Annotation(self.uri, list(self.exclusive))
+
+    @property
+    def speaker_embeddings(self) -> Any:
+        """:attr:`embeddings`, as pyannote's ``output.speaker_embeddings`` (row i for
+        ``speakers[i]``)."""
+        return self.embeddings
+
     def _turns(self, exclusive: bool) -> list[Turn]:
         return [Turn(start, end, _label(speaker))
                 for start, end, speaker in self._result.turns(exclusive)]
-
-    def exclusive(self) -> list[Turn]:
-        """The turns with at most one speaker at a time (for aligning with transcripts)."""
-        return self._turns(exclusive=True)
 
     def itertracks(self, yield_label: bool = False) -> Iterator[tuple]:
         """Iterates like pyannote.core's ``Annotation.itertracks``: ``(segment, track)`` or, with
@@ -227,9 +322,46 @@ class Diarization:
         return self._result.rttm(None if uri is None else _raw_text("uri", uri))
 
     def to_json(self) -> str:
-        """``{"diarization": [...], "exclusive_diarization": [...]}`` as ``parley diarize
-        --format json`` writes it (pyannote's serialization)."""
+        """``{"diarization": [...], "exclusive_diarization": [...], "speaker_embeddings": {...}}``
+        as ``parley diarize --format json`` writes it (pyannote's serialization)."""
         return self._result.json()
+
+    def to_format(self, format: str, exclusive: bool = False, uri: Optional[str] = None) -> str:
+        """The result in ``format`` (one of :data:`FORMATS`: rttm, json, txt, srt, vtt), byte for
+        byte what ``parley diarize --format FORMAT [--exclusive]`` writes. ``exclusive``: the
+        one-speaker-at-a-time turns (json holds both); ``uri`` names the recording in rttm."""
+        format = _text("format", format)
+        if format not in FORMATS:
+            raise InvalidArgument(f"format must be one of {', '.join(FORMATS)} (got {format!r})")
+        return self._result.format(format, _flag("exclusive", exclusive),
+                                   None if uri is None else _raw_text("uri", uri))
+
+    def write(self, path: Union[str, "os.PathLike[str]"], format: Optional[str] = None,
+              exclusive: bool = False) -> None:
+        """Writes :meth:`to_format` to ``path``, whole or not at all (a temporary file renamed
+        over it); ``format`` defaults to the file's extension (``.rttm``, ``.json``, ...)."""
+        target = os.fsdecode(_path("path", path))
+        if format is None:
+            format = os.path.splitext(target)[1].lstrip(".").lower()
+            if format not in FORMATS:
+                raise InvalidArgument(f"cannot tell the format from {target!r}: pass format= "
+                                      f"({', '.join(FORMATS)})")
+        text = self.to_format(format, exclusive)
+        folder = os.path.dirname(os.path.abspath(target))
+        import tempfile
+
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".parley-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8", errors="surrogateescape",
+                           newline="") as file:
+                file.write(text)
+            os.replace(temporary, target)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
 
     def to_annotation(self) -> Any:
         """A ``pyannote.core.Annotation`` of the turns (needs pyannote.core installed)."""
@@ -292,6 +424,15 @@ class Pipeline:
         embedding_mode: "shared" (one embedding pass over the recording, faster) or "exact".
         clustering: "vbx" (pyannote's) or "ahc".
         threads: CPU threads; 0: all cores. Results do not depend on it.
+        device_id: the accelerator to run on (CUDA device number, ...); -1: the provider's
+            default. The same as ``provider_options={"device_id": N}``.
+        progress: ``progress(fraction, stage)`` for every call (a call's own ``progress=``
+            replaces it).
+        hook: a pyannote.audio hook for every call (a call's own ``hook=`` replaces it), e.g.
+            ``pyannote.audio.pipelines.utils.hook.ProgressHook()``.
+
+    The options, their defaults and bounds are those of every face of parley (the option table,
+    ``parley options``).
 
     One pipeline runs one recording at a time: calls from several threads take turns. Use one
     pipeline per thread to run several at once (the GIL is released while parley works).
@@ -304,9 +445,13 @@ class Pipeline:
                  provider: str = "auto",
                  provider_options: Optional[dict[str, Any]] = None, step: float = 1.0,
                  embedding_mode: str = "shared", clustering: str = "vbx",
-                 threads: int = 0) -> None:
+                 threads: int = 0, device_id: int = -1, *,
+                 progress: Optional[ProgressCallback] = None,
+                 hook: Optional[Hook] = None) -> None:
         self._settings = _settings(models_dir, provider, provider_options, step, embedding_mode,
-                                   clustering, threads)
+                                   clustering, threads, device_id)
+        self._progress = _progress(progress)
+        self._hook = _progress(hook, "hook")
         self._diarizer = _parley.Diarizer(self._settings)
         if self._diarizer.speed_twin:
             for message in self._diarizer.warnings():
@@ -315,20 +460,30 @@ class Pipeline:
     def __call__(self, audio: Audio, sample_rate: int = 16000,
                  num_speakers: Optional[int] = None, min_speakers: Optional[int] = None,
                  max_speakers: Optional[int] = None,
-                 progress: Optional[ProgressCallback] = None) -> Diarization:
+                 progress: Optional[ProgressCallback] = None,
+                 hook: Optional[Hook] = None) -> Diarization:
         """Diarizes ``audio``: a file path (any format parley reads, any rate and channel count)
         or a 1-D numpy array of mono samples in [-1, 1] at ``sample_rate`` Hz.
 
         ``progress(fraction, stage)`` is called as work advances (each stage from 0 to 1, no
         fraction twice); return True to stop (raises :class:`Cancelled`). An exception it raises
         stops the run and comes out of this call; so does Ctrl-C (KeyboardInterrupt).
+
+        ``hook`` is pyannote.audio's: called ``hook(step_name, step_artifact, file=file,
+        total=total, completed=completed)`` as each stage advances ("segmentation",
+        "embeddings", "clustering"; no artifact, ``completed`` of ``total`` = 100), so that
+        ``with ProgressHook() as hook: pipeline(audio, hook=hook)`` works as with pyannote.
         """
+        progress = _progress(progress) if progress is not None else self._progress
+        hook = _progress(hook, "hook") if hook is not None else self._hook
+        is_path = isinstance(audio, (str, bytes, os.PathLike))
+        file = {"audio": audio if is_path else "<samples>"}
         speakers = dict(num_speakers=_speakers("num_speakers", num_speakers),
                         min_speakers=_speakers("min_speakers", min_speakers),
                         max_speakers=_speakers("max_speakers", max_speakers),
-                        progress=_progress(progress))
+                        progress=_with_hook(progress, hook, file))
         rate = _integer("sample_rate", sample_rate, MIN_SAMPLE_RATE, MAX_SAMPLE_RATE)
-        if isinstance(audio, (str, bytes, os.PathLike)):
+        if is_path:
             result = self._diarizer.diarize_file(_path("audio", audio), **speakers)
         elif hasattr(audio, "__array__"):
             import numpy as np
@@ -399,6 +554,14 @@ class Pipeline:
                           + "; ".join(str(failure) for _, failure in failures))
             error.failures = failures  # type: ignore[attr-defined]
             raise error
+
+
+def options() -> list[dict[str, Any]]:
+    """Every diarization option of every face of parley (name, type, default, bounds, help, and
+    which faces offer it), the one table the CLI, the server, the C API and this package follow."""
+    import json
+
+    return json.loads(_parley.options_json())
 
 
 def _looks_like_rttm(text: str) -> bool:

@@ -47,7 +47,7 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 __all__ = ["Report", "diarize_archive", "iter_archive", "read_manifest", "output_names",
            "without_repeats"]
 
-FORMATS = ("rttm", "json")
+FORMATS = parley.FORMATS  # every format parley diarize writes, by the same writer
 # Options that choose the engine, as parley.Pipeline takes them.
 PIPELINE_OPTIONS = ("models_dir", "provider", "provider_options", "step", "embedding_mode",
                     "clustering", "threads")

@@ -87,6 +87,92 @@ def test_result_fields(falcon):
     assert falcon.to_rttm("other").startswith("SPEAKER other 1 ")
 
 
+def test_pyannote_names_and_the_exclusive_attribute(falcon):
+    # pyannote.audio's DiarizeOutput: for turn, speaker in output.speaker_diarization.
+    pairs = list(falcon.speaker_diarization)
+    assert [(segment.start, segment.end, speaker) for segment, speaker in pairs] == [
+        (turn.start, turn.end, turn.speaker) for turn in falcon.turns]
+    assert len(falcon.speaker_diarization) == len(falcon.turns)
+    assert set(falcon.speaker_diarization.labels()) <= set(falcon.speakers)
+    exclusive = [(segment.start, segment.end, speaker)
+                 for segment, speaker in falcon.exclusive_speaker_diarization]
+    assert exclusive == [(turn.start, turn.end, turn.speaker) for turn in falcon.exclusive]
+    assert np.array_equal(falcon.speaker_embeddings, falcon.embeddings)
+    # exclusive is an attribute like turns; calling it, as when it was a method, gives the same.
+    assert isinstance(falcon.exclusive, list) and falcon.exclusive() == falcon.exclusive
+
+
+@pytest.mark.skipif(not CLI, reason="the parley command is not built")
+@pytest.mark.parametrize("format", parley.FORMATS)
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_every_format_as_the_command_line_writes_it(falcon, format, exclusive):
+    command = subprocess.run([CLI, "diarize", "--quiet", "--models", MODELS, "--threads", "2",
+                              "--format", format, FALCON] + (["--exclusive"] if exclusive else []),
+                             check=True, capture_output=True, text=True)
+    assert falcon.to_format(format, exclusive=exclusive) == command.stdout
+
+
+def test_write_takes_the_format_from_the_extension(falcon, tmp_path):
+    falcon.write(tmp_path / "turns.vtt", exclusive=True)
+    assert (tmp_path / "turns.vtt").read_text() == falcon.to_format("vtt", exclusive=True)
+    falcon.write(tmp_path / "turns.out", format="srt")
+    assert (tmp_path / "turns.out").read_text().startswith("1\n00:00:")
+    with pytest.raises(parley.InvalidArgument, match="format"):
+        falcon.write(tmp_path / "turns.docx")
+    with pytest.raises(parley.InvalidArgument, match="format must be one of"):
+        falcon.to_format("docx")
+    assert sorted(os.listdir(tmp_path)) == ["turns.out", "turns.vtt"]
+
+
+def test_pyannote_hook_and_progress_are_called(pipeline):
+    calls = []
+
+    def hook(step_name, step_artifact, file=None, total=None, completed=None):
+        calls.append((step_name, step_artifact, file, total, completed))
+
+    fractions_seen = []
+    pipeline(FALCON, hook=hook, progress=lambda fraction, stage: fractions_seen.append(fraction))
+    assert fractions_seen and calls
+    steps = [name for name, *_ in calls]
+    assert "clustering" in steps and any("embeddings" in name for name in steps)
+    assert all(artifact is None and file == {"audio": FALCON} and total == 100
+               and 0 <= completed <= 100 for _, artifact, file, total, completed in calls)
+    # A hook given to the pipeline serves every call.
+    hooked = parley.Pipeline(models_dir=MODELS, threads=2, hook=hook)
+    calls.clear()
+    hooked(FALCON)
+    assert calls
+    with pytest.raises(parley.ArgumentTypeError, match="hook"):
+        pipeline(FALCON, hook=3)
+
+
+def test_device_id_is_a_pipeline_argument():
+    # The same rule as provider_options={"device_id": N}: the cpu provider takes no device.
+    with pytest.raises(parley.InvalidArgument, match="device_id"):
+        parley.Pipeline(models_dir=MODELS, provider="cpu", device_id=0)
+    with pytest.raises(parley.InvalidArgument, match="device_id"):
+        parley.Pipeline(models_dir=MODELS, device_id=-2)
+
+
+def test_keywords_follow_the_option_table():
+    """Every option the table gives Python is a keyword of Pipeline or of its call, with the
+    table's default: a face that lacks one or defaults otherwise fails here."""
+    import inspect
+
+    keywords = dict(inspect.signature(parley.Pipeline.__init__).parameters)
+    keywords.update(inspect.signature(parley.Pipeline.__call__).parameters)
+    table = parley.options()
+    python_options = [option for option in table if option["faces"]["python"]]
+    assert python_options
+    for option in python_options:
+        assert option["name"] in keywords, f"Pipeline lacks the option {option['name']}"
+        default = keywords[option["name"]].default
+        expected = option["default"]
+        if option["type"] == "list" and expected == []:
+            expected = None  # provider_options=None: none, as the table's empty list
+        assert default == expected, f"{option['name']}: {default!r} != table {expected!r}"
+
+
 def test_speaker_count_per_call(pipeline):
     assert len(pipeline(FALCON, num_speakers=2).speakers) == 2
     assert len(pipeline(FALCON, min_speakers=3, max_speakers=3).speakers) == 3

@@ -243,3 +243,38 @@ def test_worker_setup_reads_resources_without_a_future_warning():
         plugin.setup(Worker())
     assert len(plugin.engines) == 1
     plugin.teardown(Worker())
+
+
+class _Parsed(Exception):
+    pass
+
+
+def test_arguments_follow_the_option_table(monkeypatch):
+    """Every option the table gives parley.distributed is one of its arguments, with the
+    table's default and choices."""
+    import argparse
+
+    captured = {}
+
+    def capture(self, args=None, namespace=None):
+        captured["parser"] = self
+        raise _Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", capture)
+    with pytest.raises(_Parsed):
+        pd.main([])
+    actions = {action.dest: action for action in captured["parser"]._actions}
+    dask_options = [option for option in parley.options() if option["faces"]["dask"]]
+    assert dask_options
+    for option in dask_options:
+        name = option["name"]
+        assert name in actions, f"parley.distributed lacks --{name.replace('_', '-')}"
+        action = actions[name]
+        expected = option["default"]
+        # --threads: none means cores / N with --local, all cores otherwise (the table's 0).
+        if name == "threads" and action.default is None:
+            expected = None
+        assert action.default == expected, f"{name}: {action.default!r} != {expected!r}"
+        if option["choices"]:
+            assert list(action.choices) == option["choices"], name
+

@@ -43,6 +43,18 @@ static char* read_text(const char* path) {
   return text;
 }
 
+struct logged {
+  int count;
+  int lowest_level;
+};
+
+static void record_log(parley_log_level level, const char* message, void* user_data) {
+  struct logged* logged = user_data;
+  if (message == NULL || strchr(message, '\n') != NULL) return;
+  if (logged->count == 0 || (int)level < logged->lowest_level) logged->lowest_level = (int)level;
+  ++logged->count;
+}
+
 /* Wrong parameters fail before any model loads, with the status and a message naming them. */
 static void rejects_bad_params(const char* models) {
   parley_diarizer* diarizer = NULL;
@@ -80,7 +92,7 @@ static void rejects_bad_params(const char* models) {
   for (size_t i = 0; i < sizeof steps / sizeof steps[0]; ++i) {
     params.step_seconds = steps[i];
     CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
-    CHECK(strstr(parley_last_error(), "step_seconds") != NULL);
+    CHECK(strstr(parley_last_error(), "step must be between 0.1 and 10 seconds") != NULL);
   }
   params.step_seconds = 1.0;
   params.embedding_model = "/no/such/model.onnx";
@@ -172,6 +184,32 @@ static void diarizes_a_recording(parley_diarizer* diarizer, const char* eval, ch
   CHECK(strstr(parley_result_json(result), "\"exclusive_diarization\"") != NULL);
   CHECK(strstr(parley_result_json(result), "\"speaker_embeddings\": {\n    \"SPEAKER_00\": [") !=
         NULL);
+  /* Every format through the one writer; the text is the caller's. */
+  char* text = parley_result_format(result, "rttm", 0, NULL);
+  CHECK(text != NULL && strcmp(text, parley_result_rttm(result, NULL)) == 0);
+  parley_free(text);
+  text = parley_result_format(result, "json", 1, NULL);
+  CHECK(text != NULL && strcmp(text, parley_result_json(result)) == 0);
+  parley_free(text);
+  text = parley_result_format(result, "rttm", 1, "other");
+  CHECK(text != NULL && strncmp(text, "SPEAKER other 1 ", 16) == 0);
+  parley_free(text);
+  text = parley_result_format(result, "txt", 1, NULL);
+  CHECK(text != NULL && strstr(text, " SPEAKER_0") != NULL);
+  parley_free(text);
+  text = parley_result_format(result, "srt", 0, NULL);
+  CHECK(text != NULL && strncmp(text, "1\n00:00:", 8) == 0 && strstr(text, " --> ") != NULL);
+  parley_free(text);
+  text = parley_result_format(result, "vtt", 1, NULL);
+  CHECK(text != NULL && strncmp(text, "WEBVTT\n", 7) == 0);
+  parley_free(text);
+  CHECK(parley_result_format(result, "docx", 0, NULL) == NULL);
+  CHECK(strstr(parley_last_error(), "format 'docx': expected one of rttm, json, txt, srt, vtt") !=
+        NULL);
+  CHECK(parley_result_format(result, NULL, 0, NULL) == NULL);
+  CHECK(parley_result_format(NULL, "rttm", 0, NULL) == NULL);
+  CHECK(parley_result_format(result, "rttm", 0, "a b") == NULL);
+  parley_free(NULL);
   *rttm = strdup(parley_result_rttm(result, NULL));
   parley_result_free(result);
 
@@ -417,12 +455,29 @@ int main(int argc, char** argv) {
   CHECK(strcmp(parley_status_name(PARLEY_ERROR_CANCELLED), "cancelled") == 0);
   rejects_bad_params(models);
 
+  CHECK(parley_abi_version() == PARLEY_ABI_VERSION);
+  CHECK(strstr(parley_options_json(), "\"name\": \"step\"") != NULL);
+
   parley_params params = parley_default_params();
+  /* step is the option table's name; step_seconds, its older name, is the same field. */
+  CHECK(params.step == 1.0 && params.step_seconds == 1.0);
+  params.step_seconds = 2.0;
+  CHECK(params.step == 2.0);
+  params.step = 1.0;
   params.models_dir = models;
   params.threads = 2;
   parley_diarizer* diarizer = NULL;
+  /* The log goes to the callback, at the level asked for, while the models load. */
+  struct logged logged = {0, -1};
+  parley_set_log_callback(record_log, &logged);
+  CHECK(parley_set_log_level(PARLEY_LOG_DEBUG) == PARLEY_OK);
   CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_OK);
   CHECK(strcmp(parley_last_error(), "") == 0);
+  CHECK(logged.count > 0);
+  CHECK(logged.lowest_level == PARLEY_LOG_DEBUG || logged.lowest_level == PARLEY_LOG_INFO);
+  CHECK(parley_set_log_level((parley_log_level)7) == PARLEY_ERROR_INVALID_ARGUMENT);
+  CHECK(parley_set_log_level(PARLEY_LOG_WARNING) == PARLEY_OK);
+  parley_set_log_callback(NULL, NULL);
   if (diarizer == NULL) return 1;
   char* falcon_rttm = NULL;
   diarizes_a_recording(diarizer, eval, &falcon_rttm);

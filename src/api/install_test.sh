@@ -70,6 +70,17 @@ expect_turns "$work/pkg-config.txt" "the example built with pkg-config"
 expect_models_from "$installed_models" "$work/pkg-config.err" "the example built with pkg-config"
 diff "$work/cmake.txt" "$work/pkg-config.txt"
 
+# One ABI number: the installed header's, parley.pc's, the CMake package's and the SONAME's.
+abi=$(sed -n 's/^#define PARLEY_ABI_VERSION \([0-9]*\)$/\1/p' "$prefix/include/parley/parley.h")
+pc_abi=$(PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name parley.pc | head -1)") \
+  pkg-config --variable=abi_version parley)
+if [ -z "$abi" ] || [ "$pc_abi" != "$abi" ] ||
+   ! grep -q "set(parley_ABI_VERSION $abi)" "$(find "$prefix" -name parleyConfig.cmake | head -1)" ||
+   [ -z "$(find "$prefix" -name "libparley.so.$abi")" ]; then
+  echo "FAILED: the ABI numbers disagree (header '$abi', parley.pc '$pc_abi')" >&2
+  exit 1
+fi
+
 if [ -n "$wheels" ]; then
   wheel=$(ls "$wheels"/parley-*.whl)
   # The wheel says its license and carries the text.

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
@@ -21,7 +24,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <fmt/ranges.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "audio/audio_source.h"
@@ -40,6 +44,8 @@
 #include "frames/output.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_table.h"
+#include "pipeline/result_writer.h"
 
 struct parley_diarizer {
   std::unique_ptr<parley::pipeline::Diarizer> diarizer;
@@ -51,9 +57,10 @@ struct parley_result {
   parley::pipeline::DiarizationResult result;
   std::vector<std::string> warnings;
   bool speed_twin = false;
-  // Owned storage for the texts handed out; filling it does not change the result.
-  mutable std::string rttm;
-  mutable std::string json;
+  // The texts parley_result_rttm and parley_result_json hand out, made with the result so that
+  // a returned result is never written again (any thread may read it at once).
+  std::string rttm;
+  std::string json;
 };
 
 namespace {
@@ -66,9 +73,6 @@ constexpr int kModelSampleRate = 16000;
 // The bounds on a speaker count: far beyond any recording, and low enough that the zero rows a
 // requested count adds (frames x speakers) cannot exhaust memory.
 constexpr int kMaxSpeakers = 1000;
-// The smallest step between 10 s windows: a tenth of pyannote's, where the chunk count (and with
-// it time and memory) is already ten times pyannote's.
-constexpr double kMinStepSeconds = 0.1;
 
 thread_local std::string last_error;
 
@@ -149,12 +153,58 @@ Value answered(Value failed, Work&& work) noexcept {
   return value;
 }
 
-// The library's log (its own copy of spdlog, hidden inside libparley) goes to standard error,
-// warnings only: a program's standard output is its own, and routing notes are the CLI's to show.
+parley_log_level log_level_of(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace:
+    case spdlog::level::debug:
+      return PARLEY_LOG_DEBUG;
+    case spdlog::level::info:
+      return PARLEY_LOG_INFO;
+    case spdlog::level::warn:
+      return PARLEY_LOG_WARNING;
+    default:
+      return PARLEY_LOG_ERROR;
+  }
+}
+
+// Where the library's log (its own copy of spdlog, hidden inside libparley) goes: the caller's
+// callback, or standard error (a program's standard output is its own).
+class LogSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  void set_callback(parley_log_callback callback, void* user_data) {
+    std::lock_guard lock(mutex_);
+    callback_ = callback;
+    user_data_ = user_data;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    if (callback_ != nullptr) {
+      const std::string text(message.payload.data(), message.payload.size());
+      callback_(log_level_of(message.level), text.c_str(), user_data_);
+      return;
+    }
+    spdlog::memory_buf_t line;
+    formatter_->format(message, line);
+    std::fwrite(line.data(), 1, line.size(), stderr);
+  }
+  void flush_() override { std::fflush(stderr); }
+
+ private:
+  parley_log_callback callback_ = nullptr;
+  void* user_data_ = nullptr;
+};
+
+const std::shared_ptr<LogSink>& log_sink() {
+  static const auto sink = std::make_shared<LogSink>();
+  return sink;
+}
+
+// Warnings only by default: routing notes are the CLI's to show.
 void set_up_logging() {
   static std::once_flag once;
   std::call_once(once, [] {
-    auto logger = spdlog::stderr_color_mt("parley");
+    auto logger = std::make_shared<spdlog::logger>("parley", log_sink());
     logger->set_level(spdlog::level::warn);
     spdlog::set_default_logger(std::move(logger));
   });
@@ -218,11 +268,12 @@ parley::pipeline::ProviderRouting provider_routing(const parley_params& params) 
 
 DiarizationConfig diarization_config(const parley_params& params) {
   DiarizationConfig config;
-  if (!(params.step_seconds >= kMinStepSeconds && params.step_seconds <= 10.0)) {
-    invalid(fmt::format("step_seconds must be between {} and 10 seconds (got {}); 1 is pyannote's",
-                        kMinStepSeconds, params.step_seconds));
+  const auto& step = parley::pipeline::diarization_option("step");
+  if (!(params.step >= *step.minimum && params.step <= *step.maximum)) {
+    invalid(fmt::format("step must be between {} and {} seconds (got {}); 1 is pyannote's",
+                        *step.minimum, *step.maximum, params.step));
   }
-  config.step_seconds = params.step_seconds;
+  config.step_seconds = params.step;
   const int max_threads = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (params.threads < 0 || params.threads > max_threads) {
     invalid(
@@ -358,6 +409,40 @@ class CallbackProgress : public parley::ProgressSink {
   double last_ = -1.0;  // the fraction last reported in this stage
 };
 
+// The result in `format` through the writer every face uses; `uri` (NULL: the result's own)
+// names the recording in RTTM, which cannot hold whitespace or control characters.
+std::string result_text(const parley_result& result, const char* format, bool exclusive,
+                        const char* uri, const char* function) {
+  if (format == nullptr) invalid(fmt::format("{}: format is NULL", function));
+  parley::pipeline::ResultFormatOptions options;
+  options.exclusive = exclusive;
+  options.uri = uri != nullptr ? std::string(uri) : result.result.uri;
+  // Checked here too, not only per turn: a result without turns must refuse the same uri.
+  if (std::any_of(options.uri.begin(), options.uri.end(), [](char c) {
+        return std::isspace(static_cast<unsigned char>(c)) ||
+               std::iscntrl(static_cast<unsigned char>(c));
+      })) {
+    invalid(
+        fmt::format("{}: uri '{}' holds whitespace or control characters, which RTTM cannot "
+                    "represent; pass a name without them",
+                    function, options.uri));
+  }
+  return with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+    return parley::pipeline::format_result(result.result, format, options);
+  });
+}
+
+void make_texts(parley_result& result) {
+  result.json = parley::pipeline::format_result(result.result, "json");
+  // A uri RTTM cannot hold (a file name with a space) gets its text when asked for, with the
+  // reason it cannot be made.
+  try {
+    result.rttm = result_text(result, "rttm", false, nullptr, "parley_result_rttm");
+  } catch (const StatusError&) {
+    result.rttm.clear();
+  }
+}
+
 parley_result* diarize(parley_diarizer& handle, std::span<const float> samples,
                        const std::string& uri, const parley_run_options* options) {
   const auto speakers = speaker_counts(options);
@@ -374,6 +459,7 @@ parley_result* diarize(parley_diarizer& handle, std::span<const float> samples,
   });
   result->warnings = handle.warnings;
   result->speed_twin = handle.speed_twin;
+  make_texts(*result);
   return result.release();
 }
 
@@ -383,6 +469,7 @@ parley_result* result_of(parley::corpus::RecordingOutcome& outcome,
   result->result = std::move(*outcome.result);
   result->warnings = warnings;
   result->speed_twin = speed_twin;
+  make_texts(*result);
   return result.release();
 }
 
@@ -474,12 +561,10 @@ struct parley_batch {
                     parley::corpus::RecordingOutcome& outcome) {
     try {
       const parley::pipeline::DiarizationResult& result = *outcome.result;
-      const std::string format = destination.settings.value("format", std::string());
-      const std::string text =
-          format == "json" ? parley::pipeline::format_json(result.turns, result.exclusive_turns,
-                                                           result.speaker_embeddings)
-                           : parley::eval::format_rttm(
-                                 parley::pipeline::to_eval_turns(result.turns, result.uri));
+      parley::pipeline::ResultFormatOptions options;
+      options.exclusive = destination.settings.value("exclusive", false);
+      const std::string text = parley::pipeline::format_result(
+          result, destination.settings.value("format", std::string("rttm")), options);
       parley::corpus::write_result(
           destination.destination, text,
           parley::corpus::make_record(destination, text, result, outcome.wall_seconds));
@@ -529,8 +614,9 @@ namespace {
 // "rttm" or "json": what a batch writes into an output folder.
 std::string output_format(const char* format, const char* function) {
   const std::string text = format != nullptr ? format : "";
-  if (text != "rttm" && text != "json") {
-    invalid(fmt::format("{}: format must be \"rttm\" or \"json\" (got \"{}\")", function, text));
+  if (!parley::pipeline::is_result_format(text)) {
+    invalid(fmt::format("{}: format must be one of {} (got \"{}\")", function,
+                        fmt::join(parley::pipeline::result_format_names(), ", "), text));
   }
   return text;
 }
@@ -582,6 +668,38 @@ const char* parley_last_error(void) { return last_error.c_str(); }
 
 const char* parley_version(void) { return parley::kVersion; }
 
+int parley_abi_version(void) { return PARLEY_ABI_VERSION; }
+
+void parley_free(void* text) { std::free(text); }
+
+void parley_set_log_callback(parley_log_callback callback, void* user_data) {
+  quietly([&] {
+    set_up_logging();
+    log_sink()->set_callback(callback, user_data);
+  });
+}
+
+parley_status parley_set_log_level(parley_log_level level) {
+  return guarded([&] {
+    set_up_logging();
+    static constexpr spdlog::level::level_enum kLevels[] = {
+        spdlog::level::debug, spdlog::level::info, spdlog::level::warn, spdlog::level::err,
+        spdlog::level::off};
+    const int index = static_cast<int>(level);
+    if (index < 0 || index > static_cast<int>(PARLEY_LOG_OFF)) {
+      invalid(fmt::format("level must be PARLEY_LOG_DEBUG to PARLEY_LOG_OFF (got {})", index));
+    }
+    spdlog::default_logger()->set_level(kLevels[index]);
+  });
+}
+
+const char* parley_options_json(void) {
+  return answered<const char*>("", [] {
+    static const std::string json = parley::pipeline::diarization_options_json();
+    return json.c_str();
+  });
+}
+
 const char* parley_status_name(parley_status status) {
   switch (status) {
     case PARLEY_OK:
@@ -608,7 +726,7 @@ parley_params parley_default_params(void) {
   parley_params params{};
   params.provider = "auto";
   params.device_id = -1;
-  params.step_seconds = 1.0;
+  params.step = parley::pipeline::diarization_option("step").default_value.get<double>();
   params.embedding_mode = PARLEY_EMBEDDING_SHARED;
   params.clustering = PARLEY_CLUSTERING_VBX;
   params.threads = 0;
@@ -738,31 +856,36 @@ int parley_result_speed_twin(const parley_result* result) {
   return result != nullptr && result->speed_twin ? 1 : 0;
 }
 
+char* parley_result_format(const parley_result* result, const char* format, int exclusive,
+                           const char* uri) {
+  return answered<char*>(nullptr, [&]() -> char* {
+    require(result, "parley_result_format", "result");
+    const std::string text =
+        result_text(*result, format, exclusive != 0, uri, "parley_result_format");
+    // malloc, not new: parley_free releases it, and a binding may hand it to free().
+    char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+    if (copy == nullptr) throw std::bad_alloc();
+    std::memcpy(copy, text.c_str(), text.size() + 1);
+    return copy;
+  });
+}
+
 const char* parley_result_rttm(const parley_result* result, const char* uri) {
   return answered<const char*>(nullptr, [&]() -> const char* {
     require(result, "parley_result_rttm", "result");
-    const std::string name = uri != nullptr ? std::string(uri) : result->result.uri;
-    // Checked here too, not only per turn: a result without turns must refuse the same uri.
-    if (std::any_of(name.begin(), name.end(), [](char c) {
-          return std::isspace(static_cast<unsigned char>(c)) ||
-                 std::iscntrl(static_cast<unsigned char>(c));
-        })) {
-      invalid(fmt::format(
-          "parley_result_rttm: uri '{}' holds whitespace or control characters, which RTTM "
-          "cannot represent; pass a name without them",
-          name));
+    if ((uri == nullptr || result->result.uri == uri) && !result->rttm.empty()) {
+      return result->rttm.c_str();
     }
-    result->rttm =
-        parley::eval::format_rttm(parley::pipeline::to_eval_turns(result->result.turns, name));
-    return result->rttm.c_str();
+    // Another name than the result's: the text is this thread's, as parley.h says.
+    thread_local std::string renamed;
+    renamed = result_text(*result, "rttm", false, uri, "parley_result_rttm");
+    return renamed.c_str();
   });
 }
 
 const char* parley_result_json(const parley_result* result) {
   return answered<const char*>(nullptr, [&]() -> const char* {
     require(result, "parley_result_json", "result");
-    result->json = parley::pipeline::format_json(
-        result->result.turns, result->result.exclusive_turns, result->result.speaker_embeddings);
     return result->json.c_str();
   });
 }

@@ -20,5 +20,7 @@ void add_fuse_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+// parley options [--json]: the option table (pipeline/option_table.h).
+void add_options_command(CLI::App& app);
 
 }  // namespace parley::cli

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +16,8 @@
 #include "core/error.h"
 #include "corpus/run_record.h"
 #include "frames/output.h"
+#include "pipeline/option_table.h"
+#include "pipeline/result_writer.h"
 #include "runtime/provider_discovery.h"
 
 namespace parley::cli {
@@ -88,23 +91,62 @@ CLI::Validator threads_check() {
       range.get_description());
 }
 
+namespace {
+
+// The option table's checks of a flag (pipeline/option_table.h): its choices, its bounds.
+CLI::Option* with_table_checks(CLI::Option* option, const pipeline::OptionSpec& spec) {
+  if (spec.type == pipeline::OptionType::kChoice) {
+    option->check(CLI::IsMember(spec.choices));
+  }
+  if (spec.minimum && spec.maximum) {
+    option->check(number_between(*spec.minimum, *spec.maximum));
+  } else if (spec.minimum) {
+    option->check(number_at_least(*spec.minimum));
+  }
+  return option;
+}
+
+template <typename T>
+struct OptionalValue {
+  using type = T;
+};
+template <typename T>
+struct OptionalValue<std::optional<T>> {
+  using type = T;
+};
+
+// The table's default into the flag's variable; a null default (none, automatic) leaves it.
+template <typename T>
+void set_default(T& target, const nlohmann::json& value) {
+  if (!value.is_null()) target = value.get<typename OptionalValue<T>::type>();
+}
+
+// Adds the table's option `name` as its flag, with its help, checks and default (written into
+// `target`, which the flag then fills).
+template <typename T>
+CLI::Option* add_table_option(CLI::App& command, std::string_view name, T& target,
+                              bool with_checks = true) {
+  const pipeline::OptionSpec& spec = pipeline::diarization_option(name);
+  set_default(target, spec.default_value);
+  if constexpr (std::is_same_v<T, bool>) {
+    return command.add_flag(spec.cli_flag, target, spec.help);
+  } else {
+    CLI::Option* option = command.add_option(spec.cli_flag, target, spec.help);
+    if (!spec.default_value.is_null()) option->capture_default_str();
+    return with_checks ? with_table_checks(option, spec) : option;
+  }
+}
+
+}  // namespace
+
 void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
-  command.add_option("--clustering", flags.clustering, "vbx (PLDA + VBx, pyannote's) or ahc")
-      ->check(CLI::IsMember({"vbx", "ahc"}))
-      ->capture_default_str();
-  command.add_option("--ahc-threshold", flags.ahc_threshold,
-                     "AHC cosine-distance threshold (default 0.60; 0.65 for long recordings)");
-  command.add_option("--num-speakers", flags.num_speakers, "exact number of speakers, when known")
-      ->check(number_at_least(1));
-  command.add_option("--min-speakers", flags.min_speakers, "at least this many speakers")
-      ->check(number_at_least(1));
-  command.add_option("--max-speakers", flags.max_speakers, "at most this many speakers")
-      ->check(number_at_least(1));
+  add_table_option(command, "clustering", flags.clustering);
+  add_table_option(command, "ahc_threshold", flags.ahc_threshold);
+  add_table_option(command, "num_speakers", flags.num_speakers);
+  add_table_option(command, "min_speakers", flags.min_speakers);
+  add_table_option(command, "max_speakers", flags.max_speakers);
   // A mistyped --models must not fall back to $PARLEY_MODELS unnoticed.
-  command
-      .add_option("--models", flags.models_dir,
-                  "folder with the models, searched before the per-user cache (default: "
-                  "$PARLEY_MODELS, else models/ beside parley after the cache)")
+  add_table_option(command, "models_dir", flags.models_dir)
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             std::error_code ec;
@@ -123,13 +165,11 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
 
 void add_diarization_flags(CLI::App& command, DiarizationFlags& flags) {
   add_clustering_flags(command, flags);
-  command
-      .add_option("--format", flags.format,
-                  "output format: rttm (default), json or txt; with a transcript srt, vtt, txt "
-                  "(default) or json")
-      ->check(CLI::IsMember({"rttm", "json", "txt", "srt", "vtt"}));
-  command.add_flag("--exclusive", flags.exclusive,
-                   "at most one speaker at a time (turns suited to transcripts)");
+  // No default written into flags.format: with a transcript the default is txt (check_format).
+  with_table_checks(
+      command.add_option("--format", flags.format, pipeline::diarization_option("format").help),
+      pipeline::diarization_option("format"));
+  add_table_option(command, "exclusive", flags.exclusive);
   command.add_option("-o,--out", flags.out, "output file, - for standard output")
       ->capture_default_str();
   add_force_flag(command, flags.force);
@@ -142,12 +182,6 @@ void add_force_flag(CLI::App& command, bool& force) {
 }
 
 void check_format(const DiarizationFlags& flags, bool with_transcript) {
-  if (!with_transcript && (flags.format == "srt" || flags.format == "vtt")) {
-    fail(
-        "--format {} writes a speaker-labelled transcript: pass --transcript FILE or --asr-cmd "
-        "(or use rttm, json or txt)",
-        flags.format);
-  }
   if (with_transcript && flags.format == "rttm") {
     fail("--format rttm has no place for words; with a transcript use srt, vtt, txt or json");
   }
@@ -156,43 +190,19 @@ void check_format(const DiarizationFlags& flags, bool with_transcript) {
 void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   add_provider_options(command, engine.provider);
   add_model_provider_flags(command, engine.model_providers);
-  command
-      .add_option("--step", engine.step,
-                  "seconds between 10 s analysis windows: 1 (pyannote) or 2 (faster)")
-      ->capture_default_str();
-  command
-      .add_option("--embedding-mode", engine.embedding_mode,
-                  "shared: the embedding network runs once over the whole recording and each "
-                  "10 s chunk takes its slice (6-9x less embedding time); exact: once per "
-                  "chunk, pyannote's definition (docs/embedding.md)")
-      ->check(CLI::IsMember({"exact", "shared"}))
-      ->capture_default_str();
-  command
-      .add_option("--threads", engine.threads,
-                  fmt::format("CPU threads (default: all cores; at most {} on this machine, 4 per "
-                              "core); output is the same for any value",
-                              max_threads()))
+  add_table_option(command, "step", engine.step);
+  add_table_option(command, "embedding_mode", engine.embedding_mode);
+  // 0 (all cores) is the default, not a value to pass; the bound is this machine's.
+  add_table_option(command, "threads", engine.threads, false)
+      ->description(fmt::format("{} (at most {} on this machine)",
+                                pipeline::diarization_option("threads").help, max_threads()))
       ->check(threads_check());
-  command
-      .add_option("--embedding-batch", engine.embedding_batch,
-                  "chunks per embedding call in exact mode (on a GPU 128 ran an hour in 16 s "
-                  "instead of 30 s, docs/benchmarks.md; larger batches hold more memory)")
-      ->check(number_at_least(1))
-      ->capture_default_str();
-  command.add_flag("--no-streaming", engine.no_streaming,
-                   "segment the whole recording before embedding (same output; for timing the "
-                   "overlap of the two stages)");
-  command.add_flag("--sincnet-per-chunk", engine.sincnet_per_chunk,
-                   "on the CPU, run segmentation's first convolution on every 10 s chunk, as "
-                   "pyannote does, instead of once over the recording (slower; the same within "
-                   "rounding, docs/segmentation.md)");
-  command.add_option("--segmentation-model", engine.segmentation_model,
-                     "segmentation .onnx (default: found through --models)");
-  command.add_option("--embedding-model", engine.embedding_model,
-                     "speaker-embedding .onnx (default: found through --models)");
-  command.add_option(
-      "--plda", engine.plda_dir,
-      "folder with plda.npz and xvec_transform.npz (default: found through --models)");
+  add_table_option(command, "embedding_batch", engine.embedding_batch);
+  add_table_option(command, "no_streaming", engine.no_streaming);
+  add_table_option(command, "sincnet_per_chunk", engine.sincnet_per_chunk);
+  add_table_option(command, "segmentation_model", engine.segmentation_model);
+  add_table_option(command, "embedding_model", engine.embedding_model);
+  add_table_option(command, "plda_dir", engine.plda_dir);
 }
 
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
@@ -247,25 +257,12 @@ ModelProviders model_providers(const pipeline::DiarizationModels& models,
 }
 
 void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
-  command.add_option("--segmentation-provider", flags.segmentation_provider,
-                     "provider of the segmentation model only (overrides --provider for it)");
-  command.add_option("--embedding-provider", flags.embedding_provider,
-                     "provider of the speaker-embedding model only (overrides --provider for it)");
-  command
-      .add_option("--segmentation-batch", flags.accelerator_segmentation_batch,
-                  "chunks per segmentation call (default: on the CPU 8 / threads, from 2 to 4; "
-                  "128 on a GPU, 256 with several engines on a GPU); 1 on the CPU rounds "
-                  "differently in the last bits")
-      ->check(number_at_least(1));
-  command
-      .add_option("--segmentation-sessions", flags.accelerator_segmentation_sessions,
-                  "segmentation calls feeding a GPU at once (each on its own stream, all through "
-                  "one session; default 4, 2 per engine with several engines on a GPU); output "
-                  "does not depend on it")
-      ->check(number_at_least(1));
-  command.add_flag("--gpu-float16", flags.accelerator_float16,
-                   "run the models in float16 on a CUDA/ROCm GPU (tensor cores; not exact: "
-                   "agreement with float32 in docs/benchmarks.md); no effect on the CPU");
+  add_table_option(command, "segmentation_provider", flags.segmentation_provider);
+  add_table_option(command, "embedding_provider", flags.embedding_provider);
+  // 0 in these fields: automatic (the table's null default).
+  add_table_option(command, "segmentation_batch", flags.accelerator_segmentation_batch);
+  add_table_option(command, "segmentation_sessions", flags.accelerator_segmentation_sessions);
+  add_table_option(command, "gpu_float16", flags.accelerator_float16);
 }
 
 pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
@@ -314,12 +311,10 @@ void apply_diarization_flags(const DiarizationFlags& flags, pipeline::Diarizatio
 
 std::string format_result(const pipeline::DiarizationResult& result,
                           const DiarizationFlags& flags) {
-  const auto& turns = flags.exclusive ? result.exclusive_turns : result.turns;
   check_format(flags, false);
-  if (flags.format == "json")
-    return pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);
-  if (flags.format == "txt") return pipeline::format_text(turns);
-  return eval::format_rttm(pipeline::to_eval_turns(turns, result.uri));
+  pipeline::ResultFormatOptions options;
+  options.exclusive = flags.exclusive;
+  return pipeline::format_result(result, flags.format.empty() ? "rttm" : flags.format, options);
 }
 
 void write_output(const std::string& text, const std::string& out, const OutputOptions& options) {

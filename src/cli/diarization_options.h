@@ -24,7 +24,7 @@ struct DiarizationFlags {
   std::optional<int> num_speakers;
   std::optional<int> min_speakers;
   std::optional<int> max_speakers;
-  std::string format;  // rttm | json | txt, and srt | vtt with a transcript; empty: rttm
+  std::string format;  // rttm | json | txt | srt | vtt (pipeline/result_writer.h); empty: rttm
   bool exclusive = false;
   std::string out = "-";
   bool force = false;  // replace read-only output files
@@ -122,7 +122,7 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
 // Applies the clustering and speaker-count flags to `config`.
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config);
 
-// The result in the chosen format (`uri` names the recording in RTTM).
+// The result in the chosen format (pipeline::format_result, the writer every face uses).
 std::string format_result(const pipeline::DiarizationResult& result, const DiarizationFlags& flags);
 
 // The recording id for an audio file (shared with the library's C API).
@@ -131,8 +131,8 @@ using pipeline::recording_uri;
 // --force: replace output files that are read-only (every command that writes files takes it).
 void add_force_flag(CLI::App& command, bool& force);
 
-// Fails (before any model loads) when --format cannot describe what the command will write:
-// srt and vtt need a transcript, rttm has no place for one's words.
+// Fails (before any model loads) when --format cannot describe what the command will write: rttm
+// has no place for a transcript's words.
 void check_format(const DiarizationFlags& flags, bool with_transcript);
 
 // Writes `text` to `out` ("-" or empty: standard output) as core/atomic_file.h writes: a file is

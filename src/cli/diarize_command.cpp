@@ -26,6 +26,7 @@
 #include "corpus/engine_layout.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/result_writer.h"
 #include "transcript/fusion.h"
 #include "transcript/recognizer_process.h"
 #include "transcript/transcript.h"
@@ -58,13 +59,13 @@ std::optional<transcript::TranscriptFormat> transcript_format(const DiarizeArgum
 std::string fused_transcript(const pipeline::DiarizationResult& result,
                              const transcript::Transcript& words,
                              const DiarizeArguments& arguments) {
-  transcript::FusionOptions options;
-  options.gap_tolerance = arguments.gap_tolerance;
-  // The exclusive turns (one speaker at a time) are what the transcript fusion reads.
-  const auto turns = pipeline::to_eval_turns(result.exclusive_turns, result.uri);
-  const transcript::Transcript fused = transcript::assign_speakers(words, turns, options);
+  const transcript::Transcript labelled =
+      pipeline::label_transcript(result, words, arguments.gap_tolerance);
+  pipeline::ResultFormatOptions options;
+  options.exclusive = arguments.flags.exclusive;
+  options.transcript = &labelled;
   const std::string format = arguments.flags.format.empty() ? "txt" : arguments.flags.format;
-  return transcript::format_transcript(fused, transcript::parse_output_format(format));
+  return pipeline::format_result(result, format, options);
 }
 
 // Where what is kept of a run whose transcript failed goes (<name> is <recording>.rttm and the

@@ -88,7 +88,7 @@ awk '{n++; s=$4; e=$4+$5; printf "%d\n%02d:%02d:%06.3f --> %02d:%02d:%06.3f\ntur
 check 'grep -q "^\[00:00:0[0-9]\] SPEAKER_0[0-9]: turn 1" "$work/fused.txt"' "fused text"
 "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
   --asr-cmd "sh -c 'cp \"\$1\" \"\$0.srt\"' {out} '$work/people.srt' {audio}" --format json -o "$work/fused.json" 2>/dev/null
-check '/usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1]))[\"segments\"]; sys.exit(0 if len(s) >= 3 and all(x[\"speaker\"].startswith(\"SPEAKER_\") for x in s) else 1)" "$work/fused.json"' "asr-cmd json"
+check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); s=d[\"transcript\"]; sys.exit(0 if len(s) >= 3 and d[\"diarization\"] and all(x[\"speaker\"].startswith(\"SPEAKER_\") for x in s) else 1)" "$work/fused.json"' "asr-cmd json"
 set +e
 "$parley" diarize "$shared/eval/falcon-test/test.wav" --models "$work/models" -q --step 2 \
   --asr-cmd "sh -c 'exit 3' {audio} {out}" -o "$work/failed.txt" >/dev/null 2>"$work/err"; status=$?

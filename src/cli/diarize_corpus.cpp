@@ -127,12 +127,6 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   // Warnings from deep in the pipeline name the recording they are about (core/log_subject.h).
   show_log_subjects(*spdlog::default_logger());
   const std::string format = flags.format.empty() ? "rttm" : flags.format;
-  if (format == "srt" || format == "vtt") {
-    fail(
-        "--format {} writes a speaker-labelled transcript, one recording at a time with "
-        "--transcript or --asr-cmd; for many recordings use rttm, json or txt",
-        format);
-  }
   if (out_dir.empty() && format != "rttm") {
     fail("--format {} writes one document per recording: with several, pass --out-dir DIR", format);
   }

@@ -3,31 +3,38 @@
 #include <array>
 #include <cctype>
 #include <utility>
+#include <vector>
+
+#include "pipeline/option_table.h"
 
 namespace parley::cli {
 namespace {
 
-// Field (as library messages name it) -> the flag that sets it. Only identifiers with an
-// underscore are listed: plain words ("threads", "provider") also appear in ordinary prose.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kFlagOfField = {{
-    {"step_seconds", "--step"},
-    {"models_dir", "--models"},
-    {"embedding_mode", "--embedding-mode"},
-    {"embedding_batch_size", "--embedding-batch"},
+// Fields set by CLI flags that are not diarization options of the table (corpus and server
+// flags), or under a second name.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kOtherFlagOfField = {{
     {"accelerator_segmentation_batch_size", "--segmentation-batch"},
-    {"segmentation_batch_size", "--segmentation-batch"},
-    {"segmentation_accelerator_sessions", "--segmentation-sessions"},
-    {"accelerator_float16", "--gpu-float16"},
-    {"num_speakers", "--num-speakers"},
-    {"min_speakers", "--min-speakers"},
-    {"max_speakers", "--max-speakers"},
-    {"provider_options", "--provider-option"},
     {"dim_buckets", "--dim"},
     {"overwrite_read_only", "--force"},
     {"engines_per_device", "--engines"},
     {"device_list", "--devices"},
     {"decode_threads", "--jobs"},
 }};
+
+// Field (as library messages name it) -> the flag that sets it: the option table's, and the
+// others above. Only identifiers with an underscore are listed: plain words ("threads",
+// "provider") also appear in ordinary prose.
+std::vector<std::pair<std::string, std::string>> flag_of_field() {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& option : pipeline::diarization_options()) {
+    const std::string field = option.config_field.empty() ? option.name : option.config_field;
+    if (option.faces.cli && field.find('_') != std::string::npos) {
+      pairs.emplace_back(field, option.cli_flag);
+    }
+  }
+  for (const auto& [field, flag] : kOtherFlagOfField) pairs.emplace_back(field, flag);
+  return pairs;
+}
 
 bool is_identifier_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
@@ -48,7 +55,8 @@ std::string with_flag_names(std::string_view message) {
     while (end < message.size() && is_identifier_char(message[end])) ++end;
     const std::string_view word = message.substr(position, end - position);
     std::string_view replacement = word;
-    for (const auto& [field, flag] : kFlagOfField) {
+    static const auto pairs = flag_of_field();
+    for (const auto& [field, flag] : pairs) {
       if (word == field) replacement = flag;
     }
     translated += replacement;

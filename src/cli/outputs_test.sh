@@ -84,10 +84,10 @@ with open(sys.argv[2], "wb") as f:
     f.truncate(44 + 2 * frames)
 PY
 models=(--models "$work/empty-models")
+# srt and vtt without a transcript are subtitles naming the speaker: the run gets as far as the
+# models (none here), not refused for the format.
 run diarize "$work/short.wav" --format srt "${models[@]}"
-check '[ $status -eq 1 ] && grep -q -- "--format srt writes a speaker-labelled transcript" "$work/err"' "diarize --format srt without a transcript"
-run diarize "$work/short.wav" "$work/short.wav" --format vtt --out-dir "$work/d" "${models[@]}"
-check '[ $status -eq 1 ] && grep -q -- "--format vtt writes a speaker-labelled transcript" "$work/err"' "corpus --format vtt without a transcript"
+check '[ $status -ne 0 ] && ! grep -q -- "--format" "$work/err" && grep -qi "model" "$work/err"' "diarize --format srt without a transcript"
 run diarize "$work/short.wav" -o "$work/nonexistent-folder/x.rttm" "${models[@]}"
 check '[ $status -eq 1 ] && grep -q -- "--out $work/nonexistent-folder/x.rttm: the folder $work/nonexistent-folder does not exist" "$work/err"' "diarize -o into a missing folder"
 # A folder whose permission bits allow writing but where no file can be created (/proc, for
@@ -108,7 +108,7 @@ check '[ $status -eq 1 ] && grep -q -- "--save-intermediates $work/talk.srt: exi
 run recluster "$work/no-such-intermediates" -o "$work/nonexistent-folder/x.rttm"
 check '[ $status -eq 1 ] && grep -q -- "--out $work/nonexistent-folder/x.rttm: the folder $work/nonexistent-folder does not exist" "$work/err"' "recluster -o into a missing folder"
 run recluster "$work/no-such-intermediates" --format srt
-check '[ $status -eq 1 ] && grep -q -- "--format srt writes" "$work/err"' "recluster --format srt"
+check '[ $status -ne 0 ] && ! grep -q -- "--format" "$work/err" && grep -q "no-such-intermediates" "$work/err"' "recluster --format srt (subtitles naming the speaker) is no refusal"
 # A recording over 30 minutes spills its samples to $TMPDIR: a missing one is named, with what
 # to do, before the models load (it was "filesystem error: temp_directory_path" after them).
 TMPDIR="$work/no-such-tmp" run diarize "$work/long.wav" "${models[@]}"

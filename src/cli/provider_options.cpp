@@ -1,23 +1,21 @@
 #include "cli/provider_options.h"
 
 #include "core/error.h"
+#include "pipeline/option_table.h"
 
 namespace parley::cli {
 
 void add_provider_options(CLI::App& command, ProviderArguments& arguments) {
-  command
-      .add_option("--provider", arguments.provider,
-                  "Execution provider: " + runtime::valid_provider_names() +
-                      ". auto uses a GPU provider where it pays off and the CPU otherwise "
-                      "(docs/providers.md)")
-      ->capture_default_str();
-  command.add_option("--provider-option", arguments.provider_options,
-                     "key=value passed to the execution provider, repeatable (e.g. device_id=1)");
-  auto* force_gpu = command.add_flag("--force-gpu", arguments.force_gpu,
-                                     "Run every model on the GPU provider, even small or not yet "
-                                     "compiled jobs; fail if no GPU provider can be used");
-  auto* force_cpu =
-      command.add_flag("--force-cpu", arguments.force_cpu, "Run every model on the CPU");
+  // The option table's flags (pipeline/option_table.h).
+  const auto& provider = pipeline::diarization_option("provider");
+  arguments.provider = provider.default_value.get<std::string>();
+  command.add_option(provider.cli_flag, arguments.provider, provider.help)->capture_default_str();
+  const auto& provider_options = pipeline::diarization_option("provider_options");
+  command.add_option(provider_options.cli_flag, arguments.provider_options, provider_options.help);
+  const auto& gpu = pipeline::diarization_option("force_gpu");
+  const auto& cpu = pipeline::diarization_option("force_cpu");
+  auto* force_gpu = command.add_flag(gpu.cli_flag, arguments.force_gpu, gpu.help);
+  auto* force_cpu = command.add_flag(cpu.cli_flag, arguments.force_cpu, cpu.help);
   force_gpu->excludes(force_cpu);
   force_cpu->excludes(force_gpu);
 }

@@ -18,6 +18,8 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/version.h"
+#include "pipeline/option_table.h"
+#include "pipeline/result_writer.h"
 #include "runtime/device_memory.h"
 #include "server/allowed_file.h"
 #include "server/embedded_files.h"
@@ -142,12 +144,15 @@ std::string safe_extension(const std::string& filename) {
   return extension;
 }
 
+// A speaker count within the option table's bounds (1 to 1000).
 int parse_count(const std::string& field, const std::string& value) {
+  const pipeline::OptionSpec& spec = pipeline::diarization_option(field);
   int number = 0;
   const auto [end, status] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (status != std::errc() || end != value.data() + value.size() || number < 1) {
+  if (status != std::errc() || end != value.data() + value.size() || !spec.check(value).empty()) {
     refuse(422, "invalid_option",
-           fmt::format("{}: expected a whole number of at least 1 (got '{}')", field, value));
+           fmt::format("{}: expected a whole number from {} to {} (got '{}')", field,
+                       spec.minimum.value_or(1), spec.maximum.value_or(1), valid_utf8(value)));
   }
   return number;
 }
@@ -411,7 +416,8 @@ void HttpApi::add_routes() {
     response.set_content(std::string(web_page()), "text/html; charset=utf-8");
   });
   server.Get("/v1/openapi.json", [](const httplib::Request&, httplib::Response& response) {
-    response.set_content(std::string(openapi_document()), "application/json");
+    static const std::string document = openapi_with_options();
+    response.set_content(document, "application/json");
   });
   server.Get("/v1/health", [this](const httplib::Request&, httplib::Response& response) {
     nlohmann::json health = {{"status", "ok"},
@@ -494,12 +500,64 @@ nlohmann::json job_json(const Job& job, std::optional<double> engine_progress,
   if (job.finished > 0.0) body["finished"] = job.finished;
   if (job.state == JobState::kDone) {
     body["result_url"] = "/v1/jobs/" + job.id + "/result";
-    body["formats"] = result_formats(!job.transcript.empty());
+    body["formats"] = result_formats();
   }
   return body;
 }
 
 }  // namespace
+
+namespace {
+
+// The form fields a job takes: the recording (audio or path), a transcript, and the option
+// table's server options.
+const std::vector<std::string>& form_fields() {
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> names = {"audio", "path", "transcript"};
+    for (const auto& option : pipeline::diarization_options()) {
+      if (option.faces.server) names.push_back(option.name);
+    }
+    return names;
+  }();
+  return fields;
+}
+
+}  // namespace
+
+std::string openapi_with_options() {
+  auto document = nlohmann::ordered_json::parse(openapi_document());
+  auto& properties = document["components"]["schemas"]["JobForm"]["properties"];
+  for (const auto& option : pipeline::diarization_options()) {
+    if (!option.faces.server) continue;
+    nlohmann::ordered_json schema;
+    switch (option.type) {
+      case pipeline::OptionType::kNumber:
+        schema["type"] = "number";
+        break;
+      case pipeline::OptionType::kInteger:
+        schema["type"] = "integer";
+        break;
+      case pipeline::OptionType::kFlag:
+        schema["type"] = "boolean";
+        break;
+      default:
+        schema["type"] = "string";
+    }
+    if (!option.choices.empty()) schema["enum"] = option.choices;
+    if (option.minimum) schema["minimum"] = *option.minimum;
+    if (option.maximum) schema["maximum"] = *option.maximum;
+    if (!option.default_value.is_null()) schema["default"] = option.default_value;
+    schema["description"] = option.help;
+    properties[option.name] = std::move(schema);
+  }
+  for (auto& parameter : document["paths"]["/v1/jobs/{id}/result"]["parameters"]) {
+    if (parameter.value("name", "") == "format") {
+      const auto names = pipeline::result_format_names();
+      parameter["schema"]["enum"] = std::vector<std::string>(names.begin(), names.end());
+    }
+  }
+  return document.dump(2) + "\n";
+}
 
 namespace {
 
@@ -534,10 +592,7 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
   }
   // Each part within its own limit and the form within the sum, counted as the bytes come (after
   // any Content-Encoding is undone): a chunked or compressed body stops at the limit.
-  // The fields, as the CLI's flags are named.
-  static const std::vector<std::string> known = {
-      "audio", "path",       "transcript",     "num_speakers", "min_speakers", "max_speakers",
-      "step",  "clustering", "embedding_mode", "exclusive",    "format"};
+  const std::vector<std::string>& known = form_fields();
   httplib::MultipartFormDataMap parts;
   auto current = parts.end();
   std::size_t total = 0;
@@ -638,8 +693,7 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     }
   }
   const std::string format = field("format").value_or(wait ? "json" : "rttm");
-  const bool with_transcript = form.has("transcript");
-  const auto formats = result_formats(with_transcript);
+  const auto formats = result_formats();
   if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
     refuse(422, "invalid_option",
            fmt::format("format '{}': expected one of {}", format, fmt::join(formats, ", ")));
@@ -747,7 +801,7 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
                          "submit it to POST /v1/jobs and poll",
                          config_.max_sync_audio_seconds, *duration));
     }
-    if (with_transcript) {
+    if (form.has("transcript")) {
       const auto& part = form.part("transcript");
       job.transcript = folder / ("transcript" + safe_extension(part.filename));
       try {
@@ -811,13 +865,20 @@ void HttpApi::answer_result(const std::string& id, const std::string& format,
     refuse(409, "not_done",
            fmt::format("the job is {}; its result comes when it is done", to_string(job->state)));
   }
-  const auto formats = result_formats(!job->transcript.empty());
+  const auto formats = result_formats();
   if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
     refuse(422, "invalid_parameter",
            fmt::format("format '{}': this job's result comes as {}", format,
                        fmt::join(formats, ", ")));
   }
   std::ifstream file(store_.job_folder(id) / ("result." + format), std::ios::binary);
+  // A job finished by an older parley kept only rttm, json and txt without a transcript.
+  if (!file && (format == "srt" || format == "vtt") && job->transcript.empty()) {
+    refuse(404, "not_found",
+           fmt::format("this job finished before parley wrote {} results; ask for rttm, json or "
+                       "txt, or submit the recording again",
+                       format));
+  }
   if (!file) refuse(500, "internal", "the result file is missing from the state folder");
   std::ostringstream text;
   text << file.rdbuf();

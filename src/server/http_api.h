@@ -35,6 +35,10 @@ struct HttpError {
   int retry_after_seconds = 0;
 };
 
+// docs/openapi.json with the job form's option fields and the result formats written from the
+// option table (pipeline/option_table.h): what /v1/openapi.json serves.
+std::string openapi_with_options();
+
 // A transcript sent with a recording may add this much to the form.
 inline constexpr std::size_t kMaxTranscriptBytes = std::size_t{16} << 20;
 

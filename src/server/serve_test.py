@@ -90,7 +90,18 @@ status, _, body = request(server, "/v1/openapi.json")
 check(status == 200 and json.loads(body)["openapi"].startswith("3."), "openapi.json parses")
 source_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 with open(f"{source_dir}/docs/openapi.json", "rb") as document:
-    check(json.loads(document.read()) == json.loads(body), "the served OpenAPI is docs/openapi.json")
+    check(json.loads(document.read()) == json.loads(body),
+          "the served OpenAPI is docs/openapi.json (rewrite it: parley options --openapi)")
+# The job form's option fields are the option table's server options (parley options --json).
+table = json.loads(subprocess.run([parley, "options", "--json"], check=True, capture_output=True,
+                                  text=True).stdout)
+form_fields = json.loads(body)["components"]["schemas"]["JobForm"]["properties"]
+server_options = {option["name"]: option for option in table if option["faces"]["server"]}
+check(set(form_fields) == {"audio", "path", "transcript"} | set(server_options),
+      f"the form's fields are the table's server options: {sorted(form_fields)}")
+check(all(form_fields[name].get("default") == option["default"]
+          for name, option in server_options.items() if option["default"] is not None),
+      "the form's defaults are the table's")
 
 # curl: upload, poll, fetch; the RTTM equals the CLI's.
 accepted = json.loads(subprocess.run(
@@ -111,8 +122,13 @@ check(len(speakers) >= 2 and set(vectors) == speakers, f"an embedding per speake
 check(all(len(vector) == 16 and all(isinstance(x, float) for x in vector)
           for vector in vectors.values()) and any(map(any, vectors.values())),
       f"speaker embeddings of the model's dimension, 16: {[len(v) for v in vectors.values()]}")
-status, error = error_of(request(server, f"/v1/jobs/{job['id']}/result?format=srt"))
-check(status == 422 and "srt" in error["message"], "srt without a transcript: 422")
+# Every face writes every format: without a transcript srt and vtt are cues naming the speaker.
+status, _, body = request(server, f"/v1/jobs/{job['id']}/result?format=srt")
+check(status == 200 and b" --> " in body and b"SPEAKER_0" in body, f"srt without a transcript: {status}")
+status, _, body = request(server, f"/v1/jobs/{job['id']}/result?format=vtt")
+check(status == 200 and body.startswith(b"WEBVTT"), f"vtt without a transcript: {status}")
+status, error = error_of(request(server, f"/v1/jobs/{job['id']}/result?format=docx"))
+check(status == 422 and "docx" in error["message"], "unknown format: 422")
 
 # The synchronous form.
 with open(clips[0], "rb") as audio:
@@ -181,7 +197,9 @@ check("caf\ufffd" in json.dumps(json.loads(result(server, job["id"], "json")), e
 check(request(server, f"/v1/jobs/{job['id']}", "DELETE")[0] == 204, "remove it again")
 status, error = error_of(request(server, "/v1/jobs", "POST", b"{}", {"Content-Type": "application/json"}))
 check(status == 415, f"not a form: {status}")
+# Speaker counts within the option table's bounds, as every face takes them (1 to 1000).
 for fields, word in (({"num_speakers": "0"}, "num_speakers"), ({"step": "3"}, "step 1"),
+                     ({"max_speakers": "1001"}, "from 1 to 1000"),
                      ({"clustering": "vbx"}, "ahc"), ({"embedding_mode": "exact"}, "shared"),
                      ({"min_speakers": "3", "max_speakers": "2"}, "speakers"),
                      ({"colour": "red"}, "colour"), ({"exclusive": "maybe"}, "exclusive")):

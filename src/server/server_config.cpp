@@ -34,6 +34,15 @@ void ServerConfig::validate() const {
         "reach it use the server; set a token, or set insecure to accept that",
         host);
   }
+  for (const auto& [name, value] :
+       {std::pair<std::string_view, std::string>{"step", fmt::format("{}", step_seconds)},
+        std::pair<std::string_view, std::string>{"clustering", clustering},
+        std::pair<std::string_view, std::string>{"embedding_mode", embedding_mode}}) {
+    if (const std::string problem = pipeline::diarization_option(name).check(value);
+        !problem.empty()) {
+      fail("server {}: {}", name, problem);
+    }
+  }
   if (!allow_paths.empty() && !std::filesystem::is_directory(allow_paths)) {
     fail("server allow_paths {}: not a folder", allow_paths.string());
   }

@@ -5,8 +5,17 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
+
+#include "pipeline/option_table.h"
 
 namespace parley::server {
+
+// The option table's default of `name`.
+template <typename T>
+T table_default(std::string_view name) {
+  return pipeline::diarization_option(name).default_value.get<T>();
+}
 
 // 127.0.0.0/8, ::1 and localhost: reachable only from this machine.
 bool is_loopback(const std::string& host);
@@ -34,10 +43,11 @@ struct ServerConfig {
   // and a client may leave the answer untaken, at most read_timeout_seconds.
   double header_timeout_seconds = 10.0;
   double read_timeout_seconds = 30.0;
-  // The engine's settings.
-  double step_seconds = 1.0;
-  std::string clustering = "vbx";
-  std::string embedding_mode = "shared";
+  // The engine's settings, fixed when the server starts; defaults and checks are the option
+  // table's (pipeline/option_table.h).
+  double step_seconds = table_default<double>("step");
+  std::string clustering = table_default<std::string>("clustering");
+  std::string embedding_mode = table_default<std::string>("embedding_mode");
 
   void validate() const;
   std::string to_string() const;  // for the log; never shows the token

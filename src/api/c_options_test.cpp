@@ -1,0 +1,97 @@
+// The C face against the option table (parley_options_json): every option the table gives the C
+// API is a field of parley_params or parley_run_options in include/parley/parley.h, and
+// parley_default_params() / parley_default_run_options() hold the table's defaults. Fails when
+// either drifts from the table.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <parley/parley.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+// The field names of `typedef struct NAME { ... } NAME;` in the header's text.
+std::set<std::string> struct_fields(const std::string& header, const std::string& name) {
+  const auto start = header.find("typedef struct " + name + " {");
+  const auto end = header.find("} " + name + ";", start);
+  EXPECT_NE(start, std::string::npos) << name;
+  std::string body = header.substr(start, end - start);
+  body = std::regex_replace(body, std::regex(R"(/\*[\s\S]*?\*/)"), "");
+  std::set<std::string> fields;
+  const std::regex field(R"(([A-Za-z_][A-Za-z_0-9]*)\s*;)");
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), field);
+       it != std::sregex_iterator(); ++it) {
+    fields.insert((*it)[1]);
+  }
+  return fields;
+}
+
+TEST(COptions, EveryCOptionIsAFieldWithTheTablesDefault) {
+  std::ifstream file(PARLEY_HEADER);
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string header = text.str();
+  std::set<std::string> fields = struct_fields(header, "parley_params");
+  fields.merge(struct_fields(header, "parley_run_options"));
+
+  const parley_params params = parley_default_params();
+  const parley_run_options run = parley_default_run_options();
+  const auto text_or_null = [](const char* value) -> nlohmann::json {
+    return value != nullptr ? nlohmann::json(value) : nlohmann::json();
+  };
+  // The C value of each field, as the table writes it (0 for a count means "none").
+  const auto count = [](int value) -> nlohmann::json {
+    return value > 0 ? nlohmann::json(value) : nlohmann::json();
+  };
+  const std::map<std::string, std::function<nlohmann::json()>> defaults = {
+      {"models_dir", [&] { return text_or_null(params.models_dir); }},
+      {"segmentation_model", [&] { return text_or_null(params.segmentation_model); }},
+      {"embedding_model", [&] { return text_or_null(params.embedding_model); }},
+      {"plda_dir", [&] { return text_or_null(params.plda_dir); }},
+      {"provider", [&] { return text_or_null(params.provider); }},
+      {"provider_options",
+       [&] {
+         return params.provider_options == nullptr ? nlohmann::json::array() : nlohmann::json();
+       }},
+      {"device_id", [&] { return nlohmann::json(params.device_id); }},
+      {"step", [&] { return nlohmann::json(params.step); }},
+      {"embedding_mode",
+       [&] {
+         return nlohmann::json(params.embedding_mode == PARLEY_EMBEDDING_SHARED ? "shared"
+                                                                                : "exact");
+       }},
+      {"clustering",
+       [&] { return nlohmann::json(params.clustering == PARLEY_CLUSTERING_VBX ? "vbx" : "ahc"); }},
+      {"threads", [&] { return nlohmann::json(params.threads); }},
+      {"num_speakers", [&] { return count(run.num_speakers); }},
+      {"min_speakers", [&] { return count(run.min_speakers); }},
+      {"max_speakers", [&] { return count(run.max_speakers); }},
+  };
+
+  const auto options = nlohmann::json::parse(parley_options_json());
+  ASSERT_FALSE(options.empty());
+  std::size_t c_options = 0;
+  for (const auto& option : options) {
+    if (option["faces"]["c"].is_null()) continue;
+    ++c_options;
+    const std::string field = option["faces"]["c"];
+    EXPECT_TRUE(fields.contains(field)) << "the table gives the C API '" << option["name"]
+                                        << "', but parley.h has no field " << field;
+    const auto value = defaults.find(field);
+    if (value == defaults.end()) {
+      ADD_FAILURE() << "add the C default of " << field << " to this test";
+      continue;
+    }
+    EXPECT_EQ(value->second(), option["default"]) << field;
+  }
+  EXPECT_EQ(c_options, defaults.size());
+}
+
+}  // namespace

@@ -1,0 +1,294 @@
+#include "pipeline/option_table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "pipeline/diarizer.h"
+#include "pipeline/result_writer.h"
+
+namespace parley::pipeline {
+
+namespace {
+
+// Who offers an option, in the order of OptionFaces' fields.
+constexpr OptionFaces kEveryFace{true, true, true, true, true};
+constexpr OptionFaces kCliOnly{true, false, false, false, false};
+// The engine's settings outside the server, which fixes them when it starts.
+constexpr OptionFaces kLibraryFaces{true, false, true, true, true};
+
+OptionSpec option(std::string name, OptionType type, nlohmann::json default_value, std::string help,
+                  OptionFaces faces, std::string cli_flag, std::string config_field = "") {
+  OptionSpec spec;
+  spec.name = std::move(name);
+  spec.type = type;
+  spec.default_value = std::move(default_value);
+  spec.help = std::move(help);
+  spec.faces = faces;
+  spec.cli_flag = std::move(cli_flag);
+  spec.config_field = std::move(config_field);
+  return spec;
+}
+
+OptionSpec bounded(OptionSpec spec, std::optional<double> minimum,
+                   std::optional<double> maximum = std::nullopt) {
+  spec.minimum = minimum;
+  spec.maximum = maximum;
+  return spec;
+}
+
+OptionSpec choice(std::string name, std::vector<std::string> choices, std::string default_value,
+                  std::string help, OptionFaces faces, std::string cli_flag,
+                  std::string config_field = "") {
+  OptionSpec spec = option(std::move(name), OptionType::kChoice, std::move(default_value),
+                           std::move(help), faces, std::move(cli_flag), std::move(config_field));
+  spec.choices = std::move(choices);
+  return spec;
+}
+
+// The bound on a speaker count: far beyond any recording, and low enough that the zero rows a
+// requested count adds (frames x speakers) cannot exhaust memory.
+constexpr double kMaxSpeakers = 1000;
+
+std::vector<OptionSpec> make_options() {
+  const DiarizationConfig defaults;
+  std::vector<OptionSpec> options;
+  const auto add = [&options](OptionSpec spec) { options.push_back(std::move(spec)); };
+  add(option("models_dir", OptionType::kPath, nullptr,
+             "folder with the models, searched before the per-user cache (default: "
+             "$PARLEY_MODELS, else models/ beside parley after the cache)",
+             kLibraryFaces, "--models", "models_dir"));
+  add(option("segmentation_model", OptionType::kPath, nullptr,
+             "segmentation .onnx (default: found through models_dir)",
+             {true, false, true, false, false}, "--segmentation-model"));
+  add(option("embedding_model", OptionType::kPath, nullptr,
+             "speaker-embedding .onnx (default: found through models_dir)",
+             {true, false, true, false, false}, "--embedding-model"));
+  {
+    OptionSpec plda = option("plda_dir", OptionType::kPath, nullptr,
+                             "folder with plda.npz and xvec_transform.npz (default: found "
+                             "through models_dir)",
+                             {true, false, true, false, false}, "--plda");
+    add(std::move(plda));
+  }
+  add(option("provider", OptionType::kText, "auto",
+             "execution provider: auto (a GPU where it pays off, else the CPU), cpu, cuda, "
+             "tensorrt, migraphx, rocm, coreml, openvino, dml (docs/providers.md)",
+             kLibraryFaces, "--provider"));
+  {
+    OptionSpec spec =
+        option("provider_options", OptionType::kList, nlohmann::json::array(),
+               "key=value passed to the execution provider, repeatable (e.g. device_id=1)",
+               {true, false, true, true, false}, "--provider-option", "provider_options");
+    add(std::move(spec));
+  }
+  add(bounded(option("device_id", OptionType::kInteger, -1,
+                     "accelerator number; -1: the provider's default (the CLI passes it as "
+                     "--provider-option device_id=N)",
+                     {false, false, true, true, false}, ""),
+              -1));
+  {
+    OptionSpec step = bounded(option("step", OptionType::kNumber, defaults.step_seconds,
+                                     "seconds between 10 s analysis windows: 1 (pyannote) or 2 "
+                                     "(faster); on the server fixed when it starts",
+                                     kEveryFace, "--step", "step_seconds"),
+                              0.1, 10.0);
+    step.aliases = {"step_seconds"};
+    add(std::move(step));
+  }
+  add(choice("embedding_mode", {"shared", "exact"}, embedding_mode_name(defaults.embedding_mode),
+             "shared: the embedding network runs once over the whole recording and each 10 s "
+             "chunk takes its slice (6-9x less embedding time); exact: once per chunk, pyannote's "
+             "definition (docs/embedding.md); on the server fixed when it starts",
+             kEveryFace, "--embedding-mode", "embedding_mode"));
+  add(choice("clustering", {"vbx", "ahc"}, "vbx",
+             "vbx (PLDA + VBx, pyannote's) or ahc; on the server fixed when it starts", kEveryFace,
+             "--clustering"));
+  add(bounded(option("ahc_threshold", OptionType::kNumber, nullptr,
+                     "AHC cosine-distance threshold (default 0.60; 0.65 for long recordings)",
+                     kCliOnly, "--ahc-threshold"),
+              0.0, 2.0));
+  add(bounded(option("threads", OptionType::kInteger, 0,
+                     "CPU threads; 0: all cores (at most 4 per core); output is the same for any "
+                     "value",
+                     kLibraryFaces, "--threads"),
+              0));
+  for (const auto& [name, help] :
+       {std::pair{"num_speakers", "exact number of speakers, when known"},
+        std::pair{"min_speakers", "at least this many speakers"},
+        std::pair{"max_speakers", "at most this many speakers"}}) {
+    add(bounded(option(name, OptionType::kInteger, nullptr, help, kEveryFace,
+                       "--" + replace_underscores(name), name),
+                1, kMaxSpeakers));
+  }
+  add(bounded(option("embedding_batch", OptionType::kInteger, defaults.embedding_batch_size,
+                     "chunks per embedding call in exact mode (on a GPU 128 ran an hour in 16 s "
+                     "instead of 30 s, docs/benchmarks.md; larger batches hold more memory)",
+                     kCliOnly, "--embedding-batch", "embedding_batch_size"),
+              1));
+  add(bounded(option("segmentation_batch", OptionType::kInteger, nullptr,
+                     "chunks per segmentation call (default: on the CPU 8 / threads, from 2 to 4; "
+                     "128 on a GPU, 256 with several engines on a GPU); 1 on the CPU rounds "
+                     "differently in the last bits",
+                     kCliOnly, "--segmentation-batch", "segmentation_batch_size"),
+              1));
+  add(bounded(option("segmentation_sessions", OptionType::kInteger, nullptr,
+                     "segmentation calls feeding a GPU at once (each on its own stream, all "
+                     "through one session; default 4, 2 per engine with several engines on a "
+                     "GPU); output does not depend on it",
+                     kCliOnly, "--segmentation-sessions", "segmentation_accelerator_sessions"),
+              1));
+  add(option("segmentation_provider", OptionType::kText, nullptr,
+             "provider of the segmentation model only (overrides provider for it)", kCliOnly,
+             "--segmentation-provider"));
+  add(option("embedding_provider", OptionType::kText, nullptr,
+             "provider of the speaker-embedding model only (overrides provider for it)", kCliOnly,
+             "--embedding-provider"));
+  add(option("force_gpu", OptionType::kFlag, false,
+             "run every model on the GPU provider, even small or not yet compiled jobs; fail if "
+             "no GPU provider can be used",
+             kCliOnly, "--force-gpu"));
+  add(option("force_cpu", OptionType::kFlag, false, "run every model on the CPU", kCliOnly,
+             "--force-cpu"));
+  add(option("gpu_float16", OptionType::kFlag, false,
+             "run the models in float16 on a CUDA/ROCm GPU (tensor cores; not exact: agreement "
+             "with float32 in docs/benchmarks.md); no effect on the CPU",
+             kCliOnly, "--gpu-float16", "accelerator_float16"));
+  add(option("no_streaming", OptionType::kFlag, false,
+             "segment the whole recording before embedding (same output; for timing the overlap "
+             "of the two stages)",
+             kCliOnly, "--no-streaming"));
+  add(option("sincnet_per_chunk", OptionType::kFlag, false,
+             "on the CPU, run segmentation's first convolution on every 10 s chunk, as pyannote "
+             "does, instead of once over the recording (slower; the same within rounding, "
+             "docs/segmentation.md)",
+             kCliOnly, "--sincnet-per-chunk"));
+  add(option("exclusive", OptionType::kFlag, false,
+             "at most one speaker at a time (turns suited to transcripts) in rttm, txt, srt and "
+             "vtt",
+             {true, true, false, false, false}, "--exclusive"));
+  {
+    const auto names = result_format_names();
+    add(choice("format", {names.begin(), names.end()}, "rttm",
+               "output format: rttm, json, txt, srt or vtt (subtitles naming the speaker); with "
+               "a transcript txt, srt and vtt are the speaker-labelled transcript and json adds "
+               "it (the CLI's default is then txt, POST /v1/diarize's json)",
+               {true, true, false, false, true}, "--format"));
+  }
+  return options;
+}
+
+}  // namespace
+
+std::string replace_underscores(std::string_view name) {
+  std::string text(name);
+  std::replace(text.begin(), text.end(), '_', '-');
+  return text;
+}
+
+std::string_view OptionSpec::type_name() const {
+  switch (type) {
+    case OptionType::kNumber:
+      return "number";
+    case OptionType::kInteger:
+      return "integer";
+    case OptionType::kChoice:
+      return "choice";
+    case OptionType::kFlag:
+      return "flag";
+    case OptionType::kText:
+      return "text";
+    case OptionType::kPath:
+      return "path";
+    case OptionType::kList:
+      return "list";
+  }
+  return "text";
+}
+
+nlohmann::json OptionSpec::to_json() const {
+  nlohmann::ordered_json faces_json = {{"cli", faces.cli ? nlohmann::json(cli_flag) : nullptr},
+                                       {"server", faces.server},
+                                       {"c", faces.c ? nlohmann::json(c_field()) : nullptr},
+                                       {"python", faces.python},
+                                       {"dask", faces.dask}};
+  nlohmann::ordered_json spec = {{"name", name},
+                                 {"type", type_name()},
+                                 {"default", default_value},
+                                 {"minimum", minimum ? nlohmann::json(*minimum) : nullptr},
+                                 {"maximum", maximum ? nlohmann::json(*maximum) : nullptr},
+                                 {"choices", choices},
+                                 {"help", help},
+                                 {"faces", faces_json},
+                                 {"config_field", config_field.empty() ? name : config_field},
+                                 {"aliases", aliases}};
+  return nlohmann::json::parse(spec.dump());
+}
+
+std::string OptionSpec::check(std::string_view text) const {
+  const auto shown = [&text] {
+    return std::string(text.size() <= 24 ? text : text.substr(0, 21)) +
+           (text.size() <= 24 ? "" : "...");
+  };
+  switch (type) {
+    case OptionType::kNumber:
+    case OptionType::kInteger: {
+      double value = 0.0;
+      const char* end = text.data() + text.size();
+      const auto [rest, error] = std::from_chars(text.data(), end, value);
+      if (error != std::errc() || rest != end || !std::isfinite(value)) {
+        return fmt::format("expects a number (got '{}')", shown());
+      }
+      if (type == OptionType::kInteger && value != std::floor(value)) {
+        return fmt::format("expects a whole number (got '{}')", shown());
+      }
+      if ((minimum && value < *minimum) || (maximum && value > *maximum)) {
+        if (minimum && maximum) {
+          return fmt::format("must be {} to {} (got {})", *minimum, *maximum, shown());
+        }
+        return minimum ? fmt::format("must be at least {} (got {})", *minimum, shown())
+                       : fmt::format("must be at most {} (got {})", *maximum, shown());
+      }
+      return "";
+    }
+    case OptionType::kChoice:
+      if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
+        return fmt::format("expected one of {} (got '{}')", fmt::join(choices, ", "), shown());
+      }
+      return "";
+    case OptionType::kFlag:
+      if (text == "true" || text == "false" || text == "1" || text == "0") return "";
+      return fmt::format("expected true or false (got '{}')", shown());
+    case OptionType::kText:
+    case OptionType::kPath:
+    case OptionType::kList:
+      return "";
+  }
+  return "";
+}
+
+std::span<const OptionSpec> diarization_options() {
+  static const std::vector<OptionSpec> options = make_options();
+  return options;
+}
+
+const OptionSpec& diarization_option(std::string_view name) {
+  for (const OptionSpec& spec : diarization_options()) {
+    if (spec.name == name ||
+        std::find(spec.aliases.begin(), spec.aliases.end(), name) != spec.aliases.end()) {
+      return spec;
+    }
+  }
+  fail("no diarization option '{}' (parley options --json lists them)", name);
+}
+
+std::string diarization_options_json() {
+  nlohmann::json list = nlohmann::json::array();
+  for (const OptionSpec& spec : diarization_options()) list.push_back(spec.to_json());
+  return list.dump(2) + "\n";
+}
+
+}  // namespace parley::pipeline

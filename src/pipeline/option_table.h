@@ -1,0 +1,69 @@
+#pragma once
+// The diarization options, each written once: name, type, default, bounds or choices, help, the
+// faces that offer it (the CLI's flags, the server's form fields, the C API's parley_params and
+// parley_run_options, Python's Pipeline keywords, parley.distributed's arguments) and the
+// configuration field it sets (the name the library's messages use).
+//   The CLI registers its flags from it (cli/diarization_options.cpp), the server checks form
+//   fields against it and writes its OpenAPI form from it (server/http_api.cpp), and the C API
+//   hands it out as JSON (parley_options_json), against which tests hold the C params, the
+//   Python keywords and parley.distributed's arguments.
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace parley::pipeline {
+
+enum class OptionType {
+  kNumber,   // a finite number within [minimum, maximum]
+  kInteger,  // a whole number within [minimum, maximum]
+  kChoice,   // one of `choices`
+  kFlag,     // true or false
+  kText,     // any text (checked where it is used: a provider name, ...)
+  kPath,     // a file or folder
+  kList,     // repeatable text ("key=value")
+};
+
+struct OptionFaces {
+  bool cli = false;
+  bool server = false;
+  bool c = false;
+  bool python = false;
+  bool dask = false;
+};
+
+struct OptionSpec {
+  std::string name;  // canonical: the server's field, Python's keyword, snake_case
+  OptionType type = OptionType::kText;
+  nlohmann::json default_value;  // null: none (automatic, or not set)
+  std::optional<double> minimum;
+  std::optional<double> maximum;
+  std::vector<std::string> choices;
+  std::string help;
+  OptionFaces faces;
+  std::string cli_flag;      // "--step"; the CLI's spelling of `name`
+  std::string c_name;        // the parley_params / parley_run_options field (`name` when empty)
+  std::string config_field;  // the configuration field set, as library messages name it
+  std::vector<std::string> aliases;  // older public names still accepted ("step_seconds")
+
+  std::string_view c_field() const { return c_name.empty() ? name : c_name; }
+  std::string_view type_name() const;
+  // The option as parley_options_json describes it.
+  nlohmann::json to_json() const;
+  // "" when `text` is a valid value of this option, else what is wrong ("must be 0.1 to 10 (got
+  // 11)", "expected one of vbx, ahc (got 'x')"); the caller prefixes the name it knows it by.
+  std::string check(std::string_view text) const;
+};
+
+std::span<const OptionSpec> diarization_options();
+// The option named `name` or one of its aliases; fails naming the options when there is none.
+const OptionSpec& diarization_option(std::string_view name);
+// "num_speakers" -> "num-speakers": the CLI's spelling of a name.
+std::string replace_underscores(std::string_view name);
+// The options as a JSON array (parley_options_json, `parley options --json`).
+std::string diarization_options_json();
+
+}  // namespace parley::pipeline

@@ -1,0 +1,68 @@
+#include "pipeline/option_table.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/error.h"
+#include "pipeline/diarizer.h"
+
+namespace parley::pipeline {
+namespace {
+
+TEST(OptionTable, NamesAndFlagsAreUniqueAndDefaultsAreTheConfigs) {
+  std::set<std::string> names;
+  std::set<std::string> flags;
+  for (const OptionSpec& spec : diarization_options()) {
+    EXPECT_TRUE(names.insert(spec.name).second) << spec.name;
+    if (spec.faces.cli) {
+      EXPECT_TRUE(flags.insert(spec.cli_flag).second) << spec.cli_flag;
+      // The CLI's older spellings, kept: they are in scripts.
+      const std::set<std::string> spelt_otherwise = {"--models", "--plda", "--provider-option"};
+      if (!spelt_otherwise.contains(spec.cli_flag)) {
+        EXPECT_EQ(spec.cli_flag, "--" + replace_underscores(spec.name)) << spec.name;
+      }
+    }
+    if (spec.type == OptionType::kChoice) {
+      EXPECT_NE(std::find(spec.choices.begin(), spec.choices.end(), spec.default_value),
+                spec.choices.end())
+          << spec.name;
+    }
+  }
+  const DiarizationConfig defaults;
+  EXPECT_EQ(diarization_option("step").default_value, defaults.step_seconds);
+  EXPECT_EQ(diarization_option("embedding_batch").default_value, defaults.embedding_batch_size);
+  EXPECT_EQ(diarization_option("embedding_mode").default_value,
+            embedding_mode_name(defaults.embedding_mode));
+  // The older public name of step (parley_params.step_seconds) finds it.
+  EXPECT_EQ(&diarization_option("step_seconds"), &diarization_option("step"));
+  EXPECT_THROW(diarization_option("stepp"), Error);
+}
+
+TEST(OptionTable, ChecksValuesInTheTablesTerms) {
+  EXPECT_EQ(diarization_option("step").check("2"), "");
+  EXPECT_EQ(diarization_option("step").check("11"), "must be 0.1 to 10 (got 11)");
+  EXPECT_EQ(diarization_option("num_speakers").check("2.5"), "expects a whole number (got '2.5')");
+  EXPECT_EQ(diarization_option("num_speakers").check("0"), "must be 1 to 1000 (got 0)");
+  EXPECT_EQ(diarization_option("clustering").check("kmeans"),
+            "expected one of vbx, ahc (got 'kmeans')");
+  EXPECT_EQ(diarization_option("format").check("vtt"), "");
+  EXPECT_EQ(diarization_option("exclusive").check("yes"), "expected true or false (got 'yes')");
+}
+
+TEST(OptionTable, JsonSaysWhichFacesOfferEachOption) {
+  const auto json = nlohmann::json::parse(diarization_options_json());
+  ASSERT_EQ(json.size(), diarization_options().size());
+  const auto step = std::find_if(json.begin(), json.end(),
+                                 [](const auto& option) { return option["name"] == "step"; });
+  ASSERT_NE(step, json.end());
+  EXPECT_EQ((*step)["faces"]["cli"], "--step");
+  EXPECT_EQ((*step)["faces"]["c"], "step");
+  EXPECT_EQ((*step)["faces"]["server"], true);
+  EXPECT_EQ((*step)["minimum"], 0.1);
+  EXPECT_EQ((*step)["config_field"], "step_seconds");
+  EXPECT_EQ((*step)["aliases"], nlohmann::json::array({"step_seconds"}));
+}
+
+}  // namespace
+}  // namespace parley::pipeline

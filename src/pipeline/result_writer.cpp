@@ -1,0 +1,69 @@
+#include "pipeline/result_writer.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "eval/rttm.h"
+#include "transcript/fusion.h"
+#include "transcript/writers.h"
+
+namespace parley::pipeline {
+
+namespace {
+
+constexpr std::array<std::string_view, 5> kFormats = {"rttm", "json", "txt", "srt", "vtt"};
+
+// Subtitle cues of the turns: what a player shows as "who speaks now" without a transcript.
+transcript::Transcript speaker_cues(std::span<const Turn> turns) {
+  transcript::Transcript cues;
+  cues.reserve(turns.size());
+  for (const Turn& turn : turns) cues.push_back({turn.start, turn.end, turn.speaker, {}, {}});
+  return cues;
+}
+
+}  // namespace
+
+std::span<const std::string_view> result_format_names() { return kFormats; }
+
+bool is_result_format(std::string_view name) {
+  return std::find(kFormats.begin(), kFormats.end(), name) != kFormats.end();
+}
+
+std::string format_result(const DiarizationResult& result, std::string_view format,
+                          const ResultFormatOptions& options) {
+  if (!is_result_format(format)) {
+    fail("format '{}': expected one of {}", format, fmt::join(kFormats, ", "));
+  }
+  const auto& turns = options.exclusive ? result.exclusive_turns : result.turns;
+  const transcript::Transcript* words = options.transcript;
+  if (format == "rttm") {
+    return eval::format_rttm(to_eval_turns(turns, options.uri.empty() ? result.uri : options.uri));
+  }
+  if (format == "json") {
+    std::string json = format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);
+    if (words == nullptr) return json;
+    auto document = nlohmann::ordered_json::parse(json);
+    document["transcript"] = transcript::transcript_json(*words)["segments"];
+    // A transcript's text need not be UTF-8; its writers replace what is not (U+FFFD) too.
+    return document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  }
+  if (format == "txt") {
+    return words != nullptr ? transcript::format_text(*words) : format_text(turns);
+  }
+  const transcript::Transcript cues = words != nullptr ? *words : speaker_cues(turns);
+  return format == "srt" ? transcript::format_srt(cues) : transcript::format_webvtt(cues);
+}
+
+transcript::Transcript label_transcript(const DiarizationResult& result,
+                                        const transcript::Transcript& words, double gap_tolerance) {
+  transcript::FusionOptions fusion;
+  fusion.gap_tolerance = gap_tolerance;
+  return transcript::assign_speakers(words, to_eval_turns(result.exclusive_turns, result.uri),
+                                     fusion);
+}
+
+}  // namespace parley::pipeline
