@@ -20,5 +20,6 @@ void add_fuse_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_voiceprint_command(CLI::App& app);
 
 }  // namespace parley::cli

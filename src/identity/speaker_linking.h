@@ -4,7 +4,9 @@
 // found so far with identification's scoring, threshold and exclusive optimal matching
 // (identity/identification.h): a speaker that matches joins that global speaker (whose centroid
 // becomes the mean of its members' unit-length centroids), one that does not starts a new one.
-// Two speakers of one recording never join the same global speaker. The result depends on the
+// Two speakers of one recording never join the same global speaker. A speaker without a centroid
+// (a zero embedding: pyannote pads a cluster that had no clean speech so) scores NaN against
+// everything and gets a global label of its own. The result depends on the
 // order of the recordings only where a speaker is near the threshold.
 // With a library, each global speaker is then identified (the same matching, on the global
 // centroids): a name wins over the global label.
