@@ -47,6 +47,19 @@ check 'grep -q " Bob " "$work/named.rttm" && ! grep -q SPEAKER_00 "$work/named.r
 "$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --identify-threshold 0.99999 --format json -q -o "$work/strict.json"
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [s["name"] for s in d["identification"]["speakers"]]==["Bob"], d["identification"]' "$work/strict.json"
 
+# Evaluate on a labelled recording: the reference names Bob where SPEAKER_00 spoke (Carol, not
+# enrolled, elsewhere). Bob's cluster scores 1 with Bob: the target trial beats every other.
+sed 's/ SPEAKER_01 / Carol /' "$work/named.rttm" >"$work/reference.rttm"
+printf '%s\t%s\n' "$a/clip.wav" "$work/reference.rttm" >"$work/labelled.tsv"
+"$parley" voiceprint evaluate --library "$lib" --manifest "$work/labelled.tsv" "${m[@]}" --json -q >"$work/evaluation.json"
+/usr/bin/python3 - "$work/evaluation.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["recordings"] == 1 and r["clusters"] >= 1 and r["target_trials"] == 1, r
+assert r["nontarget_trials"] >= 1 and r["equal_error_rate"] == 0.0, r
+assert r["identification_accuracy"] == 1.0, r
+PY
+
 # Export, import into another library: the same voiceprints.
 "$parley" voiceprint export --library "$lib" -o "$work/export.json"
 "$parley" voiceprint import --library "$work/copy.db" "$work/export.json" 2>"$work/err"
