@@ -66,7 +66,7 @@ Voiceprint voiceprint_from_result_json(std::string_view document, std::string_vi
   }
   const auto embeddings = parsed.find("speaker_embeddings");
   if (!parsed.is_object() || embeddings == parsed.end() || !embeddings->is_object()) {
-    fail("the result has no speaker_embeddings (write it with --format json)");
+    fail("the result has no speaker_embeddings (the JSON result of a diarization holds them)");
   }
   const auto row = embeddings->find(std::string(speaker));
   if (row == embeddings->end()) {
