@@ -86,6 +86,14 @@ void check_speaker_name(std::string_view name) {
     fail("a speaker name must have 1 to 128 bytes (got {})", name.size());
   }
   if (!is_valid_utf8(name)) fail("a speaker name must be UTF-8");
+  // The labels parley gives unnamed speakers: a name like them would be taken for another speaker.
+  for (const std::string_view prefix : {"SPEAKER_", "GLOBAL_"}) {
+    if (name.starts_with(prefix) && name.size() > prefix.size() &&
+        name.find_first_not_of("0123456789", prefix.size()) == std::string_view::npos) {
+      fail("speaker name '{}' looks like a label parley gives unnamed speakers; pick a real name",
+           name);
+    }
+  }
   for (const char c : name) {
     const auto byte = static_cast<unsigned char>(c);
     if (byte <= 0x20 || byte == 0x7f) {

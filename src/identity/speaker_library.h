@@ -27,7 +27,8 @@ struct LibraryEntry {
 };
 
 // Names label turns in every output format (an RTTM field, a JSON string, a text column), so a
-// name is 1 to 128 bytes of UTF-8 without white space or control characters. Fails saying so.
+// name is 1 to 128 bytes of UTF-8 without white space or control characters, and not one of the
+// labels unnamed speakers carry (SPEAKER_<digits>, GLOBAL_<digits>). Fails saying so.
 void check_speaker_name(std::string_view name);
 
 class SpeakerLibrary {

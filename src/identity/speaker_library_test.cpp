@@ -47,11 +47,13 @@ TEST(SpeakerLibrary, AddListRenameRemove) {
 TEST(SpeakerLibrary, RefusesNamesOutputsCannotCarry) {
   testing::TemporaryDirectory folder("library");
   SpeakerLibrary library(folder.path() / "speakers.db");
-  for (const std::string& name : std::vector<std::string>{"", "Alice Smith", "tab\there",
-                                                          std::string(129, 'x'), "\xff\xfe"}) {
+  for (const std::string& name :
+       std::vector<std::string>{"", "Alice Smith", "tab\there", std::string(129, 'x'), "\xff\xfe",
+                                "SPEAKER_01", "GLOBAL_00"}) {
     EXPECT_THROW(library.add(name, print({1.0f}), ""), Error) << name;
   }
   EXPECT_NO_THROW(library.add("Zoë", print({1.0f}), ""));
+  EXPECT_NO_THROW(library.add("SPEAKER_Bob", print({1.0f}), ""));
   EXPECT_THROW(library.add("Alice", print({}), ""), Error);
   EXPECT_THROW(library.add("Alice", {{1.0f}, "short", "shared"}, ""), Error);
 }
