@@ -67,6 +67,27 @@ std::string ResultNamer::format(pipeline::DiarizationResult result,
   return text;
 }
 
+std::function<identity::Identification(pipeline::DiarizationResult&)> library_identifier(
+    const std::string& library, double threshold, const std::filesystem::path& embedding_model) {
+  IdentityFlags flags;
+  flags.voiceprints = library;
+  flags.threshold = threshold;
+  static_cast<void>(ResultNamer(flags, embedding_model));  // fails now on a foreign library
+  const std::string digest = identity::embedding_model_digest(embedding_model);
+  return [library, threshold, digest](pipeline::DiarizationResult& result) {
+    try {
+      const identity::SpeakerLibrary opened(library);
+      return identity::identify(result, identity::library_candidates(opened.list(), digest),
+                                threshold);
+    } catch (const Error& error) {
+      spdlog::error("{}: {}: speakers left unnamed", library, error.what());
+      identity::Identification none;
+      none.threshold = threshold;
+      return none;
+    }
+  };
+}
+
 std::string format_linked(pipeline::DiarizationResult result, const identity::Linking& linking,
                           std::size_t index, const DiarizationFlags& flags) {
   identity::apply_linking(linking, index, result);

@@ -3,6 +3,7 @@
 // labels across a corpus (identity/), as the diarize command writes them. Kept apart from the
 // diarization flags so that the naming stays one call in each place that writes a result.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,13 @@ class ResultNamer {
   bool named_library_ = false;
   std::string library_digest_;
 };
+
+// For `parley serve --voiceprints`: names each result from the library as it is when the result
+// comes (voiceprints added while the server runs count; each call opens its own connection). A
+// library of another model fails here, at once; one that goes wrong later leaves that result
+// unnamed, with an error in the log.
+std::function<identity::Identification(pipeline::DiarizationResult&)> library_identifier(
+    const std::string& library, double threshold, const std::filesystem::path& embedding_model);
 
 // A linked corpus result in the format the flags say (turns renamed to the global labels; JSON
 // carries "speaker_linking": {"threshold", "speakers": [{"label", "global", "name"}...]}).
