@@ -1,5 +1,7 @@
 #include "cli/identity_options.h"
 
+#include <limits>
+
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
@@ -100,6 +102,14 @@ std::string format_linked(pipeline::DiarizationResult result, const identity::Li
   std::size_t local = 0;
   for (auto& [label, embedding] : document["speaker_embeddings"].items()) {
     const auto& global = linking.speakers[globals.at(local)];
+    // A speaker without a centroid got a global label of its own: say why it was not linked.
+    std::vector<float> values;
+    for (const auto& value : embedding) {
+      // NaN is written as null.
+      values.push_back(value.is_number() ? value.get<float>()
+                                         : std::numeric_limits<float>::quiet_NaN());
+    }
+    const std::string why = identity::why_not_comparable(values);
     embeddings[global.label] = std::move(embedding);
     nlohmann::ordered_json speaker = {{"label", pipeline::speaker_label(local)},
                                       {"global", global.label}};
@@ -108,6 +118,7 @@ std::string format_linked(pipeline::DiarizationResult result, const identity::Li
       speaker["score"] = global.score;
       speaker["confidence"] = global.confidence;
     }
+    if (!why.empty()) speaker["reason"] = why;
     speakers.push_back(std::move(speaker));
     ++local;
   }

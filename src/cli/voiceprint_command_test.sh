@@ -40,6 +40,21 @@ assert any(t["speaker"] == "Bob" for t in d["diarization"])
 assert not any(t["speaker"] == "SPEAKER_00" for t in d["diarization"])
 assert d["identification"]["threshold"] == 0.5
 PY
+# The speed twin leaves SPEAKER_01 of the clip without clean speech, so with a zero centroid (as
+# pyannote pads): it keeps its turns and label, is listed as unidentifiable with the reason, and
+# gives no voiceprint.
+/usr/bin/python3 - "$work/clip.json" "$work/named.json" <<'PY'
+import json, sys
+plain, named = (json.load(open(p)) for p in sys.argv[1:])
+zero = sorted(k for k, v in plain["speaker_embeddings"].items() if not any(v))
+assert zero == ["SPEAKER_01"], zero
+listed = named["identification"]["unidentifiable"]
+assert [u["label"] for u in listed] == zero, listed
+assert "no clean (single-speaker) speech" in listed[0]["reason"], listed
+assert any(t["speaker"] == "SPEAKER_01" for t in named["diarization"])
+PY
+set +e; "$parley" voiceprint add --library "$lib" Carol --from "$work/clip.json" --speaker SPEAKER_01 "${m[@]}" -q 2>"$work/err"; status=$?; set -e
+check '[ $status -ne 0 ] && grep -q "SPEAKER_01 cannot give a voiceprint, no centroid" "$work/err"' "no voiceprint from a zero centroid ($(cat "$work/err"))"
 "$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" -o "$work/named.rttm" -q
 check 'grep -q " Bob " "$work/named.rttm" && ! grep -q SPEAKER_00 "$work/named.rttm"' "RTTM carries the name"
 "$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --format txt -q | grep -q " Bob$"
@@ -96,10 +111,13 @@ links = {n: {s["label"]: s["global"] for s in d["speaker_linking"]["speakers"]} 
 assert links["clip"].keys() == links["copy"].keys(), links
 for label, global_label in links["clip"].items():
     embedding = docs["clip"]["speaker_embeddings"][global_label]
+    entry = next(s for s in docs["clip"]["speaker_linking"]["speakers"] if s["label"] == label)
     if any(embedding):
         assert links["copy"][label] == global_label, (label, links)
+        assert "reason" not in entry, entry
     else:
         assert links["copy"][label] != global_label, (label, links)
+        assert "no clean (single-speaker) speech" in entry["reason"], entry
     assert any(t["speaker"] == global_label for t in docs["clip"]["diarization"])
 PY
 check 'head -1 "$work/linked/speakers.tsv" | grep -q "^label	name	recordings	speech_seconds"' "table header"

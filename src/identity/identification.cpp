@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/linear_assignment.h"
+#include "identity/voiceprint.h"
 #include "pipeline/segments.h"
 
 namespace parley::identity {
@@ -105,6 +106,10 @@ Identification identify(pipeline::DiarizationResult& result, std::span<const Can
   identification.threshold = threshold;
   const NdArray<double> scores = score_matrix(result.speaker_embeddings, candidates);
   identification.speakers = scores.dim(0);
+  for (std::size_t row = 0; row < identification.speakers; ++row) {
+    const std::string why = why_not_comparable(embedding_row(result.speaker_embeddings, row));
+    if (!why.empty()) identification.unidentifiable.push_back({pipeline::speaker_label(row), why});
+  }
   std::map<std::string, std::string> names;
   for (const Match& match : exclusive_matches(scores, threshold)) {
     const std::string label = pipeline::speaker_label(match.row);
@@ -145,6 +150,13 @@ std::string add_identification_json(const std::string& document,
   }
   parsed["identification"] = {{"threshold", identification.threshold},
                               {"speakers", std::move(speakers)}};
+  if (!identification.unidentifiable.empty()) {
+    nlohmann::ordered_json unidentifiable = nlohmann::ordered_json::array();
+    for (const UnidentifiableSpeaker& speaker : identification.unidentifiable) {
+      unidentifiable.push_back({{"label", speaker.label}, {"reason", speaker.reason}});
+    }
+    parsed["identification"]["unidentifiable"] = std::move(unidentifiable);
+  }
   return parsed.dump(2) + "\n";
 }
 

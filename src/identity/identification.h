@@ -64,8 +64,15 @@ struct NamedSpeaker {
   double confidence = 0.0;
 };
 
+// A cluster that could not be compared with the voiceprints, and why (why_not_comparable).
+struct UnidentifiableSpeaker {
+  std::string label;  // SPEAKER_xx
+  std::string reason;
+};
+
 struct Identification {
-  std::vector<NamedSpeaker> named;  // by label
+  std::vector<NamedSpeaker> named;                    // by label
+  std::vector<UnidentifiableSpeaker> unidentifiable;  // by label
   double threshold = kDefaultThreshold;
   std::size_t speakers = 0;  // clusters looked at
 };
@@ -77,7 +84,8 @@ Identification identify(pipeline::DiarizationResult& result, std::span<const Can
 
 // A diarization's JSON document (pipeline::format_json) with the names: "speaker_embeddings" keyed
 // by the labels the turns carry, and "identification": {"threshold", "speakers": [{"label",
-// "name", "score", "confidence"}...]}.
+// "name", "score", "confidence"}...], "unidentifiable": [{"label", "reason"}...]} (the second list
+// only when some cluster could not be compared).
 std::string add_identification_json(const std::string& document,
                                     const Identification& identification);
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "identity/voiceprint.h"
 #include "pipeline/output.h"
 #include "pipeline/segments.h"
 
@@ -157,6 +158,64 @@ TEST(Identification, JsonCarriesNamesAndScores) {
   EXPECT_EQ(parsed["identification"]["speakers"][0]["label"], "SPEAKER_00");
   EXPECT_EQ(parsed["identification"]["speakers"][0]["name"], "Alice");
   EXPECT_NEAR(parsed["identification"]["speakers"][0]["score"].get<double>(), 1.0, 1e-6);
+}
+
+TEST(Identification, ASpeakerWithoutCentroidIsReportedWithItsReason) {
+  // SPEAKER_01 is what pyannote pads for a speaker without clean speech: zeros.
+  auto result = result_with({at_angle(0), {0, 0, 0}, at_angle(90)});
+  const std::vector<Candidate> library = {{"Alice", {at_angle(0)}}, {"Bob", {at_angle(90)}}};
+  const Identification identification = identify(result, library, 0.5);
+  ASSERT_EQ(identification.named.size(), 2u);
+  EXPECT_EQ(identification.named[1].label, "SPEAKER_02");
+  ASSERT_EQ(identification.unidentifiable.size(), 1u);
+  EXPECT_EQ(identification.unidentifiable[0].label, "SPEAKER_01");
+  EXPECT_NE(identification.unidentifiable[0].reason.find("no clean (single-speaker) speech"),
+            std::string::npos);
+  // Its turns keep their label.
+  EXPECT_EQ(result.turns[1].speaker, "SPEAKER_01");
+  const auto parsed = nlohmann::json::parse(add_identification_json(
+      pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings),
+      identification));
+  ASSERT_EQ(parsed["identification"]["unidentifiable"].size(), 1u);
+  EXPECT_EQ(parsed["identification"]["unidentifiable"][0]["label"], "SPEAKER_01");
+  EXPECT_EQ(parsed["identification"]["unidentifiable"][0]["reason"],
+            identification.unidentifiable[0].reason);
+}
+
+TEST(Identification, EveryComparableSpeakerLeavesNoUnidentifiableList) {
+  auto result = result_with({at_angle(0)});
+  const Identification identification = identify(result, {}, 0.5);
+  EXPECT_TRUE(identification.unidentifiable.empty());
+  const auto parsed = nlohmann::json::parse(add_identification_json(
+      pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings),
+      identification));
+  EXPECT_FALSE(parsed["identification"].contains("unidentifiable"));
+}
+
+TEST(Identification, WhyNotComparable) {
+  EXPECT_EQ(why_not_comparable(at_angle(30)), "");
+  EXPECT_NE(why_not_comparable(std::vector<float>{0, 0, 0}), "");
+  EXPECT_NE(why_not_comparable(std::vector<float>{}), "");
+  EXPECT_NE(why_not_comparable(std::vector<float>{1, std::numeric_limits<float>::infinity(), 0}),
+            "");
+  // A tiny but nonzero centroid still has a direction.
+  EXPECT_EQ(why_not_comparable(std::vector<float>{0, 1e-30f, 0}), "");
+}
+
+TEST(Identification, AZeroCentroidGivesNoVoiceprint) {
+  const std::string document =
+      R"({"speaker_embeddings": {"SPEAKER_00": [0.5, 0.25], "SPEAKER_01": [0.0, 0.0]}})";
+  const std::string digest(64, 'a');
+  EXPECT_EQ(voiceprint_from_result_json(document, "SPEAKER_00", digest, "shared").embedding.size(),
+            2u);
+  try {
+    voiceprint_from_result_json(document, "SPEAKER_01", digest, "shared");
+    FAIL() << "a zero centroid became a voiceprint";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("SPEAKER_01 cannot give a voiceprint, no centroid"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace

@@ -24,6 +24,20 @@ void check_model(const Voiceprint& voiceprint, std::string_view digest, std::str
       what, voiceprint.model_digest.substr(0, 12), std::string(digest.substr(0, 12)));
 }
 
+std::string why_not_comparable(std::span<const float> centroid) {
+  if (centroid.empty()) return "no centroid";
+  bool nonzero = false;
+  for (const float value : centroid) {
+    if (!std::isfinite(value)) return "its centroid is not finite";
+    nonzero = nonzero || value != 0.0F;
+  }
+  if (!nonzero) {
+    return "no centroid: the clustering found no clean (single-speaker) speech of this speaker "
+           "to embed, only speech overlapping others (its centroid is zeros, as pyannote pads)";
+  }
+  return {};
+}
+
 std::vector<float> embedding_row(const NdArray<float>& embeddings, std::size_t row) {
   if (embeddings.rank() != 2 || row >= embeddings.dim(0)) {
     fail("no speaker embedding {} (the result has {})", row,
@@ -49,8 +63,8 @@ Voiceprint voiceprint_from_samples(pipeline::Diarizer& diarizer, std::span<const
   }
   Voiceprint voiceprint{embedding_row(result.speaker_embeddings, 0), std::string(model_digest),
                         pipeline::embedding_mode_name(diarizer.config().embedding_mode)};
-  for (const float value : voiceprint.embedding) {
-    if (!std::isfinite(value)) fail("{}: the speaker's embedding is not finite", uri);
+  if (const std::string why = why_not_comparable(voiceprint.embedding); !why.empty()) {
+    fail("{}: no voiceprint, {}; give audio where the speaker talks alone", uri, why);
   }
   return voiceprint;
 }
@@ -81,6 +95,12 @@ Voiceprint voiceprint_from_result_json(std::string_view document, std::string_vi
       fail("speaker {}'s embedding holds a value that is not a finite number", speaker);
     }
     voiceprint.embedding.push_back(value.get<float>());
+  }
+  if (const std::string why = why_not_comparable(voiceprint.embedding); !why.empty()) {
+    fail(
+        "speaker {} cannot give a voiceprint, {}; add this speaker from audio where it talks "
+        "alone",
+        speaker, why);
   }
   return voiceprint;
 }

@@ -43,6 +43,13 @@ Voiceprint voiceprint_from_result_json(std::string_view document, std::string_vi
                                        std::string_view model_digest,
                                        std::string_view embedding_mode);
 
+// Why `centroid` cannot be compared with anything (cosine similarity needs a direction), or
+// empty when it can. pyannote pads a speaker that the clustering found no clean (single-speaker)
+// speech for with a zero centroid; such a speaker keeps its turns but cannot be named or linked.
+// Making one up from its overlapped speech would mix in the voices it overlaps, and a wrong name
+// costs more than a missing one, so it is reported instead.
+std::string why_not_comparable(std::span<const float> centroid);
+
 // Row `row` of a [speakers, D] array as a vector.
 std::vector<float> embedding_row(const NdArray<float>& embeddings, std::size_t row);
 
