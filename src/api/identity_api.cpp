@@ -74,11 +74,10 @@ parley_status parley_library_add(parley_library* library, const char* name,
     }
     parley::identity::Voiceprint voiceprint{parley::identity::embedding_row(embeddings, speaker),
                                             digest_of(*diarizer), ""};
-    bool any = false;
-    for (const float value : voiceprint.embedding) any = any || value != 0.0f;
-    if (!any) {
-      invalid_argument(fmt::format(
-          "parley_library_add: speaker {} has no embedding (no clean speech of its own)", speaker));
+    if (const std::string why = parley::identity::why_not_comparable(voiceprint.embedding);
+        !why.empty()) {
+      invalid_argument(
+          fmt::format("parley_library_add: speaker {} cannot give a voiceprint, {}", speaker, why));
     }
     const long long added = library->library->add(
         name, voiceprint,
