@@ -133,6 +133,8 @@ class Result {
   py::str rttm(const std::optional<std::string>& uri) const { return format("rttm", false, uri); }
   py::str json() const { return text(checked(parley_result_json(handle_.get()))); }
 
+  const parley_result* handle() const { return handle_.get(); }
+
  private:
   ResultHandle handle_;
 };
@@ -261,6 +263,7 @@ class Diarizer {
     return warnings;
   }
   bool speed_twin() const { return parley_diarizer_speed_twin(handle_) != 0; }
+  const parley_diarizer* handle() const { return handle_; }
 
   Result diarize_file(const py::bytes& path_bytes, std::optional<int> num_speakers,
                       std::optional<int> min_speakers, std::optional<int> max_speakers,
@@ -501,6 +504,51 @@ bool run_finished(const Settings& settings, const py::bytes& path_bytes,
   check(status);
   return finished != 0;
 }
+// The speaker library and identification (parley.h, "Who is speaking, by name").
+class Library {
+ public:
+  explicit Library(const py::bytes& path_bytes) {
+    const std::string path = path_bytes;
+    if (path.find('\0') != std::string::npos) {
+      throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT, "the library path holds a NUL character");
+    }
+    check(parley_library_open(path.c_str(), &handle_));
+  }
+  ~Library() { parley_library_free(handle_); }
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  long long add(const std::string& name, const Diarizer& diarizer, const Result& result,
+                std::size_t speaker) {
+    long long id = 0;
+    check(parley_library_add(handle_, name.c_str(), diarizer.handle(), result.handle(), speaker,
+                             &id));
+    return id;
+  }
+  std::string list_json() { return checked(parley_library_list_json(handle_)); }
+  std::size_t remove(const std::string& name) {
+    std::size_t removed = 0;
+    check(parley_library_remove(handle_, name.c_str(), &removed));
+    return removed;
+  }
+  // ([(speaker, name, score, confidence)...], the result's JSON with the names)
+  py::tuple identify(const Diarizer& diarizer, const Result& result, double threshold) {
+    parley_identification* identification = nullptr;
+    check(parley_identify(handle_, diarizer.handle(), result.handle(), threshold, &identification));
+    const std::unique_ptr<parley_identification, void (*)(parley_identification*)> owned(
+        identification, parley_identification_free);
+    py::list named;
+    for (std::size_t i = 0; i < parley_identification_count(identification); ++i) {
+      const parley_named_speaker speaker = parley_identification_speaker(identification, i);
+      named.append(
+          py::make_tuple(speaker.speaker, text(speaker.name), speaker.score, speaker.confidence));
+    }
+    return py::make_tuple(named, text(parley_identification_json(identification)));
+  }
+
+ private:
+  parley_library* handle_ = nullptr;
+};
 
 }  // namespace
 
@@ -604,4 +652,13 @@ PYBIND11_MODULE(_parley, module) {
 
   module.def("score_rttm", &score_rttm, py::arg("reference"), py::arg("hypothesis"),
              py::arg("collar"), py::arg("skip_overlap"));
+
+  py::class_<Library>(module, "Library")
+      .def(py::init<const py::bytes&>(), py::arg("path"))
+      .def("add", &Library::add, py::arg("name"), py::arg("diarizer"), py::arg("result"),
+           py::arg("speaker"))
+      .def("list_json", &Library::list_json)
+      .def("remove", &Library::remove, py::arg("name"))
+      .def("identify", &Library::identify, py::arg("diarizer"), py::arg("result"),
+           py::arg("threshold"));
 }

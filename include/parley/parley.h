@@ -319,6 +319,57 @@ typedef struct parley_der {
 PARLEY_API parley_status parley_score_rttm(const char* reference, const char* hypothesis,
                                            double collar, int skip_overlap, parley_der* der);
 
+/* ---- Who is speaking, by name (docs/identity.md) ---------------------------------------------
+ * A speaker library: named voiceprints (speaker centroids) in one SQLite file, each recording the
+ * sha256 of the embedding model that made it; several threads and processes may open one file.
+ * Identification names the speakers of a result whose centroid scores (cosine) at least
+ * `threshold` with a name's best voiceprint, one name per speaker and one speaker per name,
+ * chosen by optimal matching; the others keep SPEAKER_xx. Functions taking a diarizer use its
+ * embedding model: a library holding another model's voiceprints is refused. */
+
+#define PARLEY_DEFAULT_IDENTIFY_THRESHOLD 0.5
+
+typedef struct parley_library parley_library;
+
+/* Opens (creating when missing) the library at `path`. One thread at a time per handle; open a
+ * handle per thread for more. */
+PARLEY_API parley_status parley_library_open(const char* path, parley_library** library);
+PARLEY_API void parley_library_free(parley_library* library);
+/* Adds the centroid of speaker `speaker` of `result` (made by `diarizer`) as a voiceprint of
+ * `name` (one word of UTF-8: no white space). `id` (may be NULL) receives its id. For a voiceprint
+ * from a clip of one speaker, diarize it with num_speakers = 1 and add speaker 0. */
+PARLEY_API parley_status parley_library_add(parley_library* library, const char* name,
+                                            const parley_diarizer* diarizer,
+                                            const parley_result* result, size_t speaker,
+                                            long long* id);
+/* [{"id", "name", "source", "created", "model_sha256", "embedding_mode", "dimension"}...] as
+ * JSON, owned by the library until the next call on it; NULL on failure (parley_last_error). */
+PARLEY_API const char* parley_library_list_json(parley_library* library);
+/* Removes every voiceprint of `name`; `removed` (may be NULL) receives how many. */
+PARLEY_API parley_status parley_library_remove(parley_library* library, const char* name,
+                                               size_t* removed);
+
+typedef struct parley_identification parley_identification;
+typedef struct parley_named_speaker {
+  int speaker;       /* the result's speaker index (SPEAKER_xx) */
+  const char* name;  /* owned by the identification */
+  double score;      /* cosine, threshold to 1 */
+  double confidence; /* 0 to 1: the margin over the best rival decision */
+} parley_named_speaker;
+
+/* Scores the speakers of `result` (made by `diarizer`) against `library`. */
+PARLEY_API parley_status parley_identify(parley_library* library, const parley_diarizer* diarizer,
+                                         const parley_result* result, double threshold,
+                                         parley_identification** identification);
+PARLEY_API size_t parley_identification_count(const parley_identification* identification);
+/* The index-th named speaker (by speaker index); speaker -1 and name "" when out of range. */
+PARLEY_API parley_named_speaker
+parley_identification_speaker(const parley_identification* identification, size_t index);
+/* The result as parley_result_json writes it, with the names as labels and an "identification"
+ * object (threshold, speakers with label, name, score, confidence); owned by the identification. */
+PARLEY_API const char* parley_identification_json(const parley_identification* identification);
+PARLEY_API void parley_identification_free(parley_identification* identification);
+
 #ifdef __cplusplus
 }
 #endif

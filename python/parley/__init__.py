@@ -24,7 +24,7 @@ from ._parley import Cancelled, Error, InvalidArgument
 
 __all__ = ["Pipeline", "Diarization", "Annotation", "Turn", "Segment", "Score", "Error",
            "Cancelled", "InvalidArgument", "ArgumentTypeError", "SpeedTwinWarning", "FORMATS",
-           "options", "score", "__version__"]
+           "options", "score", "__version__", "SpeakerLibrary", "Identification", "NamedSpeaker"]
 __version__: str = _parley.version()
 
 
@@ -614,3 +614,7 @@ def score(reference: Union[Diarization, str, "os.PathLike[str]"],
     return Score(*_parley.score_rttm(_raw_text("reference", reference_text),
                                      _raw_text("hypothesis", hypothesis_text), collar,
                                      skip_overlap))
+
+
+# Who is speaking, by name (parley/identity.py); imported last, as it refers to the classes above.
+from .identity import Identification, NamedSpeaker, SpeakerLibrary  # noqa: E402

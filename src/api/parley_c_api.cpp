@@ -2,6 +2,8 @@
 // exceptions become statuses plus a per-thread message.
 #include "parley/parley.h"
 
+#include "api/handles.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -13,6 +15,8 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,7 +53,8 @@
 
 struct parley_diarizer {
   std::unique_ptr<parley::pipeline::Diarizer> diarizer;
-  std::vector<std::string> warnings;  // copied into every result
+  std::filesystem::path embedding_model;  // what voiceprints record (api/identity_api.cpp)
+  std::vector<std::string> warnings;      // copied into every result
   bool speed_twin = false;
 };
 
@@ -744,6 +749,7 @@ parley_status parley_diarizer_new(const parley_params* params, parley_diarizer**
     DiarizationConfig config = diarization_config(*params);
     const DiarizationModels paths = model_paths(*params);
     auto handle = std::make_unique<parley_diarizer>();
+    handle->embedding_model = paths.embedding;
     with_status(PARLEY_ERROR_MODELS, [&] {
       handle->warnings = model_warnings(paths);
       handle->speed_twin = !handle->warnings.empty();
@@ -1124,3 +1130,22 @@ parley_status parley_score_rttm(const char* reference, const char* hypothesis, d
 }
 
 }  // extern "C"
+
+// What api/identity_api.cpp needs of this file's handles and error handling (api/handles.h).
+namespace parley::api {
+
+const pipeline::DiarizationResult& diarization_of(const parley_result& result) {
+  return result.result;
+}
+
+const std::filesystem::path& embedding_model_of(const parley_diarizer& diarizer) {
+  return diarizer.embedding_model;
+}
+
+parley_status run_guarded(const std::function<void()>& body) noexcept { return guarded(body); }
+
+void invalid_argument(const std::string& message) { invalid(message); }
+
+void remember_failure(const char* message) noexcept { remember(message); }
+
+}  // namespace parley::api

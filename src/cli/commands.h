@@ -22,5 +22,6 @@ void add_eval_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 // parley options [--json]: the option table (pipeline/option_table.h).
 void add_options_command(CLI::App& app);
+void add_voiceprint_command(CLI::App& app);
 
 }  // namespace parley::cli

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
 #include "cli/diarize_corpus.h"
+#include "cli/identity_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -41,6 +42,7 @@ struct DiarizeArguments {
   DiarizationFlags flags;
   EngineFlags engine;
   CorpusFlags corpus;
+  IdentityFlags identity;
   std::string save_intermediates;
   std::string out_dir;
   std::string transcript;
@@ -156,11 +158,15 @@ void run_diarize(const DiarizeArguments& arguments) {
   // Usage mistakes fail before any work, not after an hour of it.
   check_format(flags, with_transcript);
   const bool single_recording_features = with_transcript || !arguments.save_intermediates.empty();
-  if (!single_recording_features && (arguments.audio.size() != 1 || !arguments.out_dir.empty() ||
-                                     wants_corpus(arguments.corpus))) {
+  if (!single_recording_features &&
+      (arguments.audio.size() != 1 || !arguments.out_dir.empty() ||
+       wants_corpus(arguments.corpus) || arguments.identity.link_speakers)) {
     run_corpus(corpus_recordings(arguments.audio, arguments.corpus), arguments.corpus, flags,
-               arguments.engine, arguments.out_dir);
+               arguments.engine, arguments.out_dir, arguments.identity);
     return;
+  }
+  if (arguments.identity.link_speakers) {
+    fail("--link-speakers links the speakers of a corpus; it takes no transcript or intermediates");
   }
   if (wants_corpus(arguments.corpus)) {
     fail(
@@ -215,6 +221,8 @@ void run_diarize(const DiarizeArguments& arguments) {
   const pipeline::DiarizationModels paths = resolve_models(arguments.engine, flags);
   // Loud on purpose, even with --quiet: labels from a twin are noise.
   models::warn_if_speed_twin(paths.embedding);
+  // A library of another model fails before the diarization, not after it.
+  const ResultNamer namer(arguments.identity, paths.embedding);
   pipeline::Diarizer diarizer(paths, config);
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
@@ -280,13 +288,16 @@ void run_diarize(const DiarizeArguments& arguments) {
     } else {
       words = std::move(*given_words);
     }
+    if (namer.naming()) {
+      static_cast<void>(identity::identify(result, namer.candidates(), namer.threshold()));
+    }
     try {
       text = fused_transcript(result, words, arguments);
     } catch (const Error& error) {
       fail("{}; {}", error.what(), keep_turns(result, arguments));
     }
   } else {
-    text = format_result(result, flags);
+    text = namer.format(result, flags);
   }
   write_output(text, destination, output_options);
   if (!flags.quiet) fmt::print(stderr, "{}\n", summary(result, wall));
@@ -307,6 +318,7 @@ void add_diarize_command(CLI::App& app) {
   command->add_flag("--print-layout", arguments->print_layout,
                     "print how the engines would be laid out for these flags (devices, engines "
                     "per device, threads, batches; JSON) and exit without diarizing");
+  add_identity_flags(*command, arguments->identity);
   command->add_option("--save-intermediates", arguments->save_intermediates,
                       "write every stage's arrays (npz) to this folder, for `parley recluster`");
   command->add_option("--out-dir", arguments->out_dir,

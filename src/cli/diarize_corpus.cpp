@@ -120,13 +120,71 @@ std::vector<fs::path> corpus_recordings(const std::vector<std::string>& audio,
   return once;
 }
 
+namespace {
+
+// The end of a linked run: the speakers of every recording held in `held` linked (and named
+// from the library), each result written with its global labels (to its file under `out_dir`,
+// else into `texts`), and the speakers table. A result that cannot be written counts as failed.
+void write_linked(std::vector<std::optional<corpus::RecordingOutcome>>& held,
+                  const std::vector<corpus::CorpusRecording>& inputs,
+                  const std::vector<corpus::PlannedRecording>& destinations,
+                  const ResultNamer& namer, const DiarizationFlags& flags,
+                  const std::string& out_dir, const std::string& table_path,
+                  const OutputOptions& output_options,
+                  std::vector<std::optional<std::string>>& texts, std::size_t& failed,
+                  std::size_t& diarized) {
+  std::vector<std::size_t> order;  // the input index of each linked recording
+  std::vector<identity::RecordingSpeakers> speakers;
+  for (std::size_t k = 0; k < held.size(); ++k) {
+    if (!held[k]) continue;
+    order.push_back(k);
+    speakers.push_back(identity::recording_speakers(*held[k]->result));
+    speakers.back().recording = inputs[k].uri;
+  }
+  identity::Linking linking = identity::link_speakers(speakers, namer.threshold());
+  identity::name_linked_speakers(linking, namer.candidates());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const std::size_t k = order[i];
+    corpus::RecordingOutcome& outcome = *held[k];
+    try {
+      const std::string text = format_linked(*outcome.result, linking, i, flags);
+      if (out_dir.empty()) {
+        texts[k] = text;
+        continue;
+      }
+      corpus::write_result(
+          destinations[k].destination, text,
+          corpus::make_record(destinations[k], text, *outcome.result, outcome.wall_seconds),
+          output_options);
+    } catch (const Error& error) {
+      spdlog::error("{}: {}", inputs[k].audio.string(), error.what());
+      ++failed;
+      --diarized;
+    }
+  }
+  write_output(identity::speakers_table(linking), table_path, output_options);
+}
+
+}  // namespace
+
 void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
                 const DiarizationFlags& flags, const EngineFlags& engine,
-                const std::string& out_dir) {
+                const std::string& out_dir, const IdentityFlags& identity) {
   const auto start = std::chrono::steady_clock::now();
   // Warnings from deep in the pipeline name the recording they are about (core/log_subject.h).
   show_log_subjects(*spdlog::default_logger());
   const std::string format = flags.format.empty() ? "rttm" : flags.format;
+  const bool linking = identity.link_speakers;
+  const std::string table_path =
+      !identity.speakers_table.empty()
+          ? identity.speakers_table
+          : (out_dir.empty() ? std::string() : (fs::path(out_dir) / "speakers.tsv").string());
+  if (linking && table_path.empty()) {
+    fail("--link-speakers writes a speakers table: pass --out-dir DIR or --speakers-table FILE");
+  }
+  if (!linking && !identity.speakers_table.empty()) {
+    fail("--speakers-table is the table of --link-speakers");
+  }
   if (out_dir.empty() && format != "rttm") {
     fail("--format {} writes one document per recording: with several, pass --out-dir DIR", format);
   }
@@ -144,6 +202,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   } else {
     check_output_file("--out", flags.out, output_options);
   }
+  if (linking) check_output_file("--speakers-table", table_path, output_options);
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
   const auto say = [&](const std::string& line) {
@@ -177,10 +236,14 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   const corpus::EngineLayout layout = corpus::plan_engine_layout(
       paths, config,
       layout_request(corpus.devices, corpus.engines, corpus.jobs, engine.model_providers));
-  const nlohmann::ordered_json settings = corpus::run_settings(
+  nlohmann::ordered_json settings = corpus::run_settings(
       config, paths,
       corpus::describe_providers(layout.segmentation_provider, layout.embedding_provider),
       flags.exclusive);
+  // The library is read (and checked against the embedding model) before any model loads.
+  const ResultNamer namer(identity, paths.embedding);
+  if (namer.naming()) settings["voiceprints"] = namer.settings();
+  if (linking) settings["link_speakers"] = {{"threshold", identity.threshold}};
 
   // A rerun skips what an earlier run finished with the same settings and audio.
   std::vector<corpus::PlannedRecording> destinations;
@@ -191,7 +254,8 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       corpus::PlannedRecording planned =
           corpus::plan_recording(out_dir, inputs[k].uri, format, settings, inputs[k].audio);
-      if (planned.finished) {
+      // Linking needs every recording's speakers, so a linked run diarizes them all again.
+      if (!linking && planned.finished) {
         ++skipped;
         continue;
       }
@@ -224,17 +288,26 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
 
     // Without --out-dir the RTTM goes out in input order, each as soon as those before it are.
     std::vector<std::optional<std::string>> texts(inputs.size());
+    // Linked: every result waits for the end of the run (speaker turns and centroids: small).
+    std::vector<std::optional<corpus::RecordingOutcome>> held(linking ? inputs.size() : 0);
     std::size_t next_to_print = 0;
     const std::size_t failed_before = failed;
     const auto run_start = std::chrono::steady_clock::now();
     progress.begin("recordings", inputs.size());
     corpus_engine->run(inputs, [&](corpus::RecordingOutcome outcome) {
       const std::size_t k = outcome.index;
+      if (outcome.ok() && linking) {
+        ++diarized;
+        audio_seconds += outcome.result->duration_seconds;
+        held[k] = std::move(outcome);
+        progress.update(diarized + failed - failed_before);
+        return;
+      }
       if (outcome.ok() && !out_dir.empty()) {
         // A result that cannot be written (a full disk, a name the file system refuses) fails
         // that recording alone, like a model error.
         try {
-          const std::string text = format_result(*outcome.result, flags);
+          const std::string text = namer.format(*outcome.result, flags);
           corpus::write_result(
               destinations[k].destination, text,
               corpus::make_record(destinations[k], text, *outcome.result, outcome.wall_seconds),
@@ -250,7 +323,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
         texts[k] = std::string();
       } else {
         const pipeline::DiarizationResult& result = *outcome.result;
-        if (out_dir.empty()) texts[k] = format_result(result, flags);
+        if (out_dir.empty()) texts[k] = namer.format(result, flags);
         ++diarized;
         audio_seconds += result.duration_seconds;
       }
@@ -266,6 +339,13 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
                                   elapsed > 0.0 ? audio_seconds / elapsed : 0.0));
     });
     progress.end();
+    if (linking) {
+      write_linked(held, inputs, destinations, namer, flags, out_dir, table_path, output_options,
+                   texts, failed, diarized);
+      if (out_dir.empty() && flags.out == "-") {
+        for (const auto& text : texts) write_output(text.value_or(""), "-");
+      }
+    }
     run_seconds = seconds_since(run_start);
     if (out_dir.empty() && flags.out != "-") {
       std::string combined;

@@ -12,6 +12,7 @@
 
 #include "cli/diarization_options.h"
 #include "corpus/engine_layout.h"
+#include "cli/identity_options.h"
 
 namespace parley::cli {
 
@@ -52,9 +53,11 @@ std::vector<std::filesystem::path> corpus_recordings(const std::vector<std::stri
 // Diarizes `audio` through the corpus engine: with `out_dir`, one <name>.<format> per recording
 // there and a record of its settings in <out_dir>/.parley/ (what a rerun checks); without, RTTM
 // of every recording in input order to flags.out. Fails after the run, saying how many, when any
-// recording failed.
+// recording failed. `identity`: speakers named from a library (each result as it comes), or
+// linked across the recordings (every result held until the run ends, then written with the
+// global labels, and the speakers table; nothing is skipped as done by an earlier run).
 void run_corpus(const std::vector<std::filesystem::path>& audio, const CorpusFlags& corpus,
                 const DiarizationFlags& flags, const EngineFlags& engine,
-                const std::string& out_dir);
+                const std::string& out_dir, const IdentityFlags& identity = {});
 
 }  // namespace parley::cli

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   parley::cli::add_eval_command(app);
   parley::cli::add_serve_command(app);
   parley::cli::add_options_command(app);
+  parley::cli::add_voiceprint_command(app);
   parley::cli::add_version_command(app);
   parley::cli::add_score_command(app);
   parley::cli::add_providers_command(app);

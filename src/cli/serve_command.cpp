@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
 #include "cli/diarize_corpus.h"
+#include "cli/identity_options.h"
 #include "core/error.h"
 #include "corpus/corpus_engine.h"
 #include "corpus/engine_layout.h"
@@ -38,6 +39,8 @@ struct ServeArguments {
   std::string token_file;
   double retain_days = 30.0;
   bool keep_uploads = false;
+  std::string voiceprints;  // speaker library: every result names the speakers it matches
+  double identify_threshold = identity::kDefaultThreshold;
 };
 
 // The first line of the file, which must hold something: an empty token would let anyone in. A
@@ -122,6 +125,10 @@ void run_serve(ServeArguments& arguments) {
   policy.allow_paths = config.allow_paths;
   policy.retain_seconds = arguments.retain_days * 86400.0;
   policy.remove_uploads = !arguments.keep_uploads;
+  if (!arguments.voiceprints.empty()) {
+    policy.identify =
+        library_identifier(arguments.voiceprints, arguments.identify_threshold, paths.embedding);
+  }
   server::JobQueue queue(store, engine, metrics, policy);
   server::EngineInfo info;
   info.engines = engine.engine_count();
@@ -215,6 +222,12 @@ void add_serve_command(CLI::App& app) {
                    "days a finished job (its row, results and files) is kept; 0 keeps them all")
       ->check(number_at_least(0))
       ->capture_default_str();
+  command
+      ->add_option("--voiceprints", arguments->voiceprints,
+                   "speaker library (`parley voiceprint add`): every job's result names the "
+                   "speakers that match it (read per job: voiceprints added meanwhile count)")
+      ->check(CLI::ExistingFile);
+  add_threshold_flag(*command, arguments->identify_threshold);
   command->add_flag("--keep-uploads", arguments->keep_uploads,
                     "keep an uploaded recording once its job is done (removed by default; the "
                     "results stay)");

@@ -2,7 +2,7 @@
 // The one writer of a diarization result in every format parley offers, used by every face (the
 // CLI, `parley serve`, the C API and through it Python):
 //   rttm  the turns as RTTM (eval/rttm.h), json  pyannote's DiarizeOutput.serialize
-//   (pipeline/output.h), txt  "start end speaker" lines, srt / vtt  one subtitle cue per turn
+//   (frames/output.h), txt  "start end speaker" lines, srt / vtt  one subtitle cue per turn
 //   whose text is the speaker.
 // `exclusive` picks the one-speaker-at-a-time turns for rttm, txt, srt and vtt (json always holds
 // both). With a speaker-labelled transcript (transcript::assign_speakers over the exclusive

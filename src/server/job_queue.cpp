@@ -265,9 +265,13 @@ void JobQueue::finish(const Job& job, const corpus::RecordingOutcome& outcome,
     store_.mark_failed(job.id, client_message(outcome.error, job, file));
     return;
   }
-  const pipeline::DiarizationResult& result = *outcome.result;
-  const auto documents =
-      result_documents(result, job.options.value("exclusive", false), job.transcript);
+  pipeline::DiarizationResult result = *outcome.result;
+  std::optional<identity::Identification> identification;
+  if (policy_.identify) identification = policy_.identify(result);
+  auto documents = result_documents(result, job.options.value("exclusive", false), job.transcript);
+  if (identification) {
+    documents["json"] = identity::add_identification_json(documents["json"], *identification);
+  }
   // Every document is on disk before the row says done: a crash in between re-runs the job,
   // which writes the same bytes again.
   for (const auto& [format, text] : documents) {

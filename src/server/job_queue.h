@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "corpus/corpus_engine.h"
+#include "identity/identification.h"
 #include "server/allowed_file.h"
 #include "server/job_store.h"
 #include "server/metrics.h"
@@ -58,6 +60,10 @@ struct JobPolicy {
   double retain_seconds = 0.0;
   // An upload is removed once its job is done (the results stay); false keeps it.
   bool remove_uploads = false;
+  // Names a finished job's speakers before its documents are written (`parley serve
+  // --voiceprints`, identity/): renames the result's turns and returns what the JSON document
+  // gains; unset: no names.
+  std::function<identity::Identification(pipeline::DiarizationResult&)> identify;
 };
 
 class JobQueue : public JobRunner {

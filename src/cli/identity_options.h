@@ -1,0 +1,71 @@
+#pragma once
+// `parley diarize --voiceprints LIB [--link-speakers]`: names from a speaker library and global
+// labels across a corpus (identity/), as the diarize command writes them. Kept apart from the
+// diarization flags so that the naming stays one call in each place that writes a result.
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/diarization_options.h"
+#include "identity/identification.h"
+#include "identity/speaker_linking.h"
+
+namespace parley::cli {
+
+struct IdentityFlags {
+  std::string voiceprints;  // the speaker library (SQLite file); empty: no names
+  double threshold = identity::kDefaultThreshold;
+  bool link_speakers = false;
+  std::string
+      speakers_table;  // where --link-speakers writes its table; empty: <out-dir>/speakers.tsv
+
+  bool naming() const { return !voiceprints.empty(); }
+};
+
+// --voiceprints, --identify-threshold, --link-speakers, --speakers-table.
+void add_identity_flags(CLI::App& command, IdentityFlags& flags);
+// --identify-threshold alone (the voiceprint commands that score).
+void add_threshold_flag(CLI::App& command, double& threshold);
+
+// The library's voiceprints for the embedding model in use, read once, before any diarization:
+// a library of another model fails at once.
+class ResultNamer {
+ public:
+  ResultNamer() = default;
+  ResultNamer(const IdentityFlags& flags, const std::filesystem::path& embedding_model);
+
+  bool naming() const { return !candidates_.empty() || named_library_; }
+  double threshold() const { return threshold_; }
+  const std::vector<identity::Candidate>& candidates() const { return candidates_; }
+  // What the run's settings record: a rerun with another library or threshold is not skipped.
+  nlohmann::ordered_json settings() const;
+
+  // Names the clusters of `result` (its turns renamed) and formats it as the flags say; JSON
+  // carries the names and scores. Without a library, format_result as it is.
+  std::string format(pipeline::DiarizationResult result, const DiarizationFlags& flags) const;
+
+ private:
+  std::vector<identity::Candidate> candidates_;
+  double threshold_ = identity::kDefaultThreshold;
+  bool named_library_ = false;
+  std::string library_digest_;
+};
+
+// For `parley serve --voiceprints`: names each result from the library as it is when the result
+// comes (voiceprints added while the server runs count; each call opens its own connection). A
+// library of another model fails here, at once; one that goes wrong later leaves that result
+// unnamed, with an error in the log.
+std::function<identity::Identification(pipeline::DiarizationResult&)> library_identifier(
+    const std::string& library, double threshold, const std::filesystem::path& embedding_model);
+
+// A linked corpus result in the format the flags say (turns renamed to the global labels; JSON
+// carries "speaker_linking": {"threshold", "speakers": [{"label", "global", "name"}...]}).
+std::string format_linked(pipeline::DiarizationResult result, const identity::Linking& linking,
+                          std::size_t index, const DiarizationFlags& flags);
+
+}  // namespace parley::cli
