@@ -11,7 +11,7 @@
 
 #include "identity/identification.h"
 #include "identity/speaker_linking.h"
-#include "pipeline/segments.h"
+#include "frames/segments.h"
 
 namespace {
 
