@@ -408,7 +408,7 @@ static void writes_into_a_folder(const char* models, const char* eval) {
     if (batch == NULL) return;
     CHECK(strstr(parley_batch_layout(batch), "\"engines\":1") != NULL);
     CHECK(parley_batch_submit_to(batch, audio, folder, "rttm", NULL, NULL, NULL) == PARLEY_OK);
-    CHECK(parley_batch_submit_to(batch, audio, folder, "srt", NULL, NULL, NULL) ==
+    CHECK(parley_batch_submit_to(batch, audio, folder, "mp3", NULL, NULL, NULL) ==
           PARLEY_ERROR_INVALID_ARGUMENT);
     CHECK(parley_batch_submit_to(batch, audio, folder, "rttm", "a/b", NULL, NULL) ==
           PARLEY_ERROR_INVALID_ARGUMENT);

@@ -616,7 +616,7 @@ struct parley_batch {
 
 namespace {
 
-// "rttm" or "json": what a batch writes into an output folder.
+// One of the result writer's formats: what a batch writes into an output folder.
 std::string output_format(const char* format, const char* function) {
   const std::string text = format != nullptr ? format : "";
   if (!parley::pipeline::is_result_format(text)) {
