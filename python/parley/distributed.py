@@ -11,7 +11,7 @@ Each worker process loads the models once (a worker plugin holding one corpus en
 GPU with ``resources={"GPU": n}``) and takes batches of recordings. Every result is written as
 soon as it is done, atomically, as ``parley diarize --out-dir`` names and writes it: the RTTM (or
 JSON) under ``out_dir`` and a record in ``out_dir/.parley/<name>.<format>.json``. A rerun skips what a
-record says was finished with the same settings. See docs/cluster.md.
+record says was finished with the same settings. See docs/distributed.md.
 
 Names, settings fingerprints, records and the skip decision are libparley's (corpus/run_record.h,
 through the C API), the same as the CLI's: a CLI run and a Dask run over one folder skip each

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "audio/audio_files_test_support.h"
 #include "audio/mono_resampled_stream.h"
-#include "audio/test_audio_files.h"
 #include "testing/temporary_directory.h"
 
 namespace parley::audio {

@@ -15,10 +15,10 @@ extern "C" {
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include "audio/audio_files_test_support.h"
 #include "audio/decoded_audio.h"
 #include "audio/libav_source.h"
 #include "audio/mono_resampled_stream.h"
-#include "audio/test_audio_files.h"
 #include "core/error.h"
 #include "testing/temporary_directory.h"
 

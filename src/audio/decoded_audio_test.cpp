@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "audio/audio_files_test_support.h"
 #include "audio/audio_source.h"
 #include "audio/mono_resampled_stream.h"
 #include "audio/resampler.h"
-#include "audio/test_audio_files.h"
 #include "core/error.h"
 #include "testing/temporary_directory.h"
 

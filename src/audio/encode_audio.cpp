@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "audio/audio_files_test_support.h"
 #include "audio/mono_resampled_stream.h"
-#include "audio/test_audio_files.h"
 #include "core/sample_rate.h"
 
 int main(int argc, char** argv) {

@@ -9,9 +9,9 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "audio/audio_files_test_support.h"
 #include "audio/downmix.h"
 #include "audio/resampler.h"
-#include "audio/test_audio_files.h"
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cluster/speaker_count.h"
+#include "cluster/speaker_count_constraints.h"
 #include "core/error.h"
 #include "pipeline/diarizer.h"
 

@@ -2,7 +2,7 @@
 // The clustering stage of the diarization pipeline: one entry point over the two methods.
 //   VBx (default): pyannote community-1's VBxClustering — see vbx_clustering.h.
 //   AHC (`--clustering ahc`): plain agglomerative clustering with a threshold that adapts to
-//   long recordings — see agglomerative_clustering.h.
+//   long recordings — see ahc_clustering.h.
 // Both take per-chunk local-speaker embeddings [chunks, local_speakers, dim] and binarized
 // segmentations [chunks, frames, local_speakers] and return hard clusters (-2: unassigned;
 // inactive speakers are masked later, see inactive_speakers.h), soft clusters and centroids;
@@ -10,10 +10,10 @@
 // `--save-intermediates`.
 #include <string>
 
-#include "cluster/agglomerative_clustering.h"
+#include "cluster/ahc_clustering.h"
 #include "cluster/clustering_result.h"
 #include "cluster/plda.h"
-#include "cluster/speaker_count.h"
+#include "cluster/speaker_count_constraints.h"
 #include "cluster/vbx_clustering.h"
 #include "core/ndarray.h"
 

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cluster/ahc.h"
 #include "cluster/assignment.h"
 #include "cluster/kmeans.h"
+#include "cluster/scipy_linkage.h"
 #include "core/error.h"
 #include "core/parallel_for.h"
 

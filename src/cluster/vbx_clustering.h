@@ -19,7 +19,7 @@
 
 #include "cluster/clustering_result.h"
 #include "cluster/plda.h"
-#include "cluster/speaker_count.h"
+#include "cluster/speaker_count_constraints.h"
 #include "cluster/vbx.h"
 #include "core/ndarray.h"
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "audio/decoded_audio.h"
-#include "cluster/speaker_count.h"
+#include "cluster/speaker_count_constraints.h"
 #include "pipeline/diarizer.h"
 #include "runtime/device_memory.h"
 
@@ -45,9 +45,8 @@ struct CorpusConfig {
   int clustering_threads = 1;
   // Decoded recordings waiting for the engines, per engine. Each waits as 16 kHz float samples
   // (230 MiB an hour in memory; past `spill_samples` in a mapped file), so this bounds the
-  // memory that runs ahead of the networks. An engine groups what waits when it takes work:
-  // with three engines on an H100, 2 per engine (a queue of 6) ran 200 three-minute calls at
-  // 2,322-2,444x real time against 2,080-2,102x with a queue of 2 (docs/benchmarks.md).
+  // memory that runs ahead of the networks. An engine groups what waits when it takes work, so
+  // a longer queue lets several engines on a GPU group more (docs/history.md has the runs).
   std::size_t decoded_per_engine = 2;
   // Recordings longer than this many samples are decoded into a mapped temporary file whose
   // pages are handed back as the networks move through it (audio/decoded_audio.h), so memory
@@ -87,28 +86,26 @@ struct RecordingOutcome {
 // Engines per GPU when the caller does not choose: one engine leaves the GPU idle while its
 // recordings are decoded, their features computed and their speakers clustered on the CPU, so
 // several engines take turns on it. Each of several engines runs the segmentation layout below,
-// and holds up to about kDeviceBytesPerEngine of device memory at its peak (three engines on an
-// H100: 32 GiB for three-minute calls, 44 GiB for nine-minute files; docs/benchmarks.md, "A
-// corpus of many files"). Three where that much is free for each, fewer where less is, one when
+// and holds up to about kDeviceBytesPerEngine of device memory at its peak (docs/benchmarks.md,
+// "A corpus of many files"). Three where that much is free for each, fewer where less is, one when
 // the free memory is unknown.
 inline constexpr std::uintmax_t kDeviceBytesPerEngine = std::uintmax_t{16} << 30;
 inline constexpr int kMaxAutomaticEnginesPerDevice = 3;
 int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& memory);
 
 // The segmentation layout of several engines sharing one GPU: two calls of 256 chunks at once
-// per engine instead of one engine's four of 128. Measured on an H100 with three engines (each
-// then with sessions of its own), 200 three-minute calls: 2,099x real time with 32 GiB of device
-// memory, against 1,670x (128 x 4) and 2,119x but 80 GiB on nine-minute files (256 x 4). The
-// engines, not the calls in flight, keep the GPU busy. The engines of a device run one session
+// per engine instead of one engine's four of 128: as fast as four of 256 in far less device
+// memory (docs/benchmarks.md, "A corpus of many files"). The engines, not the calls in flight,
+// keep the GPU busy. The engines of a device run one session
 // per model (runtime/session_share.h).
 inline constexpr std::size_t kSeveralEnginesSegmentationBatch = 256;
 inline constexpr int kSeveralEnginesSegmentationSessions = 2;
 void use_several_engines_layout(pipeline::DiarizationConfig& config);
 
-// The most engines per device. Each holds a model set and its sessions: about 77 MB of memory on
-// the CPU (64 engines took 4.9 GB), up to kDeviceBytesPerEngine of device memory at its peak on
-// a GPU, where 3 already keep an H100 busy. On the CPU the engines share the cores, so one per
-// hardware thread at most.
+// The most engines per device. Each holds a model set and its sessions (kHostBytesPerEngine of
+// memory on the CPU, up to kDeviceBytesPerEngine of device memory at its peak on a GPU, where a
+// few already keep it busy; docs/corpus.md, "Bounds on the options"). On the CPU the engines share
+// the cores, so one per hardware thread at most.
 inline constexpr int kMaxEnginesPerDevice = 8;
 inline constexpr std::uintmax_t kHostBytesPerEngine = std::uintmax_t{80} << 20;
 int max_engines_per_device(bool on_accelerator);

@@ -12,7 +12,7 @@
 #include "core/heap.h"
 #include "eval/rttm.h"
 #include "frames/output.h"
-#include "graph/test_embedding_model.h"
+#include "graph/embedding_model_test_support.h"
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
 

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/npz.h"
 #include "frames/aggregation.h"
-#include "frames/goldens_for_tests.h"
+#include "frames/goldens_test_support.h"
 #include "frames/speaker_count.h"
 #include "testing/shared_data.h"
 

@@ -6,7 +6,7 @@
 
 #include "core/npz.h"
 #include "eval/rttm.h"
-#include "frames/goldens_for_tests.h"
+#include "frames/goldens_test_support.h"
 #include "frames/output.h"
 #include "testing/shared_data.h"
 

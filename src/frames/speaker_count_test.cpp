@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/npz.h"
-#include "frames/goldens_for_tests.h"
+#include "frames/goldens_test_support.h"
 #include "testing/shared_data.h"
 
 namespace parley::pipeline {

@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "graph/accelerator_rewrite.h"
+#include "graph/embedding_model_test_support.h"
 #include "graph/onnx_graph.h"
-#include "graph/test_embedding_model.h"
 #include "testing/shared_data.h"
 
 namespace parley::models {

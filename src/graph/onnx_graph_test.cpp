@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "graph/test_embedding_model.h"
+#include "graph/embedding_model_test_support.h"
 #include "runtime/onnx_session.h"
 #include "testing/shared_data.h"
 

@@ -2,7 +2,7 @@
 // The embedding model rebuilt for the shared trunk on an accelerator: the trunk, then masked
 // statistics pooling of many (chunk, speaker) pairs and the final linear layer, in one graph.
 // With the pooling on the host, every pass copied its whole feature map [2560, frames] back and
-// the CPU sliced it per chunk (on an H100 that took twice as long as the trunk); here only the
+// the CPU sliced it per chunk (longer than the trunk itself; docs/embedding.md, 8.7); here only the
 // pairs' weights go in and [pairs, D] embeddings come out.
 //
 //   features          [B, frames, bins]         centred log mel of one pass

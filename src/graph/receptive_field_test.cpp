@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "graph/embedding_model_test_support.h"
 #include "graph/onnx_graph.h"
-#include "graph/test_embedding_model.h"
 
 namespace parley::models {
 namespace {

@@ -1,10 +1,11 @@
-// Tests only: writes the tiny speaker-embedding model of test_embedding_model.h to a file, so that
-// CLI tests can run the whole pipeline in seconds (labels are meaningless, as with the speed twin).
+// Tests only: writes the tiny speaker-embedding model of embedding_model_test_support.h to a file,
+// so that CLI tests can run the whole pipeline in seconds (labels are meaningless, as with the
+// speed twin).
 //   write_test_embedding_model OUT.onnx
 #include <cstdio>
 #include <fstream>
 
-#include "graph/test_embedding_model.h"
+#include "graph/embedding_model_test_support.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
-#include "models/test_support.h"
+#include "models/model_files_test_support.h"
 #include "testing/temporary_directory.h"
 
 namespace parley::models {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "models/test_support.h"
+#include "models/model_files_test_support.h"
 #include "testing/temporary_directory.h"
 
 namespace parley::models {

@@ -14,9 +14,9 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "graph/onnx_graph.h"
+#include "models/model_files_test_support.h"
 #include "models/model_verifier.h"
 #include "models/registry.h"
-#include "models/test_support.h"
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
 

@@ -41,26 +41,24 @@ struct DiarizationModels {
 DiarizationModels locate_models(const DiarizationModels& explicit_paths,
                                 const std::optional<std::filesystem::path>& models_dir);
 
-// Several chunks per call take less CPU per chunk than one (a sixth less at 8 on a Zen 4 core,
-// nothing more past 2 on a Zen 5 core), but every chunk in flight holds its activations (about
-// 18 MB): the batch shrinks as threads grow, so that about 8 chunks are in flight (1-2 threads:
-// 4 per call; 3 or more: 2), never below 2 (one per call rounds differently).
+// Several chunks per call take less CPU per chunk than one, but every chunk in flight holds its
+// activations: the batch shrinks as threads grow, so that about 8 chunks are in flight (1-2
+// threads: 4 per call; 3 or more: 2), never below 2 (one per call rounds differently;
+// docs/segmentation.md, "Several chunks per call on the CPU").
 std::size_t automatic_segmentation_batch(int threads);
 // Segmentation workers on the CPU (each a session, and its arena, with one intra-op thread):
 // every thread up to 4, then a quarter of them, at least 4. The embedding trunk's intra-op
-// threads keep every core busy: on a 16-core host at 16 threads, 4 workers ran an hour as fast
-// as 16 (32 s) at 826 MiB peak instead of 1,383 MiB (docs/corpus.md, "Memory"). Results do not
-// depend on it.
+// threads keep every core busy, so more workers only hold more memory at the same speed
+// (docs/corpus.md, "Memory"). Results do not depend on it.
 int automatic_segmentation_workers(int threads);
 
 // Bounds on the values that size buffers. Past them a value only holds memory, or cannot be
-// allocated at all (2^32 segmentation chunks per call threw std::bad_alloc, 1,000 took 13.8 GB
-// on a 30 s clip): 1,024 chunks per call is 4x the largest default (256, several engines on a
-// GPU), 16 segmentation calls at once 4x the default.
+// allocated at all: 1,024 chunks per call is 4x the largest default (256, several engines on a
+// GPU), 16 segmentation calls at once 4x the default (docs/corpus.md, "Bounds on the options").
 inline constexpr std::size_t kMaxSegmentationBatch = 1024;
 inline constexpr std::size_t kMaxEmbeddingBatch = 1024;
 inline constexpr int kMaxSegmentationSessions = 16;
-// Threads per hardware thread: more only add sessions and memory (100,000 took 7 GB).
+// Threads per hardware thread: more only add sessions and memory.
 inline constexpr int kMaxThreadsPerHardwareThread = 4;
 int max_threads();  // kMaxThreadsPerHardwareThread per hardware thread, at least 4
 
@@ -87,9 +85,9 @@ struct OutputSettings {
   bool accelerator_float16 = false;
   bool embedding_exclude_overlap = true;  // community-1's embedding_exclude_overlap
   // shared (default): one trunk pass over the recording, sliced per chunk
-  // (stages/shared_trunk.h): 6-9x less embedding time at a 1 s step, same diarization on
-  // the golden clips (docs/embedding.md, section 8). exact: the trunk on every chunk, pyannote's
-  // definition.
+  // (stages/shared_trunk.h): far less embedding time at a 1 s step, same diarization on the
+  // golden clips (docs/embedding.md, section 8.6 has the measurements). exact: the trunk on every
+  // chunk, pyannote's definition.
   EmbeddingMode embedding_mode = EmbeddingMode::kShared;
   // Shared mode's details (blocks, alignment, centring); its threads come from `threads`.
   SharedTrunkConfig shared_trunk;
@@ -117,10 +115,9 @@ struct ExecutionSettings {
   // Chunks per embedding trunk call.
   std::size_t embedding_batch_size = 32;
   // Segmentation calls feeding an accelerator at once (stages/segmentation.h), each on its
-  // own stream, all through one session (runtime/session_share.h). One hour on an H100 (when
-  // each had a session of its own): 1 at a time 3.7 s of wall time, 2 2.9 s, 3 2.1 s, 4 1.8 s,
-  // 6 1.8 s. Routed (`routing` set), fewer when they would not fit in the free device memory,
-  // and one on a static-shape provider.
+  // own stream, all through one session (runtime/session_share.h); one at a time leaves a GPU
+  // mostly idle (docs/providers.md, "In the pipeline"). Routed (`routing` set), fewer when they
+  // would not fit in the free device memory, and one on a static-shape provider.
   int segmentation_accelerator_sessions = 4;
   // Embed chunks while later ones are still being segmented (a bounded queue between the two
   // stages). Results are identical either way.

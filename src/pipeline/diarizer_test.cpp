@@ -20,7 +20,7 @@
 #include "core/npz.h"
 #include "eval/der.h"
 #include "eval/rttm.h"
-#include "graph/test_embedding_model.h"
+#include "graph/embedding_model_test_support.h"
 #include "stages/segmentation_test_support.h"
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"

@@ -38,8 +38,8 @@ struct ProviderRouting {
   // Compiled graphs and cost-model constants; empty: runtime::CompileCache::default_root().
   std::filesystem::path compile_cache_root;
   // Chunks per segmentation call on an accelerator (the model's batch is made dynamic there;
-  // at one chunk per call a GPU is slower than one CPU core; on an H100, 128 per call ran
-  // 1.10 ms a chunk, 32 per call 2.12 ms: docs/benchmarks.md).
+  // at one chunk per call a GPU is slower than one CPU core: docs/providers.md, "In the
+  // pipeline").
   std::size_t accelerator_segmentation_batch_size = 128;
 };
 

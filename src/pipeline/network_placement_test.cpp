@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/sha256.h"
-#include "graph/test_embedding_model.h"
+#include "graph/embedding_model_test_support.h"
 #include "pipeline/diarizer.h"
 #include "stages/embedding_graphs.h"
 

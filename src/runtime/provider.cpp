@@ -59,9 +59,8 @@ const std::vector<ProviderTraits>& table() {
        .cache_kind = CompiledCacheKind::kNone,
        .legacy_attach = LegacyAttach::kCudaV2,
        .auto_priority = 1,
-       // An arena that grows by what is asked for: with ORT's default (next power of two) the
-       // 8 min 53 s evaluation recording peaked at 17.9 GiB of H100 memory, with this at
-       // 12.7 GiB, same speed (docs/benchmarks.md).
+       // An arena that grows by what is asked for: far less device memory than ORT's default
+       // (next power of two) at the same speed (docs/providers.md, "In the pipeline").
        .default_options = {{"device_id", "0"}, {"arena_extend_strategy", "kSameAsRequested"}},
        .install_hint = "install the GPU build of ONNX Runtime with CUDA 12/13 and cuDNN 9, or set "
                        "PARLEY_PROVIDER_PATH to the folder holding its provider libraries"},

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audio/audio_source.h"
-#include "cluster/speaker_count.h"
+#include "cluster/speaker_count_constraints.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/version.h"

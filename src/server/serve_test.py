@@ -114,7 +114,7 @@ check(result(server, job["id"]) == expected["sample"], "sample RTTM equals the C
 turns = json.loads(result(server, job["id"], "json"))
 check(len(turns["diarization"]) == expected["sample"].count("\n"), "json has the same turns")
 # One centroid per speaker, of the embedding model's dimension (kTestEmbeddingDim of
-# src/graph/test_embedding_model.h for the tiny test model; 256 with the speed twin); a speaker
+# src/graph/embedding_model_test_support.h for the tiny test model; 256 with the speed twin); a speaker
 # the instantaneous count adds beyond the clusters gets zeros, as pyannote pads.
 speakers = {turn["speaker"] for turn in turns["diarization"]}
 vectors = turns.get("speaker_embeddings", {})

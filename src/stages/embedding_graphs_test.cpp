@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "graph/embedding_model_test_support.h"
 #include "graph/onnx_graph.h"
 #include "graph/onnx_inspect.h"
 #include "graph/pooled_trunk_graph.h"
 #include "graph/receptive_field.h"
-#include "graph/test_embedding_model.h"
 #include "stages/embedding.h"
-#include "stages/speed_twin_for_tests.h"
+#include "stages/speed_twin_test_support.h"
 #include "testing/shared_data.h"
 
 namespace parley::pipeline {

@@ -16,11 +16,11 @@
 
 #include "core/error.h"
 #include "core/npz.h"
+#include "graph/embedding_model_test_support.h"
 #include "graph/onnx_graph.h"
-#include "graph/test_embedding_model.h"
 #include "runtime/onnx_session.h"
 #include "runtime/session_share.h"
-#include "stages/speed_twin_for_tests.h"
+#include "stages/speed_twin_test_support.h"
 #include "stages/stats_pooling.h"
 #include "testing/shared_data.h"
 

@@ -67,7 +67,7 @@ struct SegmentationConfig {
   int accelerator_sessions = 1;
   // On a dynamic-shape accelerator a call of fewer than batch_size chunks (a run's last) is
   // padded with zero rows to a multiple of this: every new batch size costs a first run that
-  // goes alone in the process while cuDNN chooses its kernels (0.1 s on an H100), a padded row
+  // goes alone in the process while cuDNN chooses its kernels, a padded row
   // far less. 1: no padding.
   std::size_t accelerator_batch_multiple = 64;
   // Pads every call to one of these batch sizes (the tail to the smallest that holds it; the

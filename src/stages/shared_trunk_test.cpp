@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/npz.h"
-#include "graph/test_embedding_model.h"
+#include "graph/embedding_model_test_support.h"
 #include "stages/segmentation_test_support.h"
 #include "stages/stats_pooling.h"
 #include "testing/shared_data.h"

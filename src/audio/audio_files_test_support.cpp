@@ -1,4 +1,4 @@
-#include "audio/test_audio_files.h"
+#include "audio/audio_files_test_support.h"
 
 extern "C" {
 #include <libavcodec/avcodec.h>

@@ -1,4 +1,4 @@
-#include "graph/test_embedding_model.h"
+#include "graph/embedding_model_test_support.h"
 
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>

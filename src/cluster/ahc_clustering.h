@@ -17,9 +17,9 @@
 #include <cstddef>
 #include <string>
 
-#include "cluster/ahc.h"
 #include "cluster/clustering_result.h"
-#include "cluster/speaker_count.h"
+#include "cluster/scipy_linkage.h"
+#include "cluster/speaker_count_constraints.h"
 #include "core/ndarray.h"
 
 namespace parley::cluster {

@@ -1,4 +1,4 @@
-#include "cluster/agglomerative_clustering.h"
+#include "cluster/ahc_clustering.h"
 
 #include <gtest/gtest.h>
 

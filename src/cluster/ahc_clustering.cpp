@@ -1,4 +1,4 @@
-#include "cluster/agglomerative_clustering.h"
+#include "cluster/ahc_clustering.h"
 
 #include <algorithm>
 #include <cfenv>
@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cluster/ahc.h"
 #include "cluster/assignment.h"
+#include "cluster/scipy_linkage.h"
 #include "core/error.h"
 
 namespace parley::cluster {

@@ -1,4 +1,4 @@
-#include "cluster/speaker_count.h"
+#include "cluster/speaker_count_constraints.h"
 
 #include <utility>
 

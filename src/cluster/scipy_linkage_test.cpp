@@ -1,4 +1,4 @@
-#include "cluster/ahc.h"
+#include "cluster/scipy_linkage.h"
 
 #include <gtest/gtest.h>
 
