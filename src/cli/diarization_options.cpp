@@ -167,6 +167,13 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
       ->check(CLI::IsMember({"exact", "shared"}))
       ->capture_default_str();
   command
+      .add_option("--embedding-features", engine.embedding_features,
+                  "where the shared mode's graph passes compute fbank features: graph (on the "
+                  "accelerator, in front of the embedding network), host (the CPU) or auto "
+                  "(graph on an accelerator that takes any shape)")
+      ->check(CLI::IsMember({"auto", "host", "graph"}))
+      ->capture_default_str();
+  command
       .add_option("--threads", engine.threads,
                   fmt::format("CPU threads (default: all cores; at most {} on this machine, 4 per "
                               "core); output is the same for any value",
@@ -212,6 +219,7 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
   config.streaming = !engine.no_streaming;
   config.share_segmentation_convolution = !engine.sincnet_per_chunk;
   config.embedding_mode = pipeline::parse_embedding_mode(engine.embedding_mode);
+  config.shared_trunk.features = pipeline::parse_shared_trunk_features(engine.embedding_features);
   config.embedding_batch_size = engine.embedding_batch;
   apply_diarization_flags(flags, config);
   const ProviderSelection selection = provider_selection(engine.provider);

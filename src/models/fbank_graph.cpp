@@ -87,15 +87,37 @@ std::string append_front_end(onnx::GraphProto& graph, std::int64_t opset,
   const std::string log_mel = g.node("Transpose", {log_mel_by_bin}, "log_mel");  // [1, T, bins]
   g.ints_attribute("perm", {0, 2, 1});
 
-  // Window means: differences of the cumulative sum over frames, in float64.
+  // Window means: differences of the cumulative sum over frames, in float64. ONNX Runtime's
+  // CUDA CumSum sums every prefix anew (quadratic in the frames: tens of ms for a pass), so
+  // the frames go in blocks: a lower-triangular product sums within each block, CumSum only
+  // over the few block totals.
   const std::string wide = g.cast(log_mel, onnx::TensorProto::DOUBLE, "log_mel_double");
+  const auto block = static_cast<std::int64_t>(kFbankGraphFrameBlock);
+  const std::string blocks =
+      g.node("Reshape", {wide, g.ints("block_shape", {-1, block, bins})}, "frame_blocks");
+  std::vector<double> triangle(static_cast<std::size_t>(block * block), 0.0);
+  for (std::int64_t row = 0; row < block; ++row) {
+    for (std::int64_t earlier = 0; earlier <= row; ++earlier) {
+      triangle[static_cast<std::size_t>(row * block + earlier)] = 1.0;
+    }
+  }
+  const std::string within = g.node(
+      "MatMul", {g.doubles("lower_triangle", {block, block}, triangle), blocks}, "block_sums");
+  const std::string totals =
+      g.node("Gather", {within, g.ints("last_in_block", {block - 1})}, "block_totals");
+  g.int_attribute("axis", 1);  // [blocks, 1, bins]
   auto* axis = graph.add_initializer();
-  const std::string axis_name = g.fresh("time_axis");
+  const std::string axis_name = g.fresh("block_axis");
   axis->set_name(axis_name);
   axis->set_data_type(onnx::TensorProto::INT64);
-  const std::int64_t one = 1;
-  axis->set_raw_data(&one, sizeof(one));
-  const std::string sums = g.node("CumSum", {wide, axis_name}, "cumulative");
+  const std::int64_t zero_axis = 0;
+  axis->set_raw_data(&zero_axis, sizeof(zero_axis));
+  const std::string offsets = g.node("CumSum", {totals, axis_name}, "block_offsets");
+  g.int_attribute("exclusive", 1);
+  const std::string sums = g.node("Reshape",
+                                  {g.node("Add", {within, offsets}, "cumulative_blocks"),
+                                   g.ints("frames_shape", {1, -1, bins})},
+                                  "cumulative");
   const std::string zeros =
       g.doubles("zero_row", {1, 1, bins}, std::vector<double>(static_cast<std::size_t>(bins), 0.0));
   const std::string prefix = g.node("Concat", {zeros, sums}, "prefix_sums");  // [1, T + 1, bins]

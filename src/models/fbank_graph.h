@@ -4,7 +4,8 @@
 // computes it: samples go in instead of features, and nothing of the front end runs on the host
 // but the choice of each frame's window.
 //
-//   samples       [1, samples]   16 kHz mono in [-1, 1] covering frames [0, span)
+//   samples       [1, samples]   16 kHz mono in [-1, 1] covering frames [0, span), span a
+//                                multiple of kFbankGraphFrameBlock
 //   frame_index   [frames]       which frame of the span each output row is (float, whole)
 //   window_low    [frames]       first frame of the window whose mean the row is centred with
 //   window_high   [frames]       one past its last frame
@@ -17,12 +18,16 @@
 // multiply in TF32 (10-bit mantissas): samples and the matrix are each split into a part TF32
 // holds exactly and the rest, and the three products that matter run as one convolution over
 // three input channels, so that quiet bins next to loud ones keep float32 accuracy. The window
-// means are differences of a cumulative sum in float64.
+// means are differences of a cumulative sum in float64, taken block by block.
 #include <cstddef>
 #include <string>
 #include <vector>
 
 namespace parley::models {
+
+// The samples must cover a whole number of blocks of this many frames (the window means are
+// summed block by block).
+inline constexpr std::size_t kFbankGraphFrameBlock = 128;
 
 struct FbankGraphNames {
   static constexpr const char* kSamples = "samples";

@@ -79,7 +79,8 @@ FbankConfig uncentred() {
 
 TEST(FbankGraph, LogMelEqualsTheHostFbank) {
   const Fbank fbank(uncentred());
-  const std::vector<float> samples = test_samples(3 * 16000 + 123);
+  // 384 frames: whole blocks of 128, the graph's unit for the window sums.
+  const std::vector<float> samples = test_samples(383 * 160 + 400 + 97);
   const NdArray<float> host = fbank.compute(samples);
   const std::size_t frames = host.dim(0);
   std::vector<std::size_t> own(frames);
@@ -104,7 +105,7 @@ TEST(FbankGraph, LogMelEqualsTheHostFbank) {
 // mean over [low, high), for windows of any width and position, rows in any order.
 TEST(FbankGraph, FeaturesAreCentredWithEachRowsWindowMean) {
   const Fbank fbank(uncentred());
-  const std::vector<float> samples = test_samples(4 * 16000);
+  const std::vector<float> samples = test_samples(511 * 160 + 400);  // 512 frames
   const NdArray<float> host = fbank.compute(samples);
   const std::size_t frames = host.dim(0);
   std::vector<std::size_t> own;
@@ -132,6 +133,12 @@ TEST(FbankGraph, FeaturesAreCentredWithEachRowsWindowMean) {
   }
   ::testing::Test::RecordProperty("max_abs_features", std::to_string(worst));
   EXPECT_LT(worst, 1e-3);
+}
+
+TEST(FbankGraph, SamplesMustCoverWholeBlocksOfFrames) {
+  const Fbank fbank(uncentred());
+  const std::vector<float> samples = test_samples(300 * 160 + 400);  // 301 frames
+  EXPECT_THROW(run_front_end(fbank, samples, {0}, {0}, {1}), Error);
 }
 
 TEST(FbankGraph, PrependRefusesAModelWithoutTheFeaturesOrWithATakenName) {

@@ -14,6 +14,7 @@
 #include "core/heap.h"
 #include "core/parallel_for.h"
 #include "core/stage_timer.h"
+#include "models/fbank_graph.h"
 #include "models/pooled_trunk_graph.h"
 #include "pipeline/stats_pooling.h"
 
@@ -371,8 +372,11 @@ NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size
                                                     const NdArray<float>& inv_denominators) {
   const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
   // Every pass has one span, whatever its windows need (at most count + width frames, and
-  // a stride more past the recording's end), so the graph keeps one set of shapes.
-  const std::size_t span = count + chunk_fbank_frames_ + config_.time_stride;
+  // a stride more past the recording's end), so the graph keeps one set of shapes; whole
+  // blocks of frames, as the graph sums them.
+  const std::size_t block = models::kFbankGraphFrameBlock;
+  const std::size_t span =
+      ceil_div(count + chunk_fbank_frames_ + config_.time_stride, block) * block;
   const std::size_t span_first = std::min(window_start(first), first);
   const std::size_t frame_samples = fbank_.config().window_size();
   NdArray<float> samples({1, (span - 1) * hop_ + frame_samples}, 0.0f);
