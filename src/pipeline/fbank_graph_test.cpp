@@ -15,6 +15,7 @@
 #include "models/pooled_trunk_graph.h"
 #include "models/test_embedding_model.h"
 #include "pipeline/fbank.h"
+#include "pipeline/shared_trunk.h"
 #include "runtime/onnx_session.h"
 
 namespace parley::pipeline {
@@ -162,6 +163,20 @@ TEST(FbankGraph, PrependRefusesAModelWithoutTheFeaturesOrWithATakenName) {
                         models::PooledTrunkGraphNames::kPairWeights,
                         models::PooledTrunkGraphNames::kInvWeightSums,
                         models::PooledTrunkGraphNames::kInvVarianceDenominators}));
+}
+
+// The configuration field's names (`--embedding-features`) round-trip; others fail naming them.
+TEST(FbankGraph, FeaturesSettingNamesRoundTrip) {
+  for (const auto features :
+       {SharedTrunkFeatures::kAuto, SharedTrunkFeatures::kHost, SharedTrunkFeatures::kGraph}) {
+    EXPECT_EQ(parse_shared_trunk_features(shared_trunk_features_name(features)), features);
+  }
+  try {
+    parse_shared_trunk_features("gpu");
+    FAIL() << "an unknown name must fail";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("auto"), std::string::npos) << error.what();
+  }
 }
 
 }  // namespace
