@@ -143,8 +143,8 @@ TEST_F(CorpusEngineTest, SameRttmForAnyThreadsGroupingAndEngines) {
     std::size_t group_chunks;
     int engines;
   };
-  for (const Setup setup :
-       {Setup{1, 1, 1, 1, 1}, Setup{2, 3, 2, 100000, 1}, Setup{1, 2, 1, 200, 2}}) {
+  for (const Setup setup : {Setup{1, 1, 1, 1, 1}, Setup{2, 3, 2, 100000, 1}, Setup{1, 2, 1, 200, 2},
+                            Setup{1, 2, 2, 200, 4}}) {
     SCOPED_TRACE(::testing::Message()
                  << "threads " << setup.threads << ", decoders " << setup.decode_threads
                  << ", group " << setup.group_chunks << ", engines " << setup.engines);
