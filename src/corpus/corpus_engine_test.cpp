@@ -243,6 +243,20 @@ TEST_F(CorpusEngineTest, CallbackFailureStopsTheRunAndIsRethrown) {
   EXPECT_THROW(engine.run(inputs_, [](RecordingOutcome) { fail("disk full"); }), Error);
 }
 
+// Engines are built at once, each on a thread of its own: a failure on one reaches the caller
+// with its message, after every builder has finished.
+TEST(CorpusEngineBuild, AnEngineThatCannotLoadFailsTheConstructionWithItsMessage) {
+  const pipeline::DiarizationModels models{"/nonexistent/segmentation.onnx",
+                                           "/nonexistent/embedding.onnx", std::filesystem::path()};
+  pipeline::DiarizationConfig config;
+  try {
+    CorpusEngine engine(models, engine_configs(config, {}, 3), CorpusConfig{});
+    FAIL() << "built engines without models";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/"), std::string::npos) << error.what();
+  }
+}
+
 TEST(EngineConfigs, OneEngineSetPerDeviceWithItsDeviceId) {
   pipeline::DiarizationConfig config;
   config.routing = pipeline::ProviderRouting{};
