@@ -192,6 +192,13 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   add_model_provider_flags(command, engine.model_providers);
   add_table_option(command, "step", engine.step);
   add_table_option(command, "embedding_mode", engine.embedding_mode);
+  command
+      .add_option("--embedding-features", engine.embedding_features,
+                  "where the shared mode's graph passes compute fbank features: graph (on the "
+                  "accelerator, in front of the embedding network), host (the CPU) or auto "
+                  "(graph on an accelerator that takes any shape)")
+      ->check(CLI::IsMember({"auto", "host", "graph"}))
+      ->capture_default_str();
   // 0 (all cores) is the default, not a value to pass; the bound is this machine's.
   add_table_option(command, "threads", engine.threads, false)
       ->description(fmt::format("{} (at most {} on this machine)",
@@ -223,6 +230,7 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
   config.streaming = !engine.no_streaming;
   config.share_segmentation_convolution = !engine.sincnet_per_chunk;
   config.embedding_mode = pipeline::parse_embedding_mode(engine.embedding_mode);
+  config.shared_trunk.features = pipeline::parse_shared_trunk_features(engine.embedding_features);
   config.embedding_batch_size = engine.embedding_batch;
   apply_diarization_flags(flags, config);
   const ProviderSelection selection = provider_selection(engine.provider);

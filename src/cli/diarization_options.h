@@ -73,6 +73,8 @@ struct EngineFlags {
   double step = 1.0;
   std::string embedding_mode =
       pipeline::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
+  std::string embedding_features =
+      pipeline::shared_trunk_features_name(pipeline::DiarizationConfig{}.shared_trunk.features);
   int threads = 0;  // 0: all cores
   std::size_t embedding_batch = pipeline::DiarizationConfig{}.embedding_batch_size;
   bool no_streaming = false;

@@ -143,8 +143,8 @@ TEST_F(CorpusEngineTest, SameRttmForAnyThreadsGroupingAndEngines) {
     std::size_t group_chunks;
     int engines;
   };
-  for (const Setup setup :
-       {Setup{1, 1, 1, 1, 1}, Setup{2, 3, 2, 100000, 1}, Setup{1, 2, 1, 200, 2}}) {
+  for (const Setup setup : {Setup{1, 1, 1, 1, 1}, Setup{2, 3, 2, 100000, 1}, Setup{1, 2, 1, 200, 2},
+                            Setup{1, 2, 2, 200, 4}}) {
     SCOPED_TRACE(::testing::Message()
                  << "threads " << setup.threads << ", decoders " << setup.decode_threads
                  << ", group " << setup.group_chunks << ", engines " << setup.engines);
@@ -241,6 +241,20 @@ TEST_F(CorpusEngineTest, AbandonsTheRecordingsInTheNetworksOnlyWhenConfiguredTo)
 TEST_F(CorpusEngineTest, CallbackFailureStopsTheRunAndIsRethrown) {
   CorpusEngine engine(models_, {config(1)}, CorpusConfig{});
   EXPECT_THROW(engine.run(inputs_, [](RecordingOutcome) { fail("disk full"); }), Error);
+}
+
+// Engines are built at once, each on a thread of its own: a failure on one reaches the caller
+// with its message, after every builder has finished.
+TEST(CorpusEngineBuild, AnEngineThatCannotLoadFailsTheConstructionWithItsMessage) {
+  const pipeline::DiarizationModels models{"/nonexistent/segmentation.onnx",
+                                           "/nonexistent/embedding.onnx", std::filesystem::path()};
+  pipeline::DiarizationConfig config;
+  try {
+    CorpusEngine engine(models, engine_configs(config, {}, 3), CorpusConfig{});
+    FAIL() << "built engines without models";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/"), std::string::npos) << error.what();
+  }
 }
 
 TEST(EngineConfigs, OneEngineSetPerDeviceWithItsDeviceId) {

@@ -1,6 +1,9 @@
 #include "graph/graph_edit.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -136,6 +139,120 @@ std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name,
                            std::int64_t fallback) {
   const auto* attribute = find_attribute(node, name);
   return attribute != nullptr ? attribute->i() : fallback;
+}
+
+std::int64_t default_domain_opset(const onnx::ModelProto& model) {
+  for (const auto& opset : model.opset_import()) {
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+  }
+  return 1;
+}
+
+GraphAppender::GraphAppender(onnx::GraphProto& graph, std::int64_t opset, std::string prefix)
+    : graph_(graph), opset_(opset), prefix_(std::move(prefix)) {
+  collect_names(graph, taken_);
+}
+
+std::string GraphAppender::fresh(const std::string& stem) {
+  std::string name = prefix_ + "/" + stem;
+  for (int suffix = 1; taken_.count(name) > 0; ++suffix) {
+    name = fmt::format("{}/{}_{}", prefix_, stem, suffix);
+  }
+  taken_.insert(name);
+  return name;
+}
+
+std::string GraphAppender::node(const std::string& op, const std::vector<std::string>& inputs,
+                                const std::string& stem) {
+  auto* added = graph_.add_node();
+  added->set_op_type(op);
+  const std::string output = fresh(stem);
+  added->set_name(output);
+  for (const auto& input : inputs) added->add_input(input);
+  added->add_output(output);
+  last_ = added;
+  return output;
+}
+
+void GraphAppender::int_attribute(const std::string& name, std::int64_t value) {
+  auto* attribute = last_->add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::INT);
+  attribute->set_i(value);
+}
+
+void GraphAppender::ints_attribute(const std::string& name,
+                                   const std::vector<std::int64_t>& values) {
+  auto* attribute = last_->add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::INTS);
+  for (const auto value : values) attribute->add_ints(value);
+}
+
+std::string GraphAppender::floats(const std::string& stem, const std::vector<std::int64_t>& dims,
+                                  const std::vector<float>& values) {
+  auto* tensor = graph_.add_initializer();
+  const std::string name = fresh(stem);
+  tensor->set_name(name);
+  tensor->set_data_type(onnx::TensorProto::FLOAT);
+  for (const auto dim : dims) tensor->add_dims(dim);
+  tensor->set_raw_data(values.data(), values.size() * sizeof(float));
+  return name;
+}
+
+std::string GraphAppender::doubles(const std::string& stem, const std::vector<std::int64_t>& dims,
+                                   const std::vector<double>& values) {
+  auto* tensor = graph_.add_initializer();
+  const std::string name = fresh(stem);
+  tensor->set_name(name);
+  tensor->set_data_type(onnx::TensorProto::DOUBLE);
+  for (const auto dim : dims) tensor->add_dims(dim);
+  tensor->set_raw_data(values.data(), values.size() * sizeof(double));
+  return name;
+}
+
+std::string GraphAppender::ints(const std::string& stem, const std::vector<std::int64_t>& values) {
+  auto* tensor = graph_.add_initializer();
+  const std::string name = fresh(stem);
+  tensor->set_name(name);
+  tensor->set_data_type(onnx::TensorProto::INT64);
+  tensor->add_dims(static_cast<std::int64_t>(values.size()));
+  tensor->set_raw_data(values.data(), values.size() * sizeof(std::int64_t));
+  return name;
+}
+
+std::string GraphAppender::mean_over_last_axis(const std::string& input, const std::string& stem) {
+  if (opset_ >= 18) {
+    const std::string axes = ints(stem + "_axes", {-1});
+    node("ReduceMean", {input, axes}, stem);
+  } else {
+    node("ReduceMean", {input}, stem);
+    ints_attribute("axes", {-1});
+  }
+  int_attribute("keepdims", 1);
+  return last_->output(0);
+}
+
+std::string GraphAppender::cast(const std::string& input, int to, const std::string& stem) {
+  const std::string output = node("Cast", {input}, stem);
+  int_attribute("to", to);
+  return output;
+}
+
+void GraphAppender::float_input(const std::string& name, const std::vector<std::string>& dims) {
+  auto* input = graph_.add_input();
+  input->set_name(name);
+  taken_.insert(name);
+  auto* tensor = input->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  for (const auto& dim : dims) {
+    auto* shape_dim = tensor->mutable_shape()->add_dim();
+    if (dim == "1") {
+      shape_dim->set_dim_value(1);
+    } else {
+      shape_dim->set_dim_param(dim);
+    }
+  }
 }
 
 }  // namespace parley::models

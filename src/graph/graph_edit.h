@@ -53,4 +53,45 @@ struct PruneCount {
 // topologically sorted), then unused initializers and value_info of removed tensors.
 PruneCount prune_unused(onnx::GraphProto& graph);
 
+// The version of the default ("ai.onnx") operator set `model` imports; 1 when it names none.
+std::int64_t default_domain_opset(const onnx::ModelProto& model);
+
+// Appends nodes, constants and inputs to a graph under fresh names "<prefix>/<stem>" (a suffix
+// added where the graph already uses one): the derived graphs built in front of or behind a
+// source model (models/pooled_trunk_graph.h, models/fbank_graph.h).
+class GraphAppender {
+ public:
+  GraphAppender(onnx::GraphProto& graph, std::int64_t opset, std::string prefix);
+
+  std::string fresh(const std::string& stem);
+  // A node of `op` reading `inputs`, with one output named fresh(stem); returns that name.
+  std::string node(const std::string& op, const std::vector<std::string>& inputs,
+                   const std::string& stem);
+  // Attributes of the node added last.
+  void int_attribute(const std::string& name, std::int64_t value);
+  void ints_attribute(const std::string& name, const std::vector<std::int64_t>& values);
+  // Constant tensors (initializers).
+  std::string floats(const std::string& stem, const std::vector<std::int64_t>& dims,
+                     const std::vector<float>& values);
+  std::string doubles(const std::string& stem, const std::vector<std::int64_t>& dims,
+                      const std::vector<double>& values);
+  std::string ints(const std::string& stem, const std::vector<std::int64_t>& values);
+  // ReduceMean over the last axis, keeping it: `axes` is an attribute before opset 18.
+  std::string mean_over_last_axis(const std::string& input, const std::string& stem);
+  // Cast to an onnx::TensorProto data type.
+  std::string cast(const std::string& input, int to, const std::string& stem);
+  // A float graph input; a dimension "1" is fixed, any other is a named dynamic axis.
+  void float_input(const std::string& name, const std::vector<std::string>& dims);
+  // Marks `name` as taken (an input or output added by the caller).
+  void take(const std::string& name) { taken_.insert(name); }
+  onnx::NodeProto& last() { return *last_; }
+
+ private:
+  onnx::GraphProto& graph_;
+  std::int64_t opset_;
+  std::string prefix_;
+  std::set<std::string> taken_;
+  onnx::NodeProto* last_ = nullptr;
+};
+
 }  // namespace parley::models

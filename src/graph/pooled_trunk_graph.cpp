@@ -15,111 +15,6 @@ namespace {
 
 using Names = PooledTrunkGraphNames;
 
-class GraphAppender {
- public:
-  GraphAppender(onnx::GraphProto& graph, std::int64_t opset) : graph_(graph), opset_(opset) {
-    collect_names(graph, taken_);
-  }
-
-  std::string fresh(const std::string& stem) {
-    std::string name = "pooled/" + stem;
-    for (int suffix = 1; taken_.count(name) > 0; ++suffix) {
-      name = fmt::format("pooled/{}_{}", stem, suffix);
-    }
-    taken_.insert(name);
-    return name;
-  }
-
-  std::string node(const std::string& op, const std::vector<std::string>& inputs,
-                   const std::string& stem) {
-    auto* added = graph_.add_node();
-    added->set_op_type(op);
-    const std::string output = fresh(stem);
-    added->set_name(output);
-    for (const auto& input : inputs) added->add_input(input);
-    added->add_output(output);
-    last_ = added;
-    return output;
-  }
-
-  void int_attribute(const std::string& name, std::int64_t value) {
-    auto* attribute = last_->add_attribute();
-    attribute->set_name(name);
-    attribute->set_type(onnx::AttributeProto::INT);
-    attribute->set_i(value);
-  }
-
-  void ints_attribute(const std::string& name, const std::vector<std::int64_t>& values) {
-    auto* attribute = last_->add_attribute();
-    attribute->set_name(name);
-    attribute->set_type(onnx::AttributeProto::INTS);
-    for (const auto value : values) attribute->add_ints(value);
-  }
-
-  std::string floats(const std::string& stem, const std::vector<std::int64_t>& dims,
-                     const std::vector<float>& values) {
-    auto* tensor = graph_.add_initializer();
-    const std::string name = fresh(stem);
-    tensor->set_name(name);
-    tensor->set_data_type(onnx::TensorProto::FLOAT);
-    for (const auto dim : dims) tensor->add_dims(dim);
-    tensor->set_raw_data(values.data(), values.size() * sizeof(float));
-    return name;
-  }
-
-  std::string ints(const std::string& stem, const std::vector<std::int64_t>& values) {
-    auto* tensor = graph_.add_initializer();
-    const std::string name = fresh(stem);
-    tensor->set_name(name);
-    tensor->set_data_type(onnx::TensorProto::INT64);
-    tensor->add_dims(static_cast<std::int64_t>(values.size()));
-    tensor->set_raw_data(values.data(), values.size() * sizeof(std::int64_t));
-    return name;
-  }
-
-  // ReduceMean over the last axis, keeping it: `axes` is an attribute before opset 18.
-  std::string mean_over_last_axis(const std::string& input, const std::string& stem) {
-    if (opset_ >= 18) {
-      const std::string axes = ints(stem + "_axes", {-1});
-      node("ReduceMean", {input, axes}, stem);
-    } else {
-      node("ReduceMean", {input}, stem);
-      ints_attribute("axes", {-1});
-    }
-    int_attribute("keepdims", 1);
-    return last_->output(0);
-  }
-
-  void float_input(const std::string& name, const std::vector<std::string>& dims) {
-    auto* input = graph_.add_input();
-    input->set_name(name);
-    taken_.insert(name);
-    auto* tensor = input->mutable_type()->mutable_tensor_type();
-    tensor->set_elem_type(onnx::TensorProto::FLOAT);
-    for (const auto& dim : dims) {
-      auto* shape_dim = tensor->mutable_shape()->add_dim();
-      if (dim == "1") {
-        shape_dim->set_dim_value(1);
-      } else {
-        shape_dim->set_dim_param(dim);
-      }
-    }
-  }
-
- private:
-  onnx::GraphProto& graph_;
-  std::int64_t opset_;
-  std::set<std::string> taken_;
-  onnx::NodeProto* last_ = nullptr;
-};
-
-std::int64_t default_domain_opset(const onnx::ModelProto& model) {
-  for (const auto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
-  }
-  return 1;
-}
-
 // Renames the graph input `from` to `to` where the top-level graph reads it.
 void rename_input(onnx::GraphProto& graph, const std::string& from, const std::string& to,
                   const std::string& model_name) {
@@ -192,7 +87,7 @@ std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
   rename_input(graph, split.features_input, Names::kFeatures, model_name);
   name_dynamic_axes(graph, Names::kFeatures, {"B", "frames", "bins"});
   graph.clear_output();
-  GraphAppender g(graph, default_domain_opset(model));
+  GraphAppender g(graph, default_domain_opset(model), "pooled");
   g.float_input(Names::kPairWeights, {"B", "pairs", "trunk_frames"});
   g.float_input(Names::kInvWeightSums, {"B", "pairs", "1"});
   g.float_input(Names::kInvVarianceDenominators, {"B", "pairs", "1"});

@@ -231,7 +231,9 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
                                                             sessions.embedding, shared_sessions);
   if (embeds_in_graph_passes() || (config_.embedding_mode == EmbeddingMode::kExact &&
                                    models_->embedding->pools_exact_in_graph())) {
-    models_->embedding->open_pooled_session();
+    models_->embedding->open_pooled_session(
+        embeds_in_graph_passes() &&
+        shared_trunk_features_in_graph(config_.shared_trunk, *models_->embedding));
   }
   log_step("embedding model loaded");
 

@@ -40,8 +40,8 @@ WriterFirstLock& NewShapeGate::process_lock() {
   return lock;
 }
 
-std::unique_lock<WriterFirstLock> NewShapeGate::alone_in_process() {
-  return std::unique_lock<WriterFirstLock>(process_lock());
+std::shared_lock<WriterFirstLock> NewShapeGate::while_creating_session() {
+  return std::shared_lock<WriterFirstLock>(process_lock());
 }
 
 bool NewShapeGate::seen(const std::string& shape_key) const {

@@ -65,9 +65,11 @@ class NewShapeGate {
   Pass enter(const std::string& shape_key);
   bool seen(const std::string& shape_key) const;
 
-  // Held alone while a GPU session is created: creating one allocates device memory, which is
-  // as unsafe during another session's capture as a run is.
-  static std::unique_lock<WriterFirstLock> alone_in_process();
+  // Held while a GPU session is created: creating one allocates device memory, which is as
+  // unsafe during another session's capture as a run is. Only a new shape's run captures, so a
+  // creation waits for those alone and goes beside runs of seen shapes and other creations
+  // (which allocate too): the engines of several GPUs load their models at once.
+  static std::shared_lock<WriterFirstLock> while_creating_session();
 
  private:
   static WriterFirstLock& process_lock();

@@ -239,10 +239,10 @@ void OnnxSession::attach(Ort::SessionOptions& options, const SessionConfig& conf
       attach_provider(options, config.provider, provider_options, status.library).method;
 }
 
-std::unique_lock<WriterFirstLock> OnnxSession::create_alone_if_accelerated() {
+std::shared_lock<WriterFirstLock> OnnxSession::create_apart_if_accelerated() {
   if (provider_ == ProviderId::kCpu) return {};
   new_shape_gate_ = std::make_unique<NewShapeGate>();
-  return NewShapeGate::alone_in_process();
+  return NewShapeGate::while_creating_session();
 }
 
 OnnxSession::OnnxSession(const std::filesystem::path& model_path, const SessionConfig& config)
@@ -256,7 +256,7 @@ OnnxSession::OnnxSession(const std::filesystem::path& model_path, const SessionC
   try {
     Ort::SessionOptions options = make_options(config);
     const auto start = std::chrono::steady_clock::now();
-    auto alone = create_alone_if_accelerated();
+    auto apart = create_apart_if_accelerated();
     session_ = std::make_unique<Ort::Session>(ort_env(), model_path.c_str(), options);
     log_creation(start);
     describe_inputs_and_outputs();
@@ -277,7 +277,7 @@ OnnxSession::OnnxSession(const ModelBuffer& model, const SessionConfig& config)
   try {
     Ort::SessionOptions options = make_options(config);
     const auto start = std::chrono::steady_clock::now();
-    auto alone = create_alone_if_accelerated();
+    auto apart = create_apart_if_accelerated();
     session_ =
         std::make_unique<Ort::Session>(ort_env(), model.bytes.data(), model.bytes.size(), options);
     log_creation(start);

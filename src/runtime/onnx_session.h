@@ -120,8 +120,9 @@ class OnnxSession {
   [[noreturn]] void fail_on_provider(const std::string& model_name, const std::string& error) const;
   void log_creation(std::chrono::steady_clock::time_point start) const;
   void describe_inputs_and_outputs();
-  // Accelerated sessions are created alone and get a gate for their runs (new_shape_gate.h).
-  std::unique_lock<WriterFirstLock> create_alone_if_accelerated();
+  // Accelerated sessions are created apart from new shapes' runs and get a gate for their runs
+  // (new_shape_gate.h).
+  std::shared_lock<WriterFirstLock> create_apart_if_accelerated();
 
   std::filesystem::path model_path_;
   ProviderId provider_ = ProviderId::kCpu;

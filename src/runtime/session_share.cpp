@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <exception>
+
 #include "core/sha256.h"
 
 namespace parley::runtime {
@@ -51,13 +53,30 @@ std::shared_ptr<OnnxSession> SessionShare::open(const std::filesystem::path& mod
 
 std::shared_ptr<OnnxSession> SessionShare::find_or_open(
     const std::string& key, const std::function<std::shared_ptr<OnnxSession>()>& open_new) {
-  // Held while a session is created: two users asking at once get one session. Creating a GPU
-  // session goes alone in the process anyway (runtime/new_shape_gate.h).
-  std::lock_guard lock(mutex_);
-  if (const auto found = sessions_.find(key); found != sessions_.end()) return found->second;
-  auto session = open_new();
-  sessions_.emplace(key, session);
-  return session;
+  // Two users asking for one key at once get one session; sessions of other keys (another
+  // device's, another model's) are created meanwhile, outside the mutex.
+  std::promise<std::shared_ptr<OnnxSession>> promise;
+  std::shared_future<std::shared_ptr<OnnxSession>> earlier;
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto found = sessions_.find(key); found != sessions_.end()) {
+      earlier = found->second;
+    } else {
+      sessions_.emplace(key, promise.get_future().share());
+    }
+  }
+  if (earlier.valid()) return earlier.get();
+  try {
+    auto session = open_new();
+    promise.set_value(session);
+    return session;
+  } catch (...) {
+    // Keeps nothing: a later user of the key tries again; those waiting now get this error.
+    promise.set_exception(std::current_exception());
+    std::lock_guard lock(mutex_);
+    sessions_.erase(key);
+    throw;
+  }
 }
 
 std::size_t SessionShare::size() const {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,7 +51,9 @@ class SessionShare {
 
   Scope scope_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<OnnxSession>> sessions_;
+  // A key's session while it is being created too: engines of different devices create theirs
+  // at once, and a second user of a key waits for the first's session (or its error).
+  std::map<std::string, std::shared_future<std::shared_ptr<OnnxSession>>> sessions_;
 };
 
 }  // namespace parley::runtime

@@ -116,5 +116,45 @@ TEST(SessionShare, ThreadsAskingAtOnceGetOneSessionAndRunIt) {
   for (std::size_t t = 0; t < wrong.size(); ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
 }
 
+// Users waiting for a session that fails to open get its error, and the next user tries again.
+TEST(SessionShare, ThreadsWaitingForAFailedOpenGetItsError) {
+  SessionShare share(SessionShare::Scope::kEverySession);
+  const std::string garbage = "not a model";
+  std::vector<int> failed(4, 0);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < failed.size(); ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        share.open(ModelBuffer{garbage, "garbage"}, SessionConfig{});
+      } catch (const Error&) {
+        failed[t] = 1;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (std::size_t t = 0; t < failed.size(); ++t) EXPECT_EQ(failed[t], 1) << "thread " << t;
+  EXPECT_EQ(share.size(), 0u);
+  EXPECT_NE(share.open(ModelBuffer{model_bytes(), "affine"}, SessionConfig{}), nullptr);
+}
+
+// Sessions of different settings (another device's) are opened side by side, each once.
+TEST(SessionShare, ThreadsOpeningDifferentSettingsAtOnceGetOneSessionEach) {
+  SessionShare share(SessionShare::Scope::kEverySession);
+  const std::string bytes = model_bytes();
+  std::vector<std::shared_ptr<OnnxSession>> sessions(6);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < sessions.size(); ++t) {
+    threads.emplace_back([&, t] {
+      SessionConfig config;
+      config.intra_op_threads = 1 + static_cast<int>(t % 2);
+      sessions[t] = share.open(ModelBuffer{bytes, "affine"}, config);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (std::size_t t = 2; t < sessions.size(); ++t) EXPECT_EQ(sessions[t], sessions[t % 2]);
+  EXPECT_NE(sessions[0], sessions[1]);
+  EXPECT_EQ(share.size(), 2u);
+}
+
 }  // namespace
 }  // namespace parley::runtime

@@ -193,8 +193,41 @@ NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
   return pooled_->run(inputs, {Names::kEmbeddings}).at(0);
 }
 
-void EmbeddingExtractor::open_pooled_session() {
-  if (pooled_ || opens_per_shape()) return;
+NdArray<float> EmbeddingExtractor::embed_pooled_from_samples_in_graph(
+    const NdArray<float>& samples, const NdArray<float>& frame_index,
+    const NdArray<float>& window_low, const NdArray<float>& window_high,
+    const NdArray<float>& pair_weights, const NdArray<float>& inv_weight_sums,
+    const NdArray<float>& inv_variance_denominators) {
+  using Names = models::PooledTrunkGraphNames;
+  using FbankNames = models::FbankGraphNames;
+  if (opens_per_shape()) {
+    fail("{}: features in the graph need a provider that takes any shape", model_name_);
+  }
+  open_pooled_session(/*features_in_graph=*/true);
+  return pooled_with_fbank_
+      ->run({{FbankNames::kSamples, &samples},
+             {FbankNames::kFrameIndex, &frame_index},
+             {FbankNames::kWindowLow, &window_low},
+             {FbankNames::kWindowHigh, &window_high},
+             {Names::kPairWeights, &pair_weights},
+             {Names::kInvWeightSums, &inv_weight_sums},
+             {Names::kInvVarianceDenominators, &inv_variance_denominators}},
+            {Names::kEmbeddings})
+      .at(0);
+}
+
+void EmbeddingExtractor::open_pooled_session(bool features_in_graph) {
+  if (opens_per_shape()) return;
+  if (features_in_graph) {
+    if (pooled_with_fbank_) return;
+    const std::string model = models::prepend_fbank(
+        models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon),
+        models::PooledTrunkGraphNames::kFeatures, fbank_.graph_spec(), model_name_);
+    pooled_with_fbank_ = sessions_->open(
+        runtime::ModelBuffer{model, model_name_ + " (fbank, trunk and pooling)"}, config_.session);
+    return;
+  }
+  if (pooled_) return;
   // ONNX Runtime keeps its own copy of the model: the bytes are not needed past creation.
   const std::string pooled_model =
       models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);

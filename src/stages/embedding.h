@@ -151,7 +151,17 @@ class EmbeddingExtractor {
   // call: on a GPU a session is created alone in the process (runtime/new_shape_gate.h), which
   // in the middle of a run stops every other engine's model calls. Nothing to do where sessions
   // open per shape.
-  void open_pooled_session();
+  // `features_in_graph`: the session of embed_pooled_from_samples_in_graph instead.
+  void open_pooled_session(bool features_in_graph = false);
+  // embed_pooled_in_graph with the features computed in the graph from samples
+  // (graph/fbank_graph.h, this extractor's fbank): samples [1, S] and, per feature frame,
+  // its frame in the samples and its mean window's first and one-past-last frame [frames]
+  // (whole numbers as floats). Only where sessions take any shape.
+  NdArray<float> embed_pooled_from_samples_in_graph(
+      const NdArray<float>& samples, const NdArray<float>& frame_index,
+      const NdArray<float>& window_low, const NdArray<float>& window_high,
+      const NdArray<float>& pair_weights, const NdArray<float>& inv_weight_sums,
+      const NdArray<float>& inv_variance_denominators);
   // How far the trunk's frames reach along time into its features (graph/receptive_field.h),
   // read from the graph at the first call: what the shared trunk's margins must cover.
   const models::TimeReceptiveField& trunk_receptive_field() const;
@@ -194,6 +204,7 @@ class EmbeddingExtractor {
   std::shared_ptr<runtime::SessionShare> sessions_;
   std::shared_ptr<runtime::OnnxSession> trunk_;
   std::shared_ptr<runtime::OnnxSession> pooled_;
+  std::shared_ptr<runtime::OnnxSession> pooled_with_fbank_;
   std::vector<float> empty_pair_embedding_;
   mutable std::optional<models::TimeReceptiveField> receptive_field_;  // read at first use
   // Sessions per shape (static-shape providers): the graphs as files, one session per shape.

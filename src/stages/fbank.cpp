@@ -200,6 +200,58 @@ NdArray<double> Fbank::mel_filters() const {
   return filters;
 }
 
+models::FbankGraphSpec Fbank::graph_spec() const {
+  const std::size_t window_size = config_.window_size();
+  const std::size_t fft_size = config_.fft_size();
+  const std::size_t spectrum_bins = fft_size / 2 + 1;
+  models::FbankGraphSpec spec;
+  spec.window_size = window_size;
+  spec.window_shift = config_.window_shift();
+  spec.spectrum_bins = spectrum_bins;
+  spec.mel_bins = config_.num_mel_bins;
+  spec.log_floor = kLogFloor;
+  // Row r of the transform is the DFT row (times the window) carried back through
+  // pre-emphasis and DC removal: for a row vector u, (u P)[j] = u[j] - p u[j + 1] with the
+  // first sample's own (1 - p), and (u C)[j] = u[j] - mean(u).
+  spec.frame_transform.resize(2 * spectrum_bins * window_size);
+  const double p = config_.preemphasis;
+  std::vector<double> row(window_size);
+  std::vector<double> carried(window_size);
+  for (std::size_t r = 0; r < 2 * spectrum_bins; ++r) {
+    const std::size_t k = r % spectrum_bins;
+    const bool imaginary = r >= spectrum_bins;
+    for (std::size_t n = 0; n < window_size; ++n) {
+      // Exact angle reduction: k n mod fft_size before the division.
+      const double angle = 2.0 * std::numbers::pi * static_cast<double>((k * n) % fft_size) /
+                           static_cast<double>(fft_size);
+      row[n] = window_[n] * (imaginary ? -std::sin(angle) : std::cos(angle));
+    }
+    if (p != 0.0) {
+      for (std::size_t j = 0; j < window_size; ++j) {
+        const double next = j + 1 < window_size ? row[j + 1] : 0.0;
+        carried[j] = (j == 0 ? (1.0 - p) * row[0] : row[j]) - p * next;
+      }
+      row = carried;
+    }
+    if (config_.remove_dc_offset) {
+      double sum = 0.0;
+      for (const double value : row) sum += value;
+      const double mean = sum / static_cast<double>(window_size);
+      for (double& value : row) value -= mean;
+    }
+    std::copy(row.begin(), row.end(), spec.frame_transform.begin() + r * window_size);
+  }
+  const double scale = config_.waveform_scale * config_.waveform_scale;
+  spec.mel_weights.assign(config_.num_mel_bins * spectrum_bins, 0.0);
+  for (std::size_t m = 0; m < filters_.size(); ++m) {
+    for (std::size_t j = 0; j < filters_[m].weights.size(); ++j) {
+      spec.mel_weights[m * spectrum_bins + filters_[m].first_bin + j] =
+          filters_[m].weights[j] * scale;
+    }
+  }
+  return spec;
+}
+
 NdArray<float> Fbank::compute(std::span<const float> samples) const {
   NdArray<float> features({num_frames(samples.size()), config_.num_mel_bins});
   compute_into(samples, std::span<float>(features.data(), features.size()));

@@ -13,6 +13,7 @@
 
 #include "core/ndarray.h"
 #include "core/sample_rate.h"
+#include "graph/fbank_graph.h"
 
 namespace parley::pipeline {
 
@@ -65,6 +66,11 @@ class Fbank {
 
   // The triangular mel filters [num_mel_bins, fft_size / 2 + 1] (for inspection and tests).
   NdArray<double> mel_filters() const;
+
+  // This front end as models/fbank_graph.h builds it: every step up to the power spectrum as
+  // one matrix, the mel filters with the waveform scale squared in them. Its features are
+  // centred with each frame's window mean, whatever subtract_mean says.
+  models::FbankGraphSpec graph_spec() const;
 
  private:
   struct MelFilter {

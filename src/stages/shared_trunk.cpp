@@ -14,6 +14,7 @@
 #include "core/heap.h"
 #include "core/parallel_for.h"
 #include "core/stage_timer.h"
+#include "graph/fbank_graph.h"
 #include "graph/pooled_trunk_graph.h"
 #include "stages/stats_pooling.h"
 
@@ -79,6 +80,28 @@ SharedTrunkPooling parse_shared_trunk_pooling(const std::string& name) {
       name);
 }
 
+const char* shared_trunk_features_name(SharedTrunkFeatures features) {
+  switch (features) {
+    case SharedTrunkFeatures::kHost:
+      return "host";
+    case SharedTrunkFeatures::kGraph:
+      return "graph";
+    case SharedTrunkFeatures::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+SharedTrunkFeatures parse_shared_trunk_features(const std::string& name) {
+  if (name == "auto") return SharedTrunkFeatures::kAuto;
+  if (name == "host") return SharedTrunkFeatures::kHost;
+  if (name == "graph") return SharedTrunkFeatures::kGraph;
+  fail(
+      "unknown shared-trunk features '{}': use auto (in the graph on an accelerator that takes "
+      "any shape), host or graph",
+      name);
+}
+
 void SharedTrunkConfig::validate() const {
   if (time_stride < 1) fail("shared trunk: time_stride must be at least 1");
   if (margin_frames % time_stride != 0) {
@@ -100,9 +123,10 @@ void SharedTrunkConfig::validate() const {
 std::string SharedTrunkConfig::to_string() const {
   return fmt::format(
       "SharedTrunkConfig(block_frames={}, pass_frames={}, margin_frames={}, time_stride={}, "
-      "alignment={}, mean={}, pooling={}, chunks_per_pass={}, threads={})",
+      "alignment={}, mean={}, pooling={}, features={}, chunks_per_pass={}, threads={})",
       block_frames, pass_frames, margin_frames, time_stride, exact_alignment ? "exact" : "nearest",
-      shared_trunk_mean_name(mean), shared_trunk_pooling_name(pooling), chunks_per_pass, threads);
+      shared_trunk_mean_name(mean), shared_trunk_pooling_name(pooling),
+      shared_trunk_features_name(features), chunks_per_pass, threads);
 }
 
 void check_receptive_field(const models::TimeReceptiveField& field,
@@ -158,6 +182,21 @@ bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config, bool on_accele
     case SharedTrunkPooling::kAuto:
       return on_accelerator && model_can_pool_in_graph && !config.exact_alignment;
     case SharedTrunkPooling::kHost:
+      break;
+  }
+  return false;
+}
+
+bool shared_trunk_features_in_graph(const SharedTrunkConfig& config,
+                                    const EmbeddingExtractor& extractor) {
+  if (!shared_trunk_pools_in_graph(config, extractor)) return false;
+  switch (config.features) {
+    case SharedTrunkFeatures::kGraph:
+      return true;
+    case SharedTrunkFeatures::kAuto:
+      return extractor.config().session.provider != runtime::ProviderId::kCpu &&
+             !extractor.opens_per_shape() && config.mean == SharedTrunkMean::kSlidingWindow;
+    case SharedTrunkFeatures::kHost:
       break;
   }
   return false;
@@ -228,6 +267,13 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
         "last axis; use host pooling");
   }
   graph_pass_grid_frames_ = pass_shape.trunk_frames;
+  features_in_graph_ = shared_trunk_features_in_graph(config_, extractor);
+  if (features_in_graph_ &&
+      (config_.mean != SharedTrunkMean::kSlidingWindow || extractor.opens_per_shape())) {
+    fail(
+        "shared trunk: features in the graph need the sliding-window mean and a provider that "
+        "takes any shape; compute them on the host");
+  }
 
   if (config_.mean == SharedTrunkMean::kRecording) {
     const std::size_t bins = fbank_.config().num_mel_bins;
@@ -287,10 +333,6 @@ NdArray<float> SharedTrunk::centred_features(std::size_t first, std::size_t coun
   // [f - W/2, f - W/2 + W), shifted inside the recording at its ends (there it is the first or
   // last chunk's own mean). For a frame at a chunk's centre it is that chunk's exact mean.
   const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
-  auto window_start = [&](std::size_t frame) {
-    const std::size_t half = width / 2;
-    return std::min(frame >= half ? frame - half : 0, total_frames_ - width);
-  };
   // Frames past the end (zero padding) are centred with the last window's mean.
   const std::size_t span_first = std::min(window_start(first), first);
   const std::size_t span_last = std::max(window_start(first + count - 1) + width, first + count);
@@ -316,6 +358,49 @@ NdArray<float> SharedTrunk::centred_features(std::size_t first, std::size_t coun
     }
   }
   return features;
+}
+
+std::size_t SharedTrunk::window_start(std::size_t frame) const {
+  const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
+  const std::size_t half = width / 2;
+  return std::min(frame >= half ? frame - half : 0, total_frames_ - width);
+}
+
+NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size_t count,
+                                                    const NdArray<float>& weights,
+                                                    const NdArray<float>& inv_weight_sums,
+                                                    const NdArray<float>& inv_denominators) {
+  const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
+  // Every pass has one span, whatever its windows need (at most count + width frames, and
+  // a stride more past the recording's end), so the graph keeps one set of shapes; whole
+  // blocks of frames, as the graph sums them.
+  const std::size_t block = models::kFbankGraphFrameBlock;
+  const std::size_t span =
+      ceil_div(count + chunk_fbank_frames_ + config_.time_stride, block) * block;
+  const std::size_t span_first = std::min(window_start(first), first);
+  const std::size_t frame_samples = fbank_.config().window_size();
+  NdArray<float> samples({1, (span - 1) * hop_ + frame_samples}, 0.0f);
+  // The recording followed by zeros, as log_mel pads it.
+  const std::size_t sample_first = span_first * hop_;
+  if (sample_first < samples_.size()) {
+    const std::size_t available = std::min(samples.size(), samples_.size() - sample_first);
+    std::memcpy(samples.data(), samples_.data() + sample_first, available * sizeof(float));
+  }
+  NdArray<float> own({count});
+  NdArray<float> low({count});
+  NdArray<float> high({count});
+  for (std::size_t f = 0; f < count; ++f) {
+    const std::size_t frame = first + f;
+    const std::size_t lo = window_start(frame) - span_first;
+    if (lo + width > span || frame - span_first >= span) {
+      fail("shared trunk: frame {} and its window fall outside the pass's {} frames", frame, span);
+    }
+    own(f) = static_cast<float>(frame - span_first);
+    low(f) = static_cast<float>(lo);
+    high(f) = static_cast<float>(lo + width);
+  }
+  return extractor_.embed_pooled_from_samples_in_graph(samples, own, low, high, weights,
+                                                       inv_weight_sums, inv_denominators);
 }
 
 std::size_t SharedTrunk::grid_frames(std::size_t phase) const {
@@ -617,14 +702,22 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
     }
     pooling_seconds_ += seconds_since(preparation_start);
     if (!any_pooled) continue;
-    const auto features_start = std::chrono::steady_clock::now();
-    NdArray<float> features = centred_features(start_grid * stride, pass_grid * stride);
-    features = NdArray<float>({1, pass_grid * stride, bins}, std::move(features.values()));
-    const auto trunk_start = std::chrono::steady_clock::now();
-    feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
-    const NdArray<float> pass_embeddings =
-        extractor_.embed_pooled_in_graph(features, weights, inv_weight_sums, inv_denominators);
-    trunk_seconds_ += seconds_since(trunk_start);
+    NdArray<float> pass_embeddings;
+    if (features_in_graph_) {
+      const auto trunk_start = std::chrono::steady_clock::now();
+      pass_embeddings = embed_pass_from_samples(start_grid * stride, pass_grid * stride, weights,
+                                                inv_weight_sums, inv_denominators);
+      trunk_seconds_ += seconds_since(trunk_start);
+    } else {
+      const auto features_start = std::chrono::steady_clock::now();
+      NdArray<float> features = centred_features(start_grid * stride, pass_grid * stride);
+      features = NdArray<float>({1, pass_grid * stride, bins}, std::move(features.values()));
+      const auto trunk_start = std::chrono::steady_clock::now();
+      feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
+      pass_embeddings =
+          extractor_.embed_pooled_in_graph(features, weights, inv_weight_sums, inv_denominators);
+      trunk_seconds_ += seconds_since(trunk_start);
+    }
     ++trunk_passes_;
     trunk_input_frames_ += pass_grid * stride;
     largest_pass_frames_ = std::max(largest_pass_frames_, pass_grid * stride);

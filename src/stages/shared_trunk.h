@@ -50,6 +50,16 @@ enum class SharedTrunkPooling {
 const char* shared_trunk_pooling_name(SharedTrunkPooling pooling);
 SharedTrunkPooling parse_shared_trunk_pooling(const std::string& name);
 
+// Where graph pooling's passes compute their features (centred log mel).
+enum class SharedTrunkFeatures {
+  kAuto,   // in the graph when the pooling is, on a provider that takes any shape, with the
+           // sliding-window mean; else on the host
+  kHost,   // pipeline/fbank.h on the CPU, the features copied to the device
+  kGraph,  // models/fbank_graph.h in front of the pooled trunk: samples go in
+};
+const char* shared_trunk_features_name(SharedTrunkFeatures features);
+SharedTrunkFeatures parse_shared_trunk_features(const std::string& name);
+
 struct SharedTrunkConfig {
   // Fbank frames (10 ms) whose trunk frames one pass keeps: 6000 = 1 minute. A pass's
   // activations are the peak of a long recording's memory on the CPU (ResNet34: about 31 KB per
@@ -74,6 +84,8 @@ struct SharedTrunkConfig {
   bool exact_alignment = false;
   SharedTrunkMean mean = SharedTrunkMean::kSlidingWindow;
   SharedTrunkPooling pooling = SharedTrunkPooling::kAuto;
+  // Only where the pooling is in the graph.
+  SharedTrunkFeatures features = SharedTrunkFeatures::kAuto;
   // Pooling in the graph: chunks per pass. Every pass has the same input length (that of this
   // many chunks plus margins; the last pass is moved back to end at the recording's end), so a
   // provider
@@ -103,6 +115,13 @@ bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config,
 // accelerator or not, and whether it can pool in the graph at all.
 bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config, bool on_accelerator,
                                  bool model_can_pool_in_graph);
+
+// Whether a SharedTrunk with `config` on `extractor` computes its features inside the pooled
+// graph: kGraph, or kAuto on an accelerator that takes any shape with the sliding-window mean;
+// never where the pooling is on the host. kGraph fails when the trunk is made if the mean is the
+// recording's or the provider compiles one graph per shape.
+bool shared_trunk_features_in_graph(const SharedTrunkConfig& config,
+                                    const EmbeddingExtractor& extractor);
 
 // The shape of every pass a SharedTrunk pools in the graph (graph/pooled_trunk_graph.h): all its
 // passes have one input length, so a static-shape provider compiles one graph. `parley
@@ -138,6 +157,8 @@ class SharedTrunk {
 
   // Whether embed_chunks pools inside the graph (config pooling, the extractor's provider).
   bool pools_in_graph() const { return pool_in_graph_; }
+  // Whether those passes compute their features in the graph too (config features).
+  bool features_in_graph() const { return features_in_graph_; }
   // Fbank frames of every graph-pooling pass (multiple of time_stride).
   std::size_t graph_pass_frames() const { return graph_pass_grid_frames_ * config_.time_stride; }
 
@@ -197,6 +218,14 @@ class SharedTrunk {
   // Log mel (not centred) of fbank frames [first, first + count) of the zero-padded recording.
   std::vector<float> log_mel(std::size_t first, std::size_t count) const;
   void release_blocks_before(std::size_t fbank_frame);
+  // The first window frame of fbank frame `frame` under the sliding-window mean.
+  std::size_t window_start(std::size_t frame) const;
+  // One graph pass with the features computed in the graph: the samples of the span of frames
+  // the pass's windows cover, and per frame its own and its window's frames in that span.
+  NdArray<float> embed_pass_from_samples(std::size_t first, std::size_t count,
+                                         const NdArray<float>& weights,
+                                         const NdArray<float>& inv_weight_sums,
+                                         const NdArray<float>& inv_denominators);
   // embed_chunks with the pooling inside the graph: passes of graph_pass_frames().
   NdArray<float> embed_chunks_in_graph(std::size_t first_chunk,
                                        const NdArray<float>& range_segmentations);
@@ -213,6 +242,7 @@ class SharedTrunk {
   std::size_t total_frames_ = 0;
   std::size_t block_grid_frames_ = 0;
   bool pool_in_graph_ = false;
+  bool features_in_graph_ = false;
   std::size_t graph_pass_grid_frames_ = 0;
   std::vector<double> recording_mean_;  // [bins], SharedTrunkMean::kRecording only
   std::map<std::size_t, std::map<std::size_t, Block>> blocks_;  // phase -> block index -> block

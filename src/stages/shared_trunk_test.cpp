@@ -430,6 +430,58 @@ TEST(SharedTrunk, PoolingInTheGraphEqualsPoolingOnTheHost) {
   EXPECT_GT(cosine(&graph(7, 2, 0), &host(7, 2, 0), dimension), 0.99999);
 }
 
+// The features computed in the graph (models/fbank_graph.h in front of the pooled trunk, what
+// an accelerator runs) against the host's, both pooled in the graph on the CPU: the same log
+// mel to float rounding and the same sliding-window means, so every (chunk, speaker) embedding
+// agrees, the last chunk's included. Covers a recording shorter than one pass (its windows
+// clamped at both ends) and one of several passes. On the CPU the default keeps the host's
+// features, so CPU output does not change.
+TEST(SharedTrunk, FeaturesInTheGraphEqualFeaturesOnTheHost) {
+  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  for (const std::size_t seconds : {7, 31}) {
+    const auto audio = synthetic_recording(seconds * kSampleRate + 555);
+    const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+    const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+    NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t f = 0; f < 589; ++f) {
+        segmentations(c, f, (f / 89 + c) % 3) = 1.0f;
+        if (f % 7 == 0 && f > 250) segmentations(c, f, (c + 2) % 3) = 1.0f;
+      }
+    }
+    auto embed_all = [&](SharedTrunkFeatures features) {
+      SharedTrunkConfig config;
+      config.pooling = SharedTrunkPooling::kGraph;
+      config.features = features;
+      config.chunks_per_pass = 4;
+      SharedTrunk trunk(extractor, audio, plan, config);
+      EXPECT_EQ(trunk.features_in_graph(), features == SharedTrunkFeatures::kGraph);
+      return embed_in_ranges(trunk, segmentations, 6, extractor.dimension());
+    };
+    const NdArray<float> host = embed_all(SharedTrunkFeatures::kHost);
+    const NdArray<float> graph = embed_all(SharedTrunkFeatures::kGraph);
+    double worst = 1.0;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t s = 0; s < 3; ++s) {
+        worst = std::min(worst, cosine(&graph(c, s, 0), &host(c, s, 0), extractor.dimension()));
+      }
+    }
+    ::testing::Test::RecordProperty("worst_cosine_" + std::to_string(seconds) + "s",
+                                    std::to_string(worst));
+    EXPECT_GE(worst, 0.9999) << seconds << " s";
+  }
+  SharedTrunkConfig defaults;
+  EXPECT_FALSE(shared_trunk_features_in_graph(defaults, extractor)) << "CPU: host features";
+  defaults.pooling = SharedTrunkPooling::kGraph;
+  EXPECT_FALSE(shared_trunk_features_in_graph(defaults, extractor))
+      << "CPU, graph pooling: still host features unless asked";
+  defaults.features = SharedTrunkFeatures::kGraph;
+  EXPECT_TRUE(shared_trunk_features_in_graph(defaults, extractor));
+  defaults.pooling = SharedTrunkPooling::kHost;
+  EXPECT_FALSE(shared_trunk_features_in_graph(defaults, extractor)) << "host pooling: host";
+}
+
 // What a static-shape provider gets, forced on the CPU: the pooled graph opened from its
 // content-addressed file through the compiled-graph cache for the one pass shape that
 // pooled_pass_shape() names (what warm-cache compiles and the routing looks up), with the same
