@@ -14,8 +14,8 @@
 #include "identity/voiceprint.h"
 #include "parley/parley.h"
 #include "frames/output.h"
-#include "pipeline/segments.h"
-#include "pipeline/shared_trunk.h"
+#include "frames/segments.h"
+#include "stages/shared_trunk.h"
 
 struct parley_library {
   std::unique_ptr<parley::identity::SpeakerLibrary> library;

@@ -9,7 +9,7 @@
 #include "identity/speaker_library.h"
 #include "identity/voiceprint.h"
 #include "frames/output.h"
-#include "pipeline/segments.h"
+#include "frames/segments.h"
 
 namespace parley::cli {
 

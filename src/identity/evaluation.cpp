@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "eval/der.h"
 #include "frames/output.h"
-#include "pipeline/segments.h"
+#include "frames/segments.h"
 
 namespace parley::identity {
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "pipeline/segments.h"
+#include "frames/segments.h"
 
 namespace parley::identity {
 namespace {

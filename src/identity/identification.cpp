@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/linear_assignment.h"
 #include "identity/voiceprint.h"
-#include "pipeline/segments.h"
+#include "frames/segments.h"
 
 namespace parley::identity {
 

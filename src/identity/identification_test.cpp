@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "identity/voiceprint.h"
 #include "frames/output.h"
-#include "pipeline/segments.h"
+#include "frames/segments.h"
 
 namespace parley::identity {
 namespace {

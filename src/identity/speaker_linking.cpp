@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "pipeline/segments.h"
+#include "frames/segments.h"
 
 namespace parley::identity {
 namespace {

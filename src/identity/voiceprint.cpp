@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "core/stage_timer.h"
-#include "pipeline/shared_trunk.h"
+#include "stages/shared_trunk.h"
 
 namespace parley::identity {
 
