@@ -270,8 +270,12 @@ PARLEY_API const char* parley_batch_layout(const parley_batch* batch);
  * <out_dir>/.parley/<name>.<format>.json, each written atomically as soon as it is done. A
  * recording whose record says it was finished with the same settings (those that change the
  * output, the model files' sha256, the format, the audio file's path, size and time) is skipped.
- * `format`: "rttm", "json", "txt", "srt" or "vtt" (parley_result_format's). `name`: the output's name (at most 160 bytes, no '/'); NULL: the
- * file's name without its extension (parley_output_names tells names apart for a list). */
+ * `format`: "rttm", "json", "txt", "srt" or "vtt" (parley_result_format's). `name`: the
+ * output's name (at most 160 bytes, no '/'); NULL: the name `parley diarize` gives the file when
+ * no other recording of its list shares it (its name without the extension; a longer one cut and
+ * given hex digits). A batch refuses (PARLEY_ERROR_INVALID_ARGUMENT) a recording whose output
+ * another recording of the batch writes already: pass distinct names (parley_output_names tells
+ * a list's recordings apart as the CLI does). */
 
 /* Queues `path` as parley_batch_submit_file does, to be written into `out_dir` (made when
  * missing). parley_batch_next_result then answers PARLEY_SKIPPED (and no result) for a recording

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <parley/parley.h>
 
@@ -410,6 +411,10 @@ static void writes_into_a_folder(const char* models, const char* eval) {
     CHECK(parley_batch_submit_to(batch, audio, folder, "rttm", NULL, NULL, NULL) == PARLEY_OK);
     CHECK(parley_batch_submit_to(batch, audio, folder, "mp3", NULL, NULL, NULL) ==
           PARLEY_ERROR_INVALID_ARGUMENT);
+    /* A second recording that would write the same output is refused, not silently lost. */
+    CHECK(parley_batch_submit_to(batch, audio, folder, "rttm", "test", NULL, NULL) ==
+          PARLEY_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(parley_last_error(), "pass a distinct name") != NULL);
     CHECK(parley_batch_submit_to(batch, audio, folder, "rttm", "a/b", NULL, NULL) ==
           PARLEY_ERROR_INVALID_ARGUMENT);
     parley_batch_finish(batch);
@@ -439,6 +444,33 @@ static void writes_into_a_folder(const char* models, const char* eval) {
   const char* twice[] = {"/x/talk.wav", "/x/../x/talk.wav"};
   CHECK(parley_output_names(twice, 2) == NULL);
   CHECK(strstr(parley_last_error(), "listed twice") != NULL);
+  /* Without a name a batch names an output as the CLI does, a long name cut and given digits:
+   * the CLI's name of a long-named file is the one its submission claims. */
+  char long_name[400];
+  int written_bytes = snprintf(long_name, sizeof long_name, "%s/", folder);
+  for (int i = 0; i < 200; ++i) long_name[written_bytes++] = 'l';
+  snprintf(long_name + written_bytes, sizeof long_name - (size_t)written_bytes, ".wav");
+  CHECK(symlink(audio, long_name) == 0);
+  const char* long_paths[] = {long_name};
+  const char* long_names = parley_output_names(long_paths, 1);
+  CHECK(long_names != NULL && strlen(long_names) <= 161 && strchr(long_names, '-') != NULL);
+  char cli_name[200] = "";
+  if (long_names != NULL)
+    snprintf(cli_name, sizeof cli_name, "%.*s", (int)strcspn(long_names, "\n"), long_names);
+  parley_batch* batch = NULL;
+  CHECK(parley_batch_new(&params, &batch) == PARLEY_OK);
+  if (batch != NULL) {
+    CHECK(parley_batch_submit_to(batch, long_name, folder, "rttm", NULL, NULL, NULL) == PARLEY_OK);
+    CHECK(parley_batch_submit_to(batch, audio, folder, "rttm", cli_name, NULL, NULL) ==
+          PARLEY_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(parley_last_error(), "pass a distinct name") != NULL);
+    /* The same file twice claims its output twice. */
+    CHECK(parley_batch_submit_to(batch, long_name, folder, "rttm", NULL, NULL, NULL) ==
+          PARLEY_ERROR_INVALID_ARGUMENT);
+    /* Another format is another output. */
+    CHECK(parley_batch_submit_to(batch, audio, folder, "json", cli_name, NULL, NULL) == PARLEY_OK);
+    parley_batch_free(batch);
+  }
   char command[200];
   snprintf(command, sizeof command, "rm -rf '%s'", folder);
   CHECK(system(command) == 0);

@@ -518,6 +518,9 @@ struct parley_batch {
   // Recordings written into an output folder (parley_batch_submit_to), by submission index.
   std::map<std::size_t, parley::corpus::PlannedRecording> planned;
   std::set<std::size_t> skipped;  // finished by an earlier run: answered PARLEY_SKIPPED
+  // The absolute output path of each parley_batch_submit_to, with the submission index and the
+  // audio path that claimed it.
+  std::map<std::string, std::pair<std::size_t, std::string>> claimed;
   std::optional<parley::corpus::ModelDigests> digests;  // made at the first submit_to
   std::string providers;
   std::size_t done_count = 0;
@@ -581,9 +584,25 @@ struct parley_batch {
 
   std::size_t submit(parley::corpus::CorpusRecording recording,
                      std::optional<parley::corpus::PlannedRecording> destination = {}) {
+    std::string output;
+    if (destination) {
+      output = std::filesystem::absolute(destination->destination.output).lexically_normal();
+    }
     std::lock_guard lock(mutex);
     if (finished) invalid("parley_batch_submit: the batch is finished (parley_batch_finish)");
+    // Two recordings writing one file would silently keep only the last one's result.
+    if (destination) {
+      if (const auto claim = claimed.find(output); claim != claimed.end()) {
+        invalid(fmt::format(
+            "parley_batch_submit_to: {} would write {}, which recording {} of this batch "
+            "({}) writes already; pass a distinct name (parley_output_names names a list's "
+            "recordings apart)",
+            parley::utf8_or_escaped(recording.audio.string()), parley::utf8_or_escaped(output),
+            claim->second.first, parley::utf8_or_escaped(claim->second.second)));
+      }
+    }
     const std::size_t index = submitted++;
+    if (destination) claimed.emplace(output, std::pair(index, recording.audio.string()));
     if (destination && destination->finished) {
       skipped.insert(index);
       parley::corpus::RecordingOutcome outcome;
@@ -627,7 +646,10 @@ std::string output_format(const char* format, const char* function) {
 }
 
 std::string output_name(const char* name, const std::filesystem::path& path, const char* function) {
-  if (name == nullptr || *name == '\0') return parley::pipeline::recording_uri(path);
+  // The name `parley diarize --out-dir` gives a recording no other of its list clashes with
+  // (a long one cut, with digits): a batch never sees its whole list, so a clash is refused
+  // at submission instead (parley_batch::submit).
+  if (name == nullptr || *name == '\0') return parley::corpus::unique_output_names({path}).front();
   const std::string text = name;
   if (text.find('/') != std::string::npos || text == "." || text == ".." ||
       text.size() > parley::corpus::kMaxOutputNameBytes) {

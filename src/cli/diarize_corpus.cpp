@@ -232,7 +232,8 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     static_cast<void>(temporary_folder());  // where the samples of the longest will go
   }
   const pipeline::DiarizationModels paths = resolve_models(engine, flags);
-  pipeline::DiarizationConfig config = diarization_config(engine, flags, longest);
+  pipeline::DiarizationConfig config =
+      corpus::fingerprinted_routing(diarization_config(engine, flags), longest);
   const corpus::EngineLayout layout = corpus::plan_engine_layout(
       paths, config,
       layout_request(corpus.devices, corpus.engines, corpus.jobs, engine.model_providers));

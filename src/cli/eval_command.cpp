@@ -338,8 +338,8 @@ void run_eval(const EvalArguments& arguments) {
       // Reported when the recording's turn comes.
     }
   }
-  const pipeline::DiarizationConfig config =
-      diarization_config(arguments.engine, arguments.flags, longest_input);
+  const pipeline::DiarizationConfig config = corpus::fingerprinted_routing(
+      diarization_config(arguments.engine, arguments.flags), longest_input);
   const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
   const ModelProviders providers = model_providers(models, config);
 

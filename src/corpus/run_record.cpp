@@ -20,6 +20,15 @@ std::string describe_providers(runtime::ProviderId segmentation, runtime::Provid
                      runtime::provider_name(embedding));
 }
 
+pipeline::DiarizationConfig fingerprinted_routing(pipeline::DiarizationConfig config,
+                                                  double longest_audio_seconds) {
+  if (config.routing) {
+    config.routing->expected_audio_seconds = pipeline::ProviderRouting{}.expected_audio_seconds;
+    config.routing->longest_audio_seconds = longest_audio_seconds;
+  }
+  return config;
+}
+
 std::string describe_providers(const pipeline::DiarizationModels& models,
                                const pipeline::DiarizationConfig& config) {
   const pipeline::ModelSessionPlan plan = pipeline::plan_model_sessions(models, config);

@@ -30,6 +30,14 @@ std::string describe_providers(runtime::ProviderId segmentation, runtime::Provid
 std::string describe_providers(const pipeline::DiarizationModels& models,
                                const pipeline::DiarizationConfig& config);
 
+// `config` routed as every face of a run into a folder routes it (the CLI, the C API,
+// parley.distributed, `--print-layout`): the providers are in each output's fingerprint, so they
+// must not depend on the recordings' lengths, which only the CLI knows; otherwise runs of two
+// faces would redo each other's work. The cost model weighs ProviderRouting's default length;
+// `longest_audio_seconds` (0: unknown) is only checked against memory for the step.
+pipeline::DiarizationConfig fingerprinted_routing(pipeline::DiarizationConfig config,
+                                                  double longest_audio_seconds);
+
 // The sha256 of the three model files the engine uses ("absent" for one that is not there):
 // the plda folder's two files as one entry, "<plda.npz> <xvec_transform.npz>".
 struct ModelDigests {

@@ -6,7 +6,10 @@
 
 #include <fstream>
 
+#include "core/error.h"
+#include "core/heap.h"
 #include "core/sha256.h"
+#include "pipeline/network_placement.h"
 #include "testing/temporary_directory.h"
 
 namespace parley::corpus {
@@ -114,6 +117,38 @@ TEST_F(RunRecordTest, RecordIsWrittenWithItsFolder) {
   finish(planned, "text");
   EXPECT_EQ(read(planned.destination.output), "text");
   EXPECT_TRUE(fs::is_regular_file(planned.destination.record));
+}
+
+// The providers are in the fingerprint: a run that knows its recordings' lengths (the CLI) must
+// route as one that does not (the C API, parley.distributed), or they redo each other's work.
+TEST(FingerprintedRouting, WeighsTheDefaultLengthWhateverTheRecordings) {
+  pipeline::DiarizationConfig config;
+  config.routing = pipeline::ProviderRouting{};
+  config.routing->expected_audio_seconds = 15.0;
+  for (const double longest : {0.0, 15.0, 36000.0}) {
+    const pipeline::DiarizationConfig routed = fingerprinted_routing(config, longest);
+    ASSERT_TRUE(routed.routing);
+    EXPECT_EQ(routed.routing->expected_audio_seconds,
+              pipeline::ProviderRouting{}.expected_audio_seconds);
+    EXPECT_EQ(routed.routing->longest_audio_seconds, longest);
+  }
+  EXPECT_FALSE(fingerprinted_routing(pipeline::DiarizationConfig{}, 15.0).routing);
+}
+
+// The longest recording still bounds the step: it is refused before any model loads.
+TEST(FingerprintedRouting, StepIsCheckedAgainstTheLongestRecording) {
+  if (memory_budget_bytes() == 0) GTEST_SKIP() << "the system does not say how much memory it has";
+  pipeline::DiarizationConfig config;
+  config.step_seconds = 0.01;
+  config.routing = pipeline::ProviderRouting{};
+  const double year = 365.0 * 24 * 3600;
+  try {
+    static_cast<void>(pipeline::plan_model_sessions({}, fingerprinted_routing(config, year)));
+    FAIL() << "a year at a 10 ms step was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("a recording of 8760.0 h"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(UtcTimestamp, NanosecondsInUtc) {

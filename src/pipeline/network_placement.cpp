@@ -260,7 +260,8 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       runtime::CompileCache::root_or_default(routing.compile_cache_root);
   const runtime::CompileCache cache(root);
   const runtime::CostModelStore costs(root, runtime::CostModelStore::this_machine_id());
-  check_step_fits(config, routing.expected_audio_seconds);
+  check_step_fits(config, routing.longest_audio_seconds > 0.0 ? routing.longest_audio_seconds
+                                                              : routing.expected_audio_seconds);
   const std::size_t chunks = expected_chunks(routing.expected_audio_seconds, config.step_seconds);
 
   const ModelJob segmentation_job{models.segmentation,

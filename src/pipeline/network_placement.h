@@ -33,8 +33,12 @@ struct ProviderRouting {
   std::optional<runtime::ProviderChoice> segmentation_choice;  // --segmentation-provider
   std::optional<runtime::ProviderChoice> embedding_choice;     // --embedding-provider
   // Audio length the cost model weighs (the job is not known when the models load); the CLI
-  // passes the longest input's duration when the container tells it.
+  // passes a single input's duration when the container tells it. A run into an output folder
+  // keeps this default (corpus::fingerprinted_routing).
   double expected_audio_seconds = 3600.0;
+  // The longest recording the run knows of (0: none known): the step is checked against its
+  // memory need instead of expected_audio_seconds'. The cost model does not weigh it.
+  double longest_audio_seconds = 0.0;
   // Compiled graphs and cost-model constants; empty: runtime::CompileCache::default_root().
   std::filesystem::path compile_cache_root;
   // Chunks per segmentation call on an accelerator (the model's batch is made dynamic there;
