@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "frames/segments.h"
 #include "identity/identification.h"
 #include "identity/speaker_linking.h"
-#include "frames/segments.h"
 
 namespace {
 

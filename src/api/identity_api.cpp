@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "api/handles.h"
+#include "frames/output.h"
+#include "frames/segments.h"
 #include "identity/identification.h"
 #include "identity/speaker_library.h"
 #include "identity/voiceprint.h"
 #include "parley/parley.h"
-#include "frames/output.h"
-#include "frames/segments.h"
 #include "stages/shared_trunk.h"
 
 struct parley_library {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli/diarization_options.h"
-#include "corpus/engine_layout.h"
 #include "cli/identity_options.h"
+#include "corpus/engine_layout.h"
 
 namespace parley::cli {
 

@@ -6,10 +6,10 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
-#include "identity/speaker_library.h"
-#include "identity/voiceprint.h"
 #include "frames/output.h"
 #include "frames/segments.h"
+#include "identity/speaker_library.h"
+#include "identity/voiceprint.h"
 
 namespace parley::cli {
 

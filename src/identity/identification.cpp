@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "core/linear_assignment.h"
-#include "identity/voiceprint.h"
 #include "frames/segments.h"
+#include "identity/voiceprint.h"
 
 namespace parley::identity {
 

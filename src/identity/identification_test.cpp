@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "identity/voiceprint.h"
 #include "frames/output.h"
 #include "frames/segments.h"
+#include "identity/voiceprint.h"
 
 namespace parley::identity {
 namespace {

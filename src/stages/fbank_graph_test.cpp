@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "graph/embedding_model_test_support.h"
 #include "graph/graph_edit.h"
 #include "graph/pooled_trunk_graph.h"
-#include "graph/embedding_model_test_support.h"
+#include "runtime/onnx_session.h"
 #include "stages/fbank.h"
 #include "stages/shared_trunk.h"
-#include "runtime/onnx_session.h"
 
 namespace parley::pipeline {
 namespace {
