@@ -8,7 +8,6 @@ job on the same clip names that speaker (the same audio gives the same centroid)
 (with score) and the RTTM, once the voiceprint is added (while the server runs: the library is read
 per job); a library of another model is refused at start. Exits 77 (skipped) without the shared folder."""
 import json
-import os
 import subprocess
 import sys
 
