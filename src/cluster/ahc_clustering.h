@@ -34,8 +34,8 @@ struct AhcClusteringConfig {
   int min_cluster_size = 12;  // speaker-diarization-3.1's value
   double min_active_ratio = 0.2;
   // Distinct clusters for a chunk's local speakers, inactive ones last, as community-1's VBx
-  // does (pyannote's AgglomerativeClustering defaults to plain argmax instead; on 01_dialogue
-  // the constrained form agrees with VBx on 98 % of active speakers, argmax on 82 %).
+  // does (pyannote's AgglomerativeClustering defaults to plain argmax instead, which agrees less
+  // often with VBx: docs/clustering.md).
   bool constrained_assignment = true;
 
   void validate() const;

@@ -141,32 +141,9 @@ std::string append_front_end(onnx::GraphProto& graph, std::int64_t opset,
       g.node("Div", {g.node("Sub", {upper, lower}, "window_sums"), counts}, "window_means");
   const std::string own = gather(wide, Names::kFrameIndex, "own_log_mel");
   const std::string centred = g.node("Sub", {own, means}, "centred");
-  auto* output = graph.add_node();
-  output->set_op_type("Cast");
-  output->set_name("fbank/features");
-  output->add_input(centred);
-  output->add_output(features_output);
-  auto* to = output->add_attribute();
-  to->set_name("to");
-  to->set_type(onnx::AttributeProto::INT);
-  to->set_i(onnx::TensorProto::FLOAT);
+  g.cast(centred, onnx::TensorProto::FLOAT, "features");
+  g.name_output(features_output);
   return log_mel;
-}
-
-void add_float_output(onnx::GraphProto& graph, const std::string& name,
-                      const std::vector<std::string>& dims) {
-  auto* output = graph.add_output();
-  output->set_name(name);
-  auto* tensor = output->mutable_type()->mutable_tensor_type();
-  tensor->set_elem_type(onnx::TensorProto::FLOAT);
-  for (const auto& dim : dims) {
-    auto* shape_dim = tensor->mutable_shape()->add_dim();
-    if (dim == "1") {
-      shape_dim->set_dim_value(1);
-    } else {
-      shape_dim->set_dim_param(dim);
-    }
-  }
 }
 
 }  // namespace
@@ -199,13 +176,11 @@ std::string build_fbank_model(const FbankGraphSpec& spec, const std::string& fea
   graph.set_name("fbank");
   const std::string log_mel = append_front_end(graph, 14, spec, features_output);
   // The uncentred log mel as an output of its own name.
-  auto* identity = graph.add_node();
-  identity->set_op_type("Identity");
-  identity->set_name("fbank/log_mel_output");
-  identity->add_input(log_mel);
-  identity->add_output(Names::kLogMel);
-  add_float_output(graph, Names::kLogMel, {"1", "span", "bins"});
-  add_float_output(graph, features_output, {"1", "frames", "bins"});
+  GraphAppender outputs(graph, 14, "fbank");
+  outputs.node("Identity", {log_mel}, "log_mel_output");
+  outputs.name_output(Names::kLogMel);
+  outputs.float_output(Names::kLogMel, {"1", "span", "bins"});
+  outputs.float_output(features_output, {"1", "frames", "bins"});
   return serialize_model(model, "fbank graph");
 }
 

@@ -239,11 +239,10 @@ std::string GraphAppender::cast(const std::string& input, int to, const std::str
   return output;
 }
 
-void GraphAppender::float_input(const std::string& name, const std::vector<std::string>& dims) {
-  auto* input = graph_.add_input();
-  input->set_name(name);
-  taken_.insert(name);
-  auto* tensor = input->mutable_type()->mutable_tensor_type();
+namespace {
+
+void set_float_type(onnx::ValueInfoProto& value, const std::vector<std::string>& dims) {
+  auto* tensor = value.mutable_type()->mutable_tensor_type();
   tensor->set_elem_type(onnx::TensorProto::FLOAT);
   for (const auto& dim : dims) {
     auto* shape_dim = tensor->mutable_shape()->add_dim();
@@ -253,6 +252,28 @@ void GraphAppender::float_input(const std::string& name, const std::vector<std::
       shape_dim->set_dim_param(dim);
     }
   }
+}
+
+}  // namespace
+
+void GraphAppender::float_input(const std::string& name, const std::vector<std::string>& dims) {
+  auto* input = graph_.add_input();
+  input->set_name(name);
+  taken_.insert(name);
+  set_float_type(*input, dims);
+}
+
+void GraphAppender::float_output(const std::string& name, const std::vector<std::string>& dims) {
+  auto* output = graph_.add_output();
+  output->set_name(name);
+  taken_.insert(name);
+  set_float_type(*output, dims);
+}
+
+std::string GraphAppender::name_output(const std::string& name) {
+  last_->set_output(0, name);
+  taken_.insert(name);
+  return name;
 }
 
 }  // namespace parley::models

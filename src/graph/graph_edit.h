@@ -58,7 +58,7 @@ std::int64_t default_domain_opset(const onnx::ModelProto& model);
 
 // Appends nodes, constants and inputs to a graph under fresh names "<prefix>/<stem>" (a suffix
 // added where the graph already uses one): the derived graphs built in front of or behind a
-// source model (models/pooled_trunk_graph.h, models/fbank_graph.h).
+// source model (graph/pooled_trunk_graph.h, graph/fbank_graph.h).
 class GraphAppender {
  public:
   GraphAppender(onnx::GraphProto& graph, std::int64_t opset, std::string prefix);
@@ -80,8 +80,12 @@ class GraphAppender {
   std::string mean_over_last_axis(const std::string& input, const std::string& stem);
   // Cast to an onnx::TensorProto data type.
   std::string cast(const std::string& input, int to, const std::string& stem);
-  // A float graph input; a dimension "1" is fixed, any other is a named dynamic axis.
+  // A float graph input or output; a dimension "1" is fixed, any other is a named dynamic axis.
   void float_input(const std::string& name, const std::vector<std::string>& dims);
+  void float_output(const std::string& name, const std::vector<std::string>& dims);
+  // The node added last writes `name` (a name the caller chose, e.g. a graph output) instead of
+  // its fresh one; returns it.
+  std::string name_output(const std::string& name);
   // Marks `name` as taken (an input or output added by the caller).
   void take(const std::string& name) { taken_.insert(name); }
   onnx::NodeProto& last() { return *last_; }

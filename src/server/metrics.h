@@ -37,7 +37,8 @@ class Metrics {
   std::string render(const MetricsSnapshot& snapshot) const;
 
  private:
-  // Upper bounds in seconds; a 9-minute call diarizes in about 2 s on a CPU core.
+  // Upper bounds in seconds, from a short call on a GPU to hours of audio on a CPU core
+  // (docs/benchmarks.md has the speeds they bracket).
   static constexpr std::array<double, 12> kBuckets = {0.05, 0.1, 0.25, 0.5, 1,   2.5,
                                                       5,    10,  25,   60,  150, 600};
   struct Histogram {

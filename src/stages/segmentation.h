@@ -98,7 +98,7 @@ struct SegmentationSignature {
 
 // A message telling the user to fold the SincNet filterbank when the model `model_bytes` (named
 // `model_name`) computes it in float16 at run time (such as the shipped segmentation-3.0-fp16.onnx,
-// which then agrees with pyannote on only ~95-97 % of frames; docs/segmentation.md); empty
+// which then agrees with pyannote on fewer frames: docs/segmentation.md); empty
 // otherwise. SegmentationModel logs it as a warning.
 std::string unfolded_fp16_warning(const std::string& model_bytes, const std::string& model_name);
 

@@ -62,10 +62,9 @@ SharedTrunkFeatures parse_shared_trunk_features(const std::string& name);
 
 struct SharedTrunkConfig {
   // Fbank frames (10 ms) whose trunk frames one pass keeps: 6000 = 1 minute. A pass's
-  // activations are the peak of a long recording's memory on the CPU (ResNet34: about 31 KB per
-  // input frame, 190 MB here, 380 MB at the 2-minute blocks of before); the trunk frames do not
-  // depend on it (blocks equal one pass). Shorter blocks cost CPU time: 40 s blocks took 36 %
-  // more at 8 threads on 2 cores, 1-minute blocks 5 % (docs/corpus.md, "Memory").
+  // activations are the peak of a long recording's memory on the CPU, so the block bounds it;
+  // the trunk frames do not depend on it (blocks equal one pass). Shorter blocks cost CPU time
+  // (docs/corpus.md, "Memory", has the trade measured).
   std::size_t block_frames = 6000;
   // Fbank frames per trunk input within a block: a block runs as a batch of such passes, each
   // with its own margins. Default: the whole block in one pass; shorter passes add margin work
@@ -88,10 +87,9 @@ struct SharedTrunkConfig {
   SharedTrunkFeatures features = SharedTrunkFeatures::kAuto;
   // Pooling in the graph: chunks per pass. Every pass has the same input length (that of this
   // many chunks plus margins; the last pass is moved back to end at the recording's end), so a
-  // provider
-  // compiles one shape and cuDNN keeps its kernels (on an H100 a new input length cost
-  // 0.2-0.5 s of kernel search, a pass itself 14 ms). 256 chunks: 4 % of each pass is margin
-  // at a 1 s step; one hour on an H100 embedded in 1.1 s (128 chunks: 1.45 s).
+  // provider compiles one shape and cuDNN keeps its kernels: a new input length costs a kernel
+  // search many times a pass's own time. More chunks per pass spend less on margins
+  // (docs/benchmarks.md has the GPU figures behind the default).
   std::size_t chunks_per_pass = 256;
   // Threads computing fbank features.
   int threads = 1;
