@@ -80,8 +80,8 @@ class AnonymousFile {
   int descriptor_ = -1;
 };
 
-// Samples decoded and written to the file at a time: 256 KB, which stays in the cache between
-// the decoder writing it and the kernel copying it (4 MB blocks were slower).
+// Samples decoded and written to the file at a time: 256 KB, small enough to stay in the cache
+// between the decoder writing it and the kernel copying it.
 constexpr std::size_t kWriteBlock = 1 << 16;
 
 // The header's exact length when it is believed: up to an hour, as when reserving memory (a

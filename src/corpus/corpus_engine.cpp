@@ -150,8 +150,8 @@ CorpusEngine::CorpusEngine(const pipeline::DiarizationModels& models,
   // Engines on one device run the same sessions: their sessions' settings name the device.
   const auto sessions = std::make_shared<runtime::SessionShare>();
   // Built at once: each device's context, sessions and first allocations, and each engine's
-  // host-side model preparation, take a second or so, which one after the other made loading
-  // four GPUs' models about 8.5 s. The share creates a session once however many ask for it.
+  // host-side model preparation, take long enough that one after the other would multiply the
+  // loading time by the engine count. The share creates a session once however many ask for it.
   diarizers_.resize(engines.size());
   std::vector<std::exception_ptr> errors(engines.size());
   {

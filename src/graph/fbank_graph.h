@@ -1,5 +1,5 @@
 #pragma once
-// The embedding front end (pipeline/fbank.h's Kaldi log mel, centred with a mean over a window of
+// The embedding front end (stages/fbank.h's Kaldi log mel, centred with a mean over a window of
 // frames) as ONNX operators in front of a model that takes the features, so that an accelerator
 // computes it: samples go in instead of features, and nothing of the front end runs on the host
 // but the choice of each frame's window.

@@ -221,7 +221,7 @@ std::string SpeakerLibrary::export_json() const {
   nlohmann::ordered_json voiceprints = nlohmann::ordered_json::array();
   for (const LibraryEntry& entry : list()) {
     nlohmann::ordered_json embedding = nlohmann::ordered_json::array();
-    // The shortest text that reads back as the same float (as pipeline/output.cpp writes them).
+    // The shortest text that reads back as the same float (as frames/output.cpp writes them).
     for (const float value : entry.voiceprint.embedding) {
       embedding.push_back(std::strtod(fmt::format("{}", value).c_str(), nullptr));
     }

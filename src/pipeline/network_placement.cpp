@@ -241,8 +241,8 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   embedding.exclude_overlap = config.embedding_exclude_overlap;
   embedding.feature_threads = config.threads;
   embedding.session.intra_op_threads = config.threads;
-  // A shared-trunk pass over a minute needs ~0.2 GB of activations that the arena would keep
-  // for the rest of the run; handing them back costs ~1 % more CPU time (docs/corpus.md).
+  // A shared-trunk pass's activations would stay in the arena for the rest of the run; handing
+  // them back costs little CPU time (docs/corpus.md).
   embedding.session.release_cpu_arena_after_run = true;
   embedding.session.provider = config.embedding_provider;
   embedding.session.provider_options = config.embedding_provider_options;

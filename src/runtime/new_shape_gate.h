@@ -22,7 +22,7 @@ namespace parley::runtime {
 // A readers-writer lock that lets a waiting writer in before readers that come after it.
 // std::shared_mutex (glibc's rwlock) prefers readers: with a dozen sessions of several engines
 // running back to back there is hardly a moment without a reader, and a new shape's run waited
-// for seconds while its engine stood still (the corpus ran a third slower than without the gate).
+// for seconds while its engine stood still (docs/corpus.md has the corpus figures with the gate).
 class WriterFirstLock {
  public:
   void lock();

@@ -67,7 +67,7 @@ class Fbank {
   // The triangular mel filters [num_mel_bins, fft_size / 2 + 1] (for inspection and tests).
   NdArray<double> mel_filters() const;
 
-  // This front end as models/fbank_graph.h builds it: every step up to the power spectrum as
+  // This front end as graph/fbank_graph.h builds it: every step up to the power spectrum as
   // one matrix, the mel filters with the waveform scale squared in them. Its features are
   // centred with each frame's window mean, whatever subtract_mean says.
   models::FbankGraphSpec graph_spec() const;

@@ -373,8 +373,8 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
           }
         }
         if (outputs.empty()) {
-          // A worker's last call of the run hands its arena back (about 18 MB a chunk of the
-          // batch, per worker): kept, it would sit idle through embedding's tail and clustering.
+          // A worker's last call of the run hands its arena back (it grows with the batch):
+          // kept, it would sit idle through embedding's tail and clustering.
           const bool last_of_worker = batch + worker_threads >= batch_count;
           outputs = session_for(worker, call.bucket)
                         .run({{input_name, &worker.input}}, {signature_.output_name},

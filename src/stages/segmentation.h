@@ -30,8 +30,8 @@ struct SegmentationConfig {
   // are grouped into batches independently of this number, so results are bit-identical for
   // any thread count. On an accelerator there is one session (whole batches feed the device).
   int threads = 1;
-  // Threads inside each worker's session. 1 (default) measured fastest per core on the 2-core
-  // CI machine (docs/segmentation.md); kept configurable for many-core machines.
+  // Threads inside each worker's session. 1 (default): workers, not threads inside a session,
+  // use the cores best (docs/segmentation.md); kept configurable for many-core machines.
   int intra_op_threads = 1;
   // Chunks per model call. On the CPU a model whose batch is fixed to 1 is made dynamic for
   // more than 1 (an exact rewrite), and every call is padded to the whole batch, so a chunk's

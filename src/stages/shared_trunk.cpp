@@ -509,7 +509,7 @@ const SharedTrunk::Block& SharedTrunk::block(std::size_t phase, std::size_t inde
   const auto found = phase_blocks.find(index);
   if (found != phase_blocks.end()) return found->second;
   // What the last pass and the threads around it freed would otherwise sit under this pass's
-  // activations at the recording's peak: 55 MB of 475 MB on five minutes at 2 threads.
+  // activations at the recording's peak (docs/corpus.md, "Memory").
   release_freed_heap();
   const std::size_t first = index * block_grid_frames_;
   const std::size_t last = std::min(first + block_grid_frames_, grid_frames(phase));

@@ -54,8 +54,8 @@ SharedTrunkPooling parse_shared_trunk_pooling(const std::string& name);
 enum class SharedTrunkFeatures {
   kAuto,   // in the graph when the pooling is, on a provider that takes any shape, with the
            // sliding-window mean; else on the host
-  kHost,   // pipeline/fbank.h on the CPU, the features copied to the device
-  kGraph,  // models/fbank_graph.h in front of the pooled trunk: samples go in
+  kHost,   // stages/fbank.h on the CPU, the features copied to the device
+  kGraph,  // graph/fbank_graph.h in front of the pooled trunk: samples go in
 };
 const char* shared_trunk_features_name(SharedTrunkFeatures features);
 SharedTrunkFeatures parse_shared_trunk_features(const std::string& name);

@@ -430,7 +430,7 @@ TEST(SharedTrunk, PoolingInTheGraphEqualsPoolingOnTheHost) {
   EXPECT_GT(cosine(&graph(7, 2, 0), &host(7, 2, 0), dimension), 0.99999);
 }
 
-// The features computed in the graph (models/fbank_graph.h in front of the pooled trunk, what
+// The features computed in the graph (graph/fbank_graph.h in front of the pooled trunk, what
 // an accelerator runs) against the host's, both pooled in the graph on the CPU: the same log
 // mel to float rounding and the same sliding-window means, so every (chunk, speaker) embedding
 // agrees, the last chunk's included. Covers a recording shorter than one pass (its windows
