@@ -13,6 +13,10 @@ An include of a header of target T from a file of target S is allowed when T is 
 from S through its links (PUBLIC or PRIVATE: a target's own sources see what it links, and
 parley_module links its DEPS publicly, so they pass on).
 
+A header of no target's own that is not a test helper (api/handles.h) is checked the same way, a
+file that belongs to no target and that no target's file includes fails, and so does a module whose
+library targets link other modules than docs/architecture.md draws for it.
+
 Run: python3 tools/check_include_direction.py [SOURCE_DIR]   (ctest -R include_direction)
 Exit status 0 when every include is allowed, 1 (listing each one) when not.
 """
@@ -64,6 +68,7 @@ class Graph:
         self.links = {}    # target -> set of parley_* targets it links
         self.folder = {}   # target -> folder under src/ that declares it
         self.sources = {}  # path relative to src/ -> target compiling it
+        self.tests = set()  # targets declared with parley_test
 
     def add_target(self, name, folder):
         self.links.setdefault(name, set())
@@ -113,6 +118,7 @@ def read_graph(src):
                 graph.links[target].update(d for d in parts["DEPS"] if d.startswith("parley"))
                 if command == "parley_test":
                     graph.links[target].add("parley_testing")
+                    graph.tests.add(target)
             elif command in ("add_library", "add_executable"):
                 if "ALIAS" in rest or "IMPORTED" in rest:
                     continue
@@ -144,6 +150,41 @@ def is_test_header(graph, relative, name):
     stem = relative[:-2]
     return (relative.endswith(".h") and "test" in name
             and stem + ".cpp" not in graph.sources and stem + ".c" not in graph.sources)
+
+
+def documented_dependencies(architecture):
+    """Module -> the modules docs/architecture.md draws it using, from the tree under 'Which
+    module may use which' (continuation lines add to the module above; external libraries in
+    brackets and what follows '->' are not modules)."""
+    text = architecture.read_text(encoding="utf-8")
+    section = text.split("## Which module may use which", 1)[1]
+    block = section.split("```", 2)[1]
+    result, current = {}, None
+    for raw in block.splitlines()[1:]:
+        rest = raw.lstrip("│├└─ ")
+        if not rest or rest.startswith("(") or rest.startswith("python/"):
+            continue
+        if current is None or "├──" in raw or "└──" in raw:
+            current, _, rest = rest.partition(" ")
+            result[current] = set()
+        rest = rest.split("->", 1)[0].split("(", 1)[0]
+        result[current].update(w.strip() for w in rest.split(",") if w.strip())
+    return result
+
+
+def built_dependencies(graph):
+    """Folder -> the folders its library targets link (tests, test support and benchmarks aside)."""
+    result = {}
+    for target, folder in graph.folder.items():
+        if (target in graph.tests or target.endswith("_testing") or target.endswith("_test")
+                or folder == "testing"):
+            continue
+        deps = result.setdefault(folder, set())
+        for dep in graph.links.get(target, ()):
+            dep_folder = graph.folder.get(dep)
+            if dep_folder and dep_folder not in (folder, "testing"):
+                deps.add(dep_folder)
+    return result
 
 
 def main(argv):
@@ -181,7 +222,9 @@ def main(argv):
             return memo[relative]
         name = relative.rsplit("/", 1)[-1]
         users = includers.get(relative, set()) - visiting - {relative}
-        if is_test_header(graph, relative, name) and users:
+        # A test helper, or a header of no target's own (api/handles.h in the shared library's
+        # folder), may include what every file that includes it may.
+        if (is_test_header(graph, relative, name) or files.get(relative) is None) and users:
             result, who = None, set()
             for user in sorted(users):
                 user_allowed, user_who = allowed_for(user, visiting | {relative})
@@ -213,12 +256,25 @@ def main(argv):
                 f"src/{relative}:{number}: {', '.join(sorted(who))} includes \"{header}\" of "
                 f"{target}, which it does not link; it may include: {', '.join(sorted(allowed))}")
 
+    architecture = root / "docs" / "architecture.md"
+    if architecture.is_file():
+        drawn, built = documented_dependencies(architecture), built_dependencies(graph)
+        for folder in sorted(set(drawn) | set(built)):
+            if folder == "testing":
+                continue
+            if drawn.get(folder) != built.get(folder):
+                violations.append(
+                    f"docs/architecture.md draws {folder} using "
+                    f"{', '.join(sorted(drawn.get(folder, ()))) or 'nothing'}, but its targets "
+                    f"in src/{folder}/CMakeLists.txt link "
+                    f"{', '.join(sorted(built.get(folder, ()))) or 'nothing'}: make them agree")
     for relative in unowned:
-        print(f"warning: src/{relative} belongs to no target; not checked", file=sys.stderr)
+        violations.append(f"src/{relative}: belongs to no target and no file of a target "
+                          "includes it; add it to a module's SOURCES or delete it")
     for violation in violations:
         print(violation)
     if violations:
-        print(f"{len(violations)} include(s) go against the module dependencies "
+        print(f"{len(violations)} problem(s) with the module dependencies "
               "(docs/architecture.md, 'Which module may use which')")
         return 1
     print(f"include direction: {checked} includes of module headers, all allowed "
