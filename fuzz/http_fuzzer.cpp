@@ -3,7 +3,8 @@
 // bodies) and dispatched to the real routes of server::HttpApi over a real job store in a
 // temporary state folder, as upstream's test/fuzzing/server_fuzzer.cc drives httplib::Server.
 // The engine is a stand-in that finishes every queued job at once with an empty result, so no
-// model is needed and POST /v1/diarize answers instead of waiting.
+// model is needed and POST /v1/diarize answers instead of waiting; the speaker library is a real
+// one in the temporary folder.
 
 // Before httplib.h: clang 14 rejects Eigen's (through the pipeline's headers) after it.
 #include "server/http_api.h"
@@ -129,7 +130,15 @@ struct Service {
   FuzzedServer server;
   parley::server::HttpApi api;
 
-  Service() : api(config(folder), {}, store, runner, metrics, server) {}
+  Service() : api(config(folder), engine(folder), store, runner, metrics, server) {}
+
+  // A speaker library, so that fuzzed inputs reach /v1/voiceprints' handlers and SQLite.
+  static parley::server::EngineInfo engine(const parley::TemporaryDirectory& folder) {
+    parley::server::EngineInfo engine;
+    engine.voiceprints = folder / "team.db";
+    engine.embedding_model_digest = std::string(64, 'a');
+    return engine;
+  }
 
   static parley::server::ServerConfig config(const parley::TemporaryDirectory& folder) {
     fs::create_directories(folder / "allowed");
@@ -148,6 +157,13 @@ struct Service {
 
   // Finished jobs would pile up in the state folder over millions of inputs.
   void forget_jobs() {
+    // Imports would grow it too; each request opens it anew.
+    std::error_code error;
+    if (fs::file_size(folder / "team.db", error) > (std::uintmax_t{16} << 20)) {
+      for (const char* suffix : {"", "-wal", "-shm"}) {
+        fs::remove(folder / ("team.db" + std::string(suffix)), error);
+      }
+    }
     if (store.count() < 256) return;
     for (const Job& job : store.list(0, store.count())) store.remove(job.id);
   }

@@ -9,16 +9,7 @@
 
 #include <parley/parley.h>
 
-static int failures = 0;
-
-#define CHECK(condition)                                                                \
-  do {                                                                                  \
-    if (!(condition)) {                                                                 \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed (last error: %s)\n", __FILE__, __LINE__, \
-              #condition, parley_last_error());                                         \
-      ++failures;                                                                       \
-    }                                                                                   \
-  } while (0)
+#include "c_test_check.h"
 
 static char path_buffer[4][1024];
 static const char* join(int slot, const char* folder, const char* name) {

@@ -92,13 +92,7 @@ const char* parley_library_list_json(parley_library* library) {
     require(library, "parley_library_list_json", "library");
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& entry : library->library->list()) {
-      list.push_back({{"id", entry.id},
-                      {"name", entry.name},
-                      {"source", entry.source},
-                      {"created", entry.created},
-                      {"model_sha256", entry.voiceprint.model_digest},
-                      {"embedding_mode", entry.voiceprint.embedding_mode},
-                      {"dimension", entry.voiceprint.embedding.size()}});
+      list.push_back(parley::identity::listing_json(entry));
     }
     library->list_json = list.dump();
     answer = library->list_json.c_str();

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "corpus/corpus_engine.h"
 #include "corpus/engine_layout.h"
+#include "identity/voiceprint.h"
 #include "models/speed_twin.h"
 #include "server/http_api.h"
 #include "server/job_queue.h"
@@ -129,6 +130,7 @@ void run_serve(ServeArguments& arguments) {
     policy.identify =
         library_identifier(arguments.voiceprints, arguments.identify_threshold, paths.embedding);
   }
+  policy.embedding_model_digest = identity::embedding_model_digest(paths.embedding);
   server::JobQueue queue(store, engine, metrics, policy);
   server::EngineInfo info;
   info.engines = engine.engine_count();
@@ -143,6 +145,8 @@ void run_serve(ServeArguments& arguments) {
         "the embedding model is a speed twin with random weights: speaker labels are "
         "meaningless (it is for timing; install the real model, see docs/models.md)";
   }
+  info.voiceprints = arguments.voiceprints;
+  info.embedding_model_digest = policy.embedding_model_digest;
   server::HttpApi api(config, info, store, queue, metrics);
   const int port = api.bind();
 
@@ -225,7 +229,8 @@ void add_serve_command(CLI::App& app) {
   command
       ->add_option("--voiceprints", arguments->voiceprints,
                    "speaker library (`parley voiceprint add`): every job's result names the "
-                   "speakers that match it (read per job: voiceprints added meanwhile count)")
+                   "speakers that match it (read per job: voiceprints added meanwhile count); "
+                   "clients manage it at /v1/voiceprints")
       ->check(CLI::ExistingFile);
   add_threshold_flag(*command, arguments->identify_threshold);
   command->add_flag("--keep-uploads", arguments->keep_uploads,

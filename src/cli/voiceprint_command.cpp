@@ -125,15 +125,7 @@ void run_list(const VoiceprintArguments& arguments) {
   const auto entries = library.list();
   if (arguments.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const auto& entry : entries) {
-      list.push_back({{"id", entry.id},
-                      {"name", entry.name},
-                      {"source", entry.source},
-                      {"created", entry.created},
-                      {"model_sha256", entry.voiceprint.model_digest},
-                      {"embedding_mode", entry.voiceprint.embedding_mode},
-                      {"dimension", entry.voiceprint.embedding.size()}});
-    }
+    for (const auto& entry : entries) list.push_back(identity::listing_json(entry));
     write_output(list.dump(2) + "\n", "-");
     return;
   }

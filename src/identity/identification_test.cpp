@@ -218,5 +218,43 @@ TEST(Identification, AZeroCentroidGivesNoVoiceprint) {
   }
 }
 
+TEST(Identification, ANamedSpeakerIsFoundByItsLabel) {
+  // As add_identification_json writes it: the embedding keyed by the name.
+  const std::string document = R"({"speaker_embeddings": {"Bob": [0.5, 0.25], "SPEAKER_01": [1, 2]},
+      "identification": {"threshold": 0.5, "speakers": [{"label": "SPEAKER_00", "name": "Bob",
+      "score": 0.9, "confidence": 0.4}]}})";
+  const std::string digest(64, 'a');
+  EXPECT_EQ(voiceprint_from_result_json(document, "SPEAKER_00", digest, "shared").embedding,
+            (std::vector<float>{0.5f, 0.25f}));
+  EXPECT_EQ(voiceprint_from_result_json(document, "Bob", digest, "shared").embedding,
+            (std::vector<float>{0.5f, 0.25f}));
+  EXPECT_EQ(voiceprint_from_result_json(document, "SPEAKER_01", digest, "shared").embedding,
+            (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_THROW(voiceprint_from_result_json(document, "SPEAKER_02", digest, "shared"), Error);
+}
+
+TEST(Identification, OneSpeakerResultGivesItsVoiceprint) {
+  const std::string digest(64, 'a');
+  const auto voiceprint = voiceprint_from_one_speaker_json(
+      R"({"speaker_embeddings": {"Alice": [0.5, 0.25]}})", "clip.wav", digest, "shared");
+  EXPECT_EQ(voiceprint.embedding, (std::vector<float>{0.5f, 0.25f}));
+  EXPECT_EQ(voiceprint.model_digest, digest);
+  const auto message = [&](const std::string& document) {
+    try {
+      voiceprint_from_one_speaker_json(document, "clip.wav", digest, "shared");
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(R"({"speaker_embeddings": {}})").find("clip.wav: no speech found"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"speaker_embeddings": {"SPEAKER_00": [0, 0]}})").find("talks alone"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"speaker_embeddings": {"A": [1], "B": [2]}})").find("2 speakers"),
+            std::string::npos);
+  EXPECT_NE(message("not json").find("not a diarization result"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace parley::identity

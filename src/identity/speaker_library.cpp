@@ -105,6 +105,16 @@ void check_speaker_name(std::string_view name) {
   }
 }
 
+nlohmann::ordered_json listing_json(const LibraryEntry& entry) {
+  return {{"id", entry.id},
+          {"name", entry.name},
+          {"source", entry.source},
+          {"created", entry.created},
+          {"model_sha256", entry.voiceprint.model_digest},
+          {"embedding_mode", entry.voiceprint.embedding_mode},
+          {"dimension", entry.voiceprint.embedding.size()}};
+}
+
 SpeakerLibrary::SpeakerLibrary(const std::filesystem::path& file)
     : file_(file), db_(nullptr, sqlite3_close) {
   sqlite3* db = nullptr;
@@ -237,7 +247,7 @@ std::string SpeakerLibrary::export_json() const {
   return document.dump(2) + "\n";
 }
 
-std::size_t SpeakerLibrary::import_json(std::string_view document) {
+std::size_t SpeakerLibrary::import_json(std::string_view document, std::string_view model_digest) {
   nlohmann::json parsed;
   try {
     parsed = nlohmann::json::parse(document);
@@ -268,12 +278,16 @@ std::size_t SpeakerLibrary::import_json(std::string_view document) {
       entry.created = item.value("created", "");
       entry.voiceprint.model_digest = item.at("model_sha256").get<std::string>();
       entry.voiceprint.embedding_mode = item.value("embedding_mode", "");
+      if (!item.at("embedding").is_array()) fail("the embedding is not a list of numbers");
       for (const auto& value : item.at("embedding")) {
         if (!value.is_number()) fail("an embedding value is not a number");
         entry.voiceprint.embedding.push_back(value.get<float>());
       }
       check_speaker_name(entry.name);
       check_voiceprint(entry.voiceprint);
+      if (!model_digest.empty()) {
+        check_model(entry.voiceprint, model_digest, fmt::format("voiceprint of {}", entry.name));
+      }
       pending.push_back(std::move(entry));
     } catch (const nlohmann::json::exception& error) {
       fail("voiceprint {} of the export: {}", index + 1, error.what());

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "identity/voiceprint.h"
 
 struct sqlite3;
@@ -30,6 +32,11 @@ struct LibraryEntry {
 // name is 1 to 128 bytes of UTF-8 without white space or control characters, and not one of the
 // labels unnamed speakers carry (SPEAKER_<digits>, GLOBAL_<digits>). Fails saying so.
 void check_speaker_name(std::string_view name);
+
+// What a listing says of one voiceprint (`parley voiceprint list --json`, the C API's
+// parley_library_list_json, `parley serve`'s GET /v1/voiceprints): {"id", "name", "source",
+// "created", "model_sha256", "embedding_mode", "dimension"}; the embedding itself only in exports.
+nlohmann::ordered_json listing_json(const LibraryEntry& entry);
 
 class SpeakerLibrary {
  public:
@@ -59,7 +66,10 @@ class SpeakerLibrary {
   // "embedding": [D floats]}...]}.
   std::string export_json() const;
   // Adds every voiceprint of such a document (in one transaction: all or none); returns how many.
-  std::size_t import_json(std::string_view document);
+  // With `model_digest`, a voiceprint of another embedding model refuses the whole document
+  // (check_model's message), so that a library in use is not filled with voiceprints that would
+  // refuse it later.
+  std::size_t import_json(std::string_view document, std::string_view model_digest = {});
 
  private:
   std::filesystem::path file_;

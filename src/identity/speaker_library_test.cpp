@@ -5,6 +5,8 @@
 #include <atomic>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "testing/temporary_directory.h"
 
@@ -86,6 +88,39 @@ TEST(SpeakerLibrary, ExportImportRoundTrip) {
   EXPECT_EQ(second.list().size(), 2u);
   EXPECT_THROW(second.import_json("{\"voiceprints\": []}"), Error);
   EXPECT_THROW(second.import_json("not json"), Error);
+}
+
+TEST(SpeakerLibrary, ImportForOneModelRefusesAnother) {
+  testing::TemporaryDirectory folder("library");
+  SpeakerLibrary mixed(folder.path() / "mixed.db");
+  mixed.add("Alice", print({0.1f, 0.2f}, 'a'), "a.wav");
+  mixed.add("Bob", print({0.3f, 0.4f}, 'b'), "b.wav");
+  const std::string exported = mixed.export_json();
+  SpeakerLibrary library(folder.path() / "one.db");
+  try {
+    library.import_json(exported, std::string(64, 'a'));
+    FAIL() << "Bob's voiceprint of another model was imported";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("voiceprint of Bob was computed by another"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_TRUE(library.list().empty());           // all or none
+  EXPECT_EQ(library.import_json(exported), 2u);  // no model named: any
+  // An embedding that is not a list is refused, not read as one number.
+  EXPECT_THROW(library.import_json(R"({"format": "parley-speaker-library", "version": 1,
+      "voiceprints": [{"name": "Eve", "model_sha256": ")" +
+                                   std::string(64, 'a') + R"(", "embedding": 5}]})"),
+               Error);
+}
+
+TEST(SpeakerLibrary, ListingNamesEveryFieldButTheEmbedding) {
+  const LibraryEntry entry{7, "Alice", print({0.5f, 0.25f, 0.0f}), "a.wav", "2026-01-02T03:04:05Z"};
+  const nlohmann::ordered_json listed = listing_json(entry);
+  EXPECT_EQ(listed.dump(),
+            R"({"id":7,"name":"Alice","source":"a.wav","created":"2026-01-02T03:04:05Z",)"
+            R"("model_sha256":")" +
+                std::string(64, 'a') + R"(","embedding_mode":"shared","dimension":3})");
 }
 
 TEST(SpeakerLibrary, SeveralThreadsAndConnectionsAtOnce) {

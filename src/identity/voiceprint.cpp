@@ -82,7 +82,18 @@ Voiceprint voiceprint_from_result_json(std::string_view document, std::string_vi
   if (!parsed.is_object() || embeddings == parsed.end() || !embeddings->is_object()) {
     fail("the result has no speaker_embeddings (the JSON result of a diarization holds them)");
   }
-  const auto row = embeddings->find(std::string(speaker));
+  auto row = embeddings->find(std::string(speaker));
+  // Identification keys a named speaker's embedding by its name.
+  if (row == embeddings->end() && parsed.contains("identification") &&
+      parsed["identification"].is_object() && parsed["identification"].contains("speakers") &&
+      parsed["identification"]["speakers"].is_array()) {
+    for (const auto& named : parsed["identification"]["speakers"]) {
+      if (named.is_object() && named.value("label", "") == speaker && named.contains("name") &&
+          named["name"].is_string()) {
+        row = embeddings->find(named["name"].get<std::string>());
+      }
+    }
+  }
   if (row == embeddings->end()) {
     std::string known;
     for (const auto& [key, value] : embeddings->items()) known += (known.empty() ? "" : ", ") + key;
@@ -103,6 +114,33 @@ Voiceprint voiceprint_from_result_json(std::string_view document, std::string_vi
         speaker, why);
   }
   return voiceprint;
+}
+
+Voiceprint voiceprint_from_one_speaker_json(std::string_view document, std::string_view uri,
+                                            std::string_view model_digest,
+                                            std::string_view embedding_mode) {
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(document);
+  } catch (const nlohmann::json::exception& error) {
+    fail("not a diarization result in JSON: {}", error.what());
+  }
+  const auto embeddings = parsed.find("speaker_embeddings");
+  if (!parsed.is_object() || embeddings == parsed.end() || !embeddings->is_object() ||
+      embeddings->empty()) {
+    fail("{}: no speech found, so no voiceprint; give audio where the speaker talks", uri);
+  }
+  if (embeddings->size() != 1) {
+    fail("{}: the result has {} speakers, not the one a voiceprint is made of", uri,
+         embeddings->size());
+  }
+  // Its only speaker, under whatever label or name it carries.
+  try {
+    return voiceprint_from_result_json(document, embeddings->begin().key(), model_digest,
+                                       embedding_mode);
+  } catch (const Error& error) {
+    fail("{}: no voiceprint, {}; give audio where the speaker talks alone", uri, error.what());
+  }
 }
 
 }  // namespace parley::identity

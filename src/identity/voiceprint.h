@@ -36,12 +36,20 @@ Voiceprint voiceprint_from_samples(pipeline::Diarizer& diarizer, std::span<const
                                    const std::string& uri, std::string_view model_digest,
                                    ProgressSink& progress);
 
-// The voiceprint of `speaker` (a key of "speaker_embeddings", SPEAKER_xx or a name) in the JSON
+// The voiceprint of `speaker` (a key of "speaker_embeddings", SPEAKER_xx or a name; a SPEAKER_xx
+// that identification named is found through the document's "identification") in the JSON
 // document `parley diarize --format json` wrote. The document does not say which model computed
 // it: the caller states it (`model_digest`, `embedding_mode`).
 Voiceprint voiceprint_from_result_json(std::string_view document, std::string_view speaker,
                                        std::string_view model_digest,
                                        std::string_view embedding_mode);
+
+// The voiceprint of a recording diarized with the speaker count forced to 1, from its JSON
+// result: what voiceprint_from_samples gives when another part (`parley serve`'s queue) ran the
+// pipeline. `uri` names the recording in the messages.
+Voiceprint voiceprint_from_one_speaker_json(std::string_view document, std::string_view uri,
+                                            std::string_view model_digest,
+                                            std::string_view embedding_mode);
 
 // Why `centroid` cannot be compared with anything (cosine similarity needs a direction), or
 // empty when it can. pyannote pads a speaker that the clustering found no clean (single-speaker)

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <span>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -14,10 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "audio/audio_source.h"
+#include "audio/mono_resampled_stream.h"
 #include "cluster/speaker_count_constraints.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/sample_rate.h"
 #include "core/version.h"
+#include "identity/speaker_library.h"
+#include "identity/voiceprint.h"
 #include "pipeline/option_table.h"
 #include "pipeline/result_writer.h"
 #include "runtime/device_memory.h"
@@ -194,8 +201,71 @@ void close_connection(httplib::Response& response) {
   GuardedServer::close_after_answer();
 }
 
-bool is_body_route(const httplib::Request& request) {
-  return request.method == "POST" && (request.path == "/v1/jobs" || request.path == "/v1/diarize");
+// A JSON request (a voiceprint from a job, a rename) and a library export to import.
+constexpr std::size_t kMaxJsonBytes = 64 * 1024;
+constexpr std::size_t kMaxLibraryJsonBytes = std::size_t{64} << 20;
+
+// The largest body a route takes (`form_limit`: a form with a recording); none: it takes none.
+std::optional<std::size_t> body_limit(const httplib::Request& request, std::size_t form_limit) {
+  if (request.method == "POST" && (request.path == "/v1/jobs" || request.path == "/v1/diarize" ||
+                                   request.path == "/v1/voiceprints")) {
+    return form_limit;
+  }
+  if (request.method == "POST" && request.path == "/v1/voiceprints/import") {
+    return kMaxLibraryJsonBytes;
+  }
+  if (request.method == "PATCH" && request.path.starts_with("/v1/voiceprints/")) {
+    return kMaxJsonBytes;
+  }
+  return std::nullopt;
+}
+
+bool is_json(const httplib::Request& request) {
+  const std::string type = request.get_header_value("Content-Type");
+  const std::string_view media = std::string_view(type).substr(0, type.find(';'));
+  return iequals(media, "application/json");
+}
+
+[[noreturn]] void refuse_no_library() {
+  refuse(404, "no_library",
+         "this server keeps no speaker library (its operator starts it with parley serve "
+         "--voiceprints LIB)");
+}
+
+// The request's JSON object, or 400 saying why not.
+nlohmann::json parse_object(const std::string& body) {
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception& error) {
+    refuse(400, "invalid_json", fmt::format("the body is not JSON: {}", error.what()));
+  }
+  if (!parsed.is_object()) refuse(400, "invalid_json", "the body must be a JSON object");
+  return parsed;
+}
+
+std::optional<std::string> string_member(const nlohmann::json& object, const char* name) {
+  const auto found = object.find(name);
+  if (found == object.end() || found->is_null()) return std::nullopt;
+  if (!found->is_string()) {
+    refuse(422, "invalid_field", fmt::format("'{}' must be a string", name));
+  }
+  return found->get<std::string>();
+}
+
+std::string required_string(const nlohmann::json& object, const char* name, const char* what) {
+  auto value = string_member(object, name);
+  if (!value) refuse(422, "missing_field", fmt::format("send '{}': {}", name, what));
+  return *value;
+}
+
+// A speaker name the library takes (identity::check_speaker_name), or 422 saying why not.
+void check_name(const std::string& name) {
+  try {
+    identity::check_speaker_name(name);
+  } catch (const Error& error) {
+    refuse(422, "invalid_name", error.what());
+  }
 }
 
 bool has_body(const httplib::Request& request) {
@@ -299,7 +369,8 @@ std::optional<HttpError> HttpApi::check_head(const httplib::Request& request) co
                                    value.substr(0, 40))};
     }
   }
-  if (!is_body_route(request)) {
+  const std::optional<std::size_t> limit = body_limit(request, form_limit());
+  if (!limit) {
     if (has_body(request)) {
       return HttpError{413, "too_large", "this endpoint takes no request body"};
     }
@@ -307,7 +378,12 @@ std::optional<HttpError> HttpApi::check_head(const httplib::Request& request) co
   }
   if (!chunked && !request.has_header("Content-Length")) {
     return HttpError{411, "length_required",
-                     "send the form with a Content-Length or Transfer-Encoding: chunked"};
+                     "send the body with a Content-Length or Transfer-Encoding: chunked"};
+  }
+  if (*limit != form_limit() && length > *limit) {
+    return HttpError{413, "too_large",
+                     fmt::format("the request is {} KiB; this endpoint takes at most {} KiB",
+                                 length >> 10, *limit >> 10)};
   }
   if (length > form_limit()) {
     return HttpError{413, "too_large",
@@ -439,17 +515,19 @@ void HttpApi::add_routes() {
   });
   // The form is read here, part by part, within its limits (a chunked or compressed body has no
   // length to check first).
-  for (const auto& [route, wait] : {std::pair{"/v1/jobs", false}, std::pair{"/v1/diarize", true}}) {
-    server.Post(route,
-                [this, wait = wait](const httplib::Request& request, httplib::Response& response,
-                                    const httplib::ContentReader& reader) {
-                  try {
-                    accept_job(request, reader, response, wait);
-                  } catch (const HttpError& error) {
-                    write_error(response, error);
-                  }
-                });
+  for (const auto& [route, submission] :
+       {std::pair{"/v1/jobs", Submission::kJob}, std::pair{"/v1/diarize", Submission::kDiarize}}) {
+    server.Post(route, [this, submission = submission](const httplib::Request& request,
+                                                       httplib::Response& response,
+                                                       const httplib::ContentReader& reader) {
+      try {
+        accept_job(request, reader, response, submission);
+      } catch (const HttpError& error) {
+        write_error(response, error);
+      }
+    });
   }
+  add_voiceprint_routes();
   server.Get("/v1/jobs",
              guarded([this](const httplib::Request& request, httplib::Response& response) {
                list_jobs(request, response);
@@ -581,10 +659,81 @@ class Form {
 constexpr std::size_t kMaxFormParts = 64;
 constexpr std::size_t kMaxFieldBytes = 64 * 1024;
 
+// The form a voiceprint is made from: the recording (audio or path), the name and a range.
+const std::vector<std::string>& voiceprint_fields() {
+  static const std::vector<std::string> fields = {"audio", "path", "name", "start", "end"};
+  return fields;
+}
+
+std::optional<double> parse_seconds(const char* field, const std::optional<std::string>& value) {
+  if (!value) return std::nullopt;
+  double seconds = 0.0;
+  const auto [end, status] = std::from_chars(value->data(), value->data() + value->size(), seconds);
+  if (status != std::errc() || end != value->data() + value->size() || !std::isfinite(seconds) ||
+      seconds < 0.0) {
+    refuse(422, "invalid_parameter",
+           fmt::format("{}: expected seconds into the recording, 0 or more (got '{}')", field,
+                       valid_utf8(*value)));
+  }
+  return seconds;
+}
+
+// 16 kHz mono float32 samples as a WAV file's bytes (WAVE_FORMAT_IEEE_FLOAT): the range of a
+// recording a voiceprint is made of, which the queue then reads as any recording.
+std::string float_wav(std::span<const float> samples) {
+  const auto data_bytes = static_cast<std::uint32_t>(samples.size() * sizeof(float));
+  std::string bytes;
+  const auto put = [&bytes](std::uint32_t value, int size) {
+    for (int i = 0; i < size; ++i) bytes.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  };
+  bytes += "RIFF";
+  put(36 + data_bytes, 4);
+  bytes += "WAVEfmt ";
+  put(16, 4);
+  put(3, 2);  // IEEE float
+  put(1, 2);  // mono
+  put(kSampleRate, 4);
+  put(kSampleRate * 4, 4);
+  put(4, 2);
+  put(32, 2);
+  bytes += "data";
+  put(data_bytes, 4);
+  bytes.append(reinterpret_cast<const char*>(samples.data()), data_bytes);
+  return bytes;
+}
+
+// The samples of [start, end) seconds of `path` (end: none, to its end), at 16 kHz mono.
+std::vector<float> decode_range(const fs::path& path, double start, std::optional<double> end) {
+  audio::MonoResampledStream stream(path);
+  const auto first = static_cast<std::size_t>(start * kSampleRate);
+  const std::size_t last =
+      end ? static_cast<std::size_t>(*end * kSampleRate) : std::numeric_limits<std::size_t>::max();
+  std::vector<float> block(1 << 16);
+  std::vector<float> samples;
+  std::size_t at = 0;
+  while (at < last) {
+    const std::size_t read = stream.read(block);
+    if (read == 0) break;
+    const std::size_t from = std::max(at, first);
+    const std::size_t to = std::min(at + read, last);
+    if (from < to)
+      samples.insert(samples.end(), block.begin() + static_cast<std::ptrdiff_t>(from - at),
+                     block.begin() + static_cast<std::ptrdiff_t>(to - at));
+    at += read;
+  }
+  return samples;
+}
+
 }  // namespace
 
 void HttpApi::accept_job(const httplib::Request& request, const httplib::ContentReader& reader,
-                         httplib::Response& response, bool wait) {
+                         httplib::Response& response, Submission submission) {
+  const bool wait = submission != Submission::kJob;
+  const bool voiceprint = submission == Submission::kVoiceprint;
+  if (voiceprint && engine_.voiceprints.empty()) {
+    close_connection(response);
+    refuse_no_library();
+  }
   if (!request.is_multipart_form_data()) {
     close_connection(response);
     refuse(415, "unsupported_media_type",
@@ -592,7 +741,7 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
   }
   // Each part within its own limit and the form within the sum, counted as the bytes come (after
   // any Content-Encoding is undone): a chunked or compressed body stops at the limit.
-  const std::vector<std::string>& known = form_fields();
+  const std::vector<std::string>& known = voiceprint ? voiceprint_fields() : form_fields();
   httplib::MultipartFormDataMap parts;
   auto current = parts.end();
   std::size_t total = 0;
@@ -698,6 +847,24 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     refuse(422, "invalid_option",
            fmt::format("format '{}': expected one of {}", format, fmt::join(formats, ", ")));
   }
+  // A voiceprint is the centroid of the recording (or its range) diarized as one speaker, as
+  // identity::voiceprint_from_samples makes it; the queue's engine runs it as a job.
+  std::string name;
+  std::optional<double> start;
+  std::optional<double> end;
+  if (voiceprint) {
+    name = field("name").value_or("");
+    if (name.empty()) refuse(422, "missing_field", "send the speaker's name in the field 'name'");
+    check_name(name);
+    start = parse_seconds("start", field("start"));
+    end = parse_seconds("end", field("end"));
+    if (end && !(*end > start.value_or(0.0))) {
+      refuse(422, "invalid_parameter",
+             fmt::format("end {} must come after start {}", *end, start.value_or(0.0)));
+    }
+    job.options["num_speakers"] = 1;
+    job.options["voiceprint"] = name;
+  }
 
   const bool has_audio = form.has("audio");
   const bool has_path = form.has("path");
@@ -795,11 +962,59 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
                          *duration / 3600.0, config_.max_audio_seconds / 3600.0));
     }
     job.audio_seconds = duration.value_or(0.0);
-    if (wait && duration.value_or(0.0) > config_.max_sync_audio_seconds) {
+    const bool range = start || end;
+    if (range) {
+      const double length = end ? *end - start.value_or(0.0) : 0.0;
+      if (length > config_.max_sync_audio_seconds) {
+        refuse(413, "too_long",
+               fmt::format("a voiceprint is made of at most {:.0f} s of audio (this range is "
+                           "{:.0f} s); a few tens of seconds of the speaker alone are plenty",
+                           config_.max_sync_audio_seconds, length));
+      }
+    } else if (wait && duration.value_or(0.0) > config_.max_sync_audio_seconds) {
       refuse(413, "too_long",
-             fmt::format("POST /v1/diarize takes at most {:.0f} s of audio (this is {:.0f} s); "
-                         "submit it to POST /v1/jobs and poll",
-                         config_.max_sync_audio_seconds, *duration));
+             voiceprint
+                 ? fmt::format("a voiceprint is made of at most {:.0f} s of audio (this is {:.0f} "
+                               "s); send a range of it (start, end)",
+                               config_.max_sync_audio_seconds, *duration)
+                 : fmt::format("POST /v1/diarize takes at most {:.0f} s of audio (this is {:.0f} "
+                               "s); submit it to POST /v1/jobs and poll",
+                               config_.max_sync_audio_seconds, *duration));
+    }
+    if (range) {
+      std::vector<float> samples;
+      try {
+        samples = decode_range(readable, start.value_or(0.0), end);
+      } catch (const Error& error) {
+        const std::string client_name = job.options["filename"];
+        refuse(415, "unsupported_audio",
+               replace_all(replace_all(error.what(), readable.string(), client_name),
+                           job.audio.string(), client_name));
+      }
+      if (samples.empty()) {
+        refuse(422, "invalid_parameter",
+               fmt::format("start {} leaves nothing of the recording ({:.3f} s long)",
+                           start.value_or(0.0), duration.value_or(0.0)));
+      }
+      if (static_cast<double>(samples.size()) / kSampleRate > config_.max_sync_audio_seconds) {
+        refuse(413, "too_long",
+               fmt::format("a voiceprint is made of at most {:.0f} s of audio; send a shorter "
+                           "range (start, end)",
+                           config_.max_sync_audio_seconds));
+      }
+      // The job runs on the range alone; the upload is not kept.
+      if (has_audio) {
+        std::error_code ignored;
+        fs::remove(job.audio, ignored);
+      }
+      job.options.erase("server_file");
+      job.audio = folder / "voiceprint.wav";
+      job.audio_seconds = static_cast<double>(samples.size()) / kSampleRate;
+      try {
+        write_file_atomically(job.audio, float_wav(samples));
+      } catch (const Error& error) {
+        refuse_storage(error, "storing the recording's range");
+      }
     }
     if (form.has("transcript")) {
       const auto& part = form.part("transcript");
@@ -833,6 +1048,12 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     return;
   }
   const auto finished = queue_.wait_until_finished(job.id, std::chrono::minutes(10));
+  if (voiceprint) {
+    const std::optional<double> range_start =
+        start || end ? std::optional<double>(start.value_or(0.0)) : std::nullopt;
+    finish_voiceprint(job, finished, name, range_start, response);
+    return;
+  }
   if (!finished || finished->state != JobState::kDone) {
     if (finished &&
         (finished->state == JobState::kQueued || finished->state == JobState::kRunning)) {
@@ -935,6 +1156,281 @@ MetricsSnapshot HttpApi::snapshot() const {
     }
   }
   return snapshot;
+}
+
+namespace {
+
+// The library's answer for one voiceprint, by id.
+nlohmann::json voiceprint_json(const identity::SpeakerLibrary& library, std::int64_t id) {
+  for (const auto& entry : library.list()) {
+    if (entry.id == id) return nlohmann::json::parse(identity::listing_json(entry).dump());
+  }
+  // Removed by another client between the two calls.
+  return {{"id", id}};
+}
+
+std::string read_text_file(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return {};
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+std::unique_ptr<identity::SpeakerLibrary> HttpApi::open_library() const {
+  if (engine_.voiceprints.empty()) refuse_no_library();
+  try {
+    return std::make_unique<identity::SpeakerLibrary>(engine_.voiceprints);
+  } catch (const Error& error) {
+    refuse_storage(error, "opening the speaker library");
+  }
+}
+
+std::string HttpApi::read_json_body(const httplib::Request& request,
+                                    const httplib::ContentReader& reader,
+                                    httplib::Response& response, std::size_t limit) {
+  if (!is_json(request)) {
+    close_connection(response);
+    refuse(415, "unsupported_media_type", "send a JSON body (Content-Type: application/json)");
+  }
+  std::string body;
+  bool too_large = false;
+  const bool read = reader([&](const char* bytes, std::size_t size) {
+    if (body.size() + size > limit) {
+      too_large = true;
+      return false;
+    }
+    body.append(bytes, size);
+    return true;
+  });
+  if (!read) {
+    close_connection(response);
+    if (too_large) {
+      refuse(413, "too_large",
+             fmt::format("the body is larger than this endpoint takes ({} KiB)", limit >> 10));
+    }
+    refuse(400, "bad_request",
+           "the body could not be read: it was cut short, or paused longer than the server waits");
+  }
+  GuardedServer::release_body_slot();
+  return body;
+}
+
+void HttpApi::finish_voiceprint(const Job& job, const std::optional<Job>& finished,
+                                const std::string& name, std::optional<double> start,
+                                httplib::Response& response) {
+  if (finished && (finished->state == JobState::kQueued || finished->state == JobState::kRunning)) {
+    // Nobody waits for it any more: it is cancelled instead of adding a voiceprint later.
+    store_.cancel(job.id);
+    queue_.wake();
+    refuse(504, "timeout",
+           "the voiceprint's recording was not diarized within 10 minutes (the queue is long); "
+           "nothing was added, try again later");
+  }
+  // The job was only the way to the engine: it goes, whatever came of it.
+  const auto removed = std::shared_ptr<void>(nullptr, [this, id = job.id](void*) {
+    try {
+      store_.remove(id);
+    } catch (const std::exception& error) {
+      spdlog::error("job {}: cannot remove it: {}", id, error.what());
+    }
+  });
+  if (!finished || finished->state != JobState::kDone) {
+    refuse(422, "failed", finished ? finished->error : "the job was removed");
+  }
+  const std::string filename = job.options.value("filename", job.uri);
+  identity::Voiceprint voiceprint;
+  try {
+    voiceprint = identity::voiceprint_from_one_speaker_json(
+        read_text_file(store_.job_folder(job.id) / "result.json"), filename,
+        engine_.embedding_model_digest, config_.embedding_mode);
+  } catch (const Error& error) {
+    refuse(422, "no_voiceprint", error.what());
+  }
+  std::string source = filename;
+  if (start) {
+    source += fmt::format(" {:.3f}-{:.3f}", *start, *start + finished->audio_seconds);
+  }
+  const auto library = open_library();
+  const std::int64_t id = library->add(name, voiceprint, source);
+  write_json(response, 201, {{"voiceprint", voiceprint_json(*library, id)}});
+}
+
+void HttpApi::add_voiceprint_from_job(const std::string& body, httplib::Response& response) {
+  const nlohmann::json request = parse_object(body);
+  const std::string name = required_string(request, "name", "the speaker's name");
+  const std::string id = required_string(request, "job", "the id of a finished job");
+  const std::string speaker =
+      required_string(request, "speaker", "which speaker of the job's result (SPEAKER_xx)");
+  check_name(name);
+  if (!is_job_id(id)) refuse(404, "not_found", "no such job (ids are 32 hex digits)");
+  const auto job = store_.find(id);
+  if (!job) refuse(404, "not_found", "no such job");
+  if (job->state != JobState::kDone) {
+    refuse(409, "not_done",
+           fmt::format("the job is {}; a voiceprint comes from a finished job's result",
+                       to_string(job->state)));
+  }
+  const fs::path folder = store_.job_folder(id);
+  // The result's centroids are of the model that computed them, which the server may have
+  // changed since.
+  std::string digest = read_text_file(folder / kEmbeddingModelFile);
+  while (!digest.empty() && std::isspace(static_cast<unsigned char>(digest.back()))) {
+    digest.pop_back();
+  }
+  if (digest.empty()) {
+    refuse(409, "unknown_model",
+           "this job's result does not record which embedding model computed it (it finished "
+           "before the server kept that); submit the recording again");
+  }
+  identity::Voiceprint voiceprint;
+  try {
+    voiceprint = identity::voiceprint_from_result_json(read_text_file(folder / "result.json"),
+                                                       speaker, digest, config_.embedding_mode);
+    identity::check_model(voiceprint, engine_.embedding_model_digest,
+                          fmt::format("job {}'s result", id));
+  } catch (const Error& error) {
+    refuse(422, "no_voiceprint", valid_utf8(error.what()));
+  }
+  const std::string source =
+      fmt::format("{} {}", job->options.value("filename", job->uri), valid_utf8(speaker));
+  const auto library = open_library();
+  const std::int64_t added = library->add(name, voiceprint, source);
+  write_json(response, 201, {{"voiceprint", voiceprint_json(*library, added)}});
+}
+
+void HttpApi::rename_voiceprints(const std::string& name, const std::string& body,
+                                 httplib::Response& response) {
+  const nlohmann::json request = parse_object(body);
+  const std::string to = required_string(request, "name", "the new name");
+  bool merge = false;
+  if (const auto found = request.find("merge"); found != request.end() && !found->is_null()) {
+    if (!found->is_boolean()) refuse(422, "invalid_field", "'merge' must be true or false");
+    merge = found->get<bool>();
+  }
+  check_name(to);
+  const auto library = open_library();
+  std::size_t renamed = 0;
+  try {
+    renamed = library->rename(name, to, merge);
+  } catch (const Error& error) {
+    const auto entries = library->list();
+    if (std::any_of(entries.begin(), entries.end(),
+                    [&](const identity::LibraryEntry& entry) { return entry.name == to; })) {
+      refuse(409, "name_taken",
+             fmt::format("the library already has a speaker named {}: pick another name, or "
+                         "send \"merge\": true to join the two",
+                         to));
+    }
+    throw;
+  }
+  if (renamed == 0) {
+    refuse(404, "not_found", fmt::format("the library has no speaker named {}", valid_utf8(name)));
+  }
+  write_json(response, 200, {{"name", to}, {"renamed", renamed}});
+}
+
+void HttpApi::remove_voiceprints(const std::string& name, httplib::Response& response) {
+  const std::size_t removed = open_library()->remove(name);
+  if (removed == 0) {
+    refuse(404, "not_found", fmt::format("the library has no speaker named {}", valid_utf8(name)));
+  }
+  write_json(response, 200, {{"name", name}, {"removed", removed}});
+}
+
+void HttpApi::import_voiceprints(const std::string& body, httplib::Response& response) {
+  const auto library = open_library();
+  std::size_t imported = 0;
+  try {
+    imported = library->import_json(body, engine_.embedding_model_digest);
+  } catch (const Error& error) {
+    refuse(422, "invalid_library", valid_utf8(error.what()));
+  }
+  write_json(response, 201, {{"imported", imported}});
+}
+
+void HttpApi::add_voiceprint_routes() {
+  httplib::Server& server = server_;
+  // Every handler's refusals become JSON errors.
+  const auto guarded = [](auto handler) {
+    return [handler](const httplib::Request& request, httplib::Response& response) {
+      try {
+        handler(request, response);
+      } catch (const HttpError& error) {
+        write_error(response, error);
+      }
+    };
+  };
+  const auto guarded_body = [](auto handler) {
+    return [handler](const httplib::Request& request, httplib::Response& response,
+                     const httplib::ContentReader& reader) {
+      try {
+        handler(request, response, reader);
+      } catch (const HttpError& error) {
+        write_error(response, error);
+      }
+    };
+  };
+  server.Get("/v1/voiceprints",
+             guarded([this](const httplib::Request&, httplib::Response& response) {
+               nlohmann::json list = nlohmann::json::array();
+               for (const auto& entry : open_library()->list()) {
+                 list.push_back(nlohmann::json::parse(identity::listing_json(entry).dump()));
+               }
+               write_json(response, 200, {{"voiceprints", list}});
+             }));
+  server.Get("/v1/voiceprints/export",
+             guarded([this](const httplib::Request&, httplib::Response& response) {
+               response.set_content(open_library()->export_json(), "application/json");
+             }));
+  // A form with a recording, or JSON naming a finished job's speaker.
+  server.Post("/v1/voiceprints",
+              guarded_body([this](const httplib::Request& request, httplib::Response& response,
+                                  const httplib::ContentReader& reader) {
+                if (engine_.voiceprints.empty()) {
+                  close_connection(response);
+                  refuse_no_library();
+                }
+                if (request.is_multipart_form_data()) {
+                  accept_job(request, reader, response, Submission::kVoiceprint);
+                  return;
+                }
+                if (!is_json(request)) {
+                  close_connection(response);
+                  refuse(415, "unsupported_media_type",
+                         "send a multipart/form-data form with the recording in 'audio' and the "
+                         "name in 'name', or JSON {\"name\", \"job\", \"speaker\"}");
+                }
+                add_voiceprint_from_job(read_json_body(request, reader, response, kMaxJsonBytes),
+                                        response);
+              }));
+  server.Post("/v1/voiceprints/import",
+              guarded_body([this](const httplib::Request& request, httplib::Response& response,
+                                  const httplib::ContentReader& reader) {
+                if (engine_.voiceprints.empty()) {
+                  close_connection(response);
+                  refuse_no_library();
+                }
+                import_voiceprints(read_json_body(request, reader, response, kMaxLibraryJsonBytes),
+                                   response);
+              }));
+  server.Patch(R"(/v1/voiceprints/([^/]+))",
+               guarded_body([this](const httplib::Request& request, httplib::Response& response,
+                                   const httplib::ContentReader& reader) {
+                 if (engine_.voiceprints.empty()) {
+                   close_connection(response);
+                   refuse_no_library();
+                 }
+                 const std::string name = request.matches[1];
+                 rename_voiceprints(name, read_json_body(request, reader, response, kMaxJsonBytes),
+                                    response);
+               }));
+  server.Delete(R"(/v1/voiceprints/([^/]+))",
+                guarded([this](const httplib::Request& request, httplib::Response& response) {
+                  remove_voiceprints(request.matches[1], response);
+                }));
 }
 
 }  // namespace parley::server

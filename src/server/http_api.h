@@ -3,6 +3,7 @@
 // Prometheus metrics at /metrics and the web page at /. Every error is a JSON body
 // {"error": {"code", "message"}}. With a token, every endpoint but /v1/health and the page
 // itself wants "Authorization: Bearer <token>" (the page asks for the token).
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,6 +24,10 @@ struct Response;
 
 namespace httplib {
 class ContentReader;
+}
+
+namespace parley::identity {
+class SpeakerLibrary;
 }
 
 namespace parley::server {
@@ -50,6 +55,18 @@ struct EngineInfo {
   std::optional<runtime::ProviderId> accelerator;  // whose device memory /metrics reports
   // Said in health, in every job and on the page: results the server gives may mislead.
   std::string warning;
+  // The speaker library the /v1/voiceprints endpoints manage (and jobs are named from); empty:
+  // none, and those endpoints answer 404. Voiceprints are of the embedding model whose sha256 is
+  // embedding_model_digest: another model's are refused.
+  std::filesystem::path voiceprints;
+  std::string embedding_model_digest;
+};
+
+// What a POST with a recording asks for.
+enum class Submission {
+  kJob,         // POST /v1/jobs: queued, answered at once
+  kDiarize,     // POST /v1/diarize: answered with the result
+  kVoiceprint,  // POST /v1/voiceprints (a form): the one speaker's voiceprint, into the library
 };
 
 class HttpApi {
@@ -76,13 +93,30 @@ class HttpApi {
   HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
           Metrics& metrics, std::unique_ptr<httplib::Server> server);
   void add_routes();
+  void add_voiceprint_routes();
   // What is wrong with a request's line and headers (its framing, its size, the connection's
   // limits), before its body is read.
   std::optional<HttpError> check_head(const httplib::Request& request) const;
   std::optional<HttpError> check_token(const httplib::Request& request) const;
   std::size_t form_limit() const;
   void accept_job(const httplib::Request& request, const httplib::ContentReader& reader,
-                  httplib::Response& response, bool wait);
+                  httplib::Response& response, Submission submission);
+  // The speaker library, opened for one request (each holds its own connection: SQLite's WAL
+  // and busy timeout order them with the queue's and other processes'); 404 without one.
+  std::unique_ptr<identity::SpeakerLibrary> open_library() const;
+  // A JSON request body of at most `limit` bytes, read within its limits.
+  std::string read_json_body(const httplib::Request& request, const httplib::ContentReader& reader,
+                             httplib::Response& response, std::size_t limit);
+  // After a Submission::kVoiceprint job: its one speaker into the library as `name`, the job
+  // removed. `start`: where the range it ran on starts (none: the whole recording).
+  void finish_voiceprint(const Job& job, const std::optional<Job>& finished,
+                         const std::string& name, std::optional<double> start,
+                         httplib::Response& response);
+  void add_voiceprint_from_job(const std::string& body, httplib::Response& response);
+  void rename_voiceprints(const std::string& name, const std::string& body,
+                          httplib::Response& response);
+  void remove_voiceprints(const std::string& name, httplib::Response& response);
+  void import_voiceprints(const std::string& body, httplib::Response& response);
   void answer_job(const std::string& id, httplib::Response& response);
   void answer_result(const std::string& id, const std::string& format, httplib::Response& response);
   void delete_job(const std::string& id, httplib::Response& response);

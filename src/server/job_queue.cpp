@@ -277,6 +277,10 @@ void JobQueue::finish(const Job& job, const corpus::RecordingOutcome& outcome,
   for (const auto& [format, text] : documents) {
     write_file_atomically(store_.job_folder(job.id) / ("result." + format), text);
   }
+  if (!policy_.embedding_model_digest.empty()) {
+    write_file_atomically(store_.job_folder(job.id) / kEmbeddingModelFile,
+                          policy_.embedding_model_digest + "\n");
+  }
   nlohmann::json stage_seconds = {{"decode", outcome.decode_seconds}};
   for (const auto& [stage, seconds] : result.stage_times.entries()) stage_seconds[stage] = seconds;
   stage_seconds["wall"] = outcome.wall_seconds;

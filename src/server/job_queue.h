@@ -64,7 +64,14 @@ struct JobPolicy {
   // --voiceprints`, identity/): renames the result's turns and returns what the JSON document
   // gains; unset: no names.
   std::function<identity::Identification(pipeline::DiarizationResult&)> identify;
+  // The sha256 of the embedding model, written beside every result (kEmbeddingModelFile) so that
+  // a voiceprint taken from it later records the model that computed it, whatever the server
+  // runs by then; empty: not written.
+  std::string embedding_model_digest;
 };
+
+// In a finished job's folder: the digest of the embedding model that computed its result.
+inline constexpr const char* kEmbeddingModelFile = "embedding_model.sha256";
 
 class JobQueue : public JobRunner {
  public:
