@@ -208,6 +208,11 @@ void add_serve_command(CLI::App& app) {
       ->check(number_at_least(1))
       ->capture_default_str();
   command
+      ->add_option("--max-streams", config.max_streams,
+                   "live streams (/v1/stream) open at once (beyond: 503); each holds a connection")
+      ->check(number_between(0, 4096))
+      ->capture_default_str();
+  command
       ->add_option("--header-timeout", config.header_timeout_seconds,
                    "seconds a request's line and headers may take to arrive")
       ->check(number_above(0))
