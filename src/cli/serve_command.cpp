@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -23,6 +25,7 @@
 #include "server/job_store.h"
 #include "server/metrics.h"
 #include "server/server_config.h"
+#include "server/stream_diarizer_session.h"
 
 namespace parley::cli {
 namespace {
@@ -144,6 +147,18 @@ void run_serve(ServeArguments& arguments) {
         "meaningless (it is for timing; install the real model, see docs/models.md)";
   }
   server::HttpApi api(config, info, store, queue, metrics);
+  // The live streams' networks load with the first stream (a server that never streams does not
+  // hold them twice), then serve every stream.
+  std::mutex stream_models_mutex;
+  std::unique_ptr<stream::StreamModels> stream_models;
+  const auto shared_stream_models = [&]() -> const stream::StreamModels& {
+    const std::lock_guard lock(stream_models_mutex);
+    if (!stream_models) stream_models = std::make_unique<stream::StreamModels>(paths, diarization);
+    return *stream_models;
+  };
+  api.enable_live_streams([&](const server::LiveStreamRequest& request) {
+    return server::stream_diarizer_factory(shared_stream_models(), {})(request);
+  });
   const int port = api.bind();
 
   std::thread signal_watcher([&] {
