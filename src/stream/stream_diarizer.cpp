@@ -41,7 +41,9 @@ class NoProgress : public ProgressSink {
 class DiarizerWindowModel : public WindowModel {
  public:
   DiarizerWindowModel(pipeline::DiarizationModels models, pipeline::DiarizationConfig config)
-      : diarizer_(std::move(models), std::move(config)) {}
+      : owned_(std::make_unique<pipeline::Diarizer>(std::move(models), std::move(config))),
+        diarizer_(*owned_) {}
+  explicit DiarizerWindowModel(pipeline::Diarizer& diarizer) : diarizer_(diarizer) {}
 
   WindowAnalysis analyze(std::span<const float> window) const override {
     if (window.size() != window_samples()) {
@@ -68,7 +70,8 @@ class DiarizerWindowModel : public WindowModel {
   pipeline::Diarizer* batch_diarizer() const override { return &diarizer_; }
 
  private:
-  mutable pipeline::Diarizer diarizer_;
+  std::unique_ptr<pipeline::Diarizer> owned_;
+  pipeline::Diarizer& diarizer_;
 };
 
 double frame_middle(std::int64_t frame) {
@@ -131,6 +134,9 @@ std::string StreamConfig::to_string() const {
 
 StreamModels::StreamModels(pipeline::DiarizationModels models, pipeline::DiarizationConfig config)
     : model_(std::make_unique<DiarizerWindowModel>(std::move(models), std::move(config))) {}
+
+StreamModels::StreamModels(pipeline::Diarizer& diarizer)
+    : model_(std::make_unique<DiarizerWindowModel>(diarizer)) {}
 
 StreamModels::StreamModels(std::unique_ptr<WindowModel> model) : model_(std::move(model)) {
   if (!model_) fail("StreamModels: no model given");
@@ -480,16 +486,18 @@ struct StreamDiarizer::Impl {
   }
 
   void provisional_events(Clock::time_point now) {
+    // NaN: no segment under way (std::optional here trips GCC's maybe-uninitialized at -O3).
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t s = 0; s < centroids.size(); ++s) {
-      std::optional<double> start = open_turn[s];
-      std::optional<double> last;
+      double start = open_turn[s] ? *open_turn[s] : kNone;
+      double last = kNone;
       auto flush = [&] {
-        if (start && last) {
-          emit({StreamEvent::Kind::kTurnUpdate, pipeline::speaker_label(s), *start, *last}, *last,
+        if (!std::isnan(start) && !std::isnan(last)) {
+          emit({StreamEvent::Kind::kTurnUpdate, pipeline::speaker_label(s), start, last}, last,
                now);
         }
-        start.reset();
-        last.reset();
+        start = kNone;
+        last = kNone;
       };
       for (std::size_t i = 0; i < open.size(); ++i) {
         const FrameSum& frame = open[i];
@@ -497,10 +505,11 @@ struct StreamDiarizer::Impl {
             frame.windows > 0.0F && s < frame.sum.size() && frame.sum[s] / frame.windows >= 0.5F;
         const double t = frame_middle(first_open + static_cast<std::int64_t>(i));
         if (on) {
-          if (!start) start = t;
+          if (std::isnan(start)) start = t;
           last = t;
         } else {
-          if (start && !last) last = t;  // a final open turn ending at the first open frame
+          // A final open turn that ends at the first open frame.
+          if (!std::isnan(start) && std::isnan(last)) last = t;
           flush();
         }
       }
@@ -705,6 +714,12 @@ void StreamDiarizer::push_int16(std::span<const std::int16_t> samples, int chann
 }
 
 std::vector<StreamEvent> StreamDiarizer::take_events() { return std::exchange(impl_->events, {}); }
+
+void StreamDiarizer::return_events(std::vector<StreamEvent> events) {
+  events.insert(events.end(), std::make_move_iterator(impl_->events.begin()),
+                std::make_move_iterator(impl_->events.end()));
+  impl_->events = std::move(events);
+}
 
 void StreamDiarizer::set_event_callback(std::function<void(const StreamEvent&)> callback) {
   impl_->callback = std::move(callback);

@@ -92,6 +92,9 @@ class StreamModels {
   // Loads the models as pipeline::Diarizer does for `config` (providers, threads, embedding
   // mode); the config's step is ignored (the stream's windows are its own).
   StreamModels(pipeline::DiarizationModels models, pipeline::DiarizationConfig config);
+  // Over a Diarizer loaded elsewhere (the C API's parley_diarizer), which must outlive this and
+  // must not diarize on another thread while streams run on it.
+  explicit StreamModels(pipeline::Diarizer& diarizer);
   // Any other model, such as a test's fake networks.
   explicit StreamModels(std::unique_ptr<WindowModel> model);
   ~StreamModels();
@@ -160,6 +163,9 @@ class StreamDiarizer {
 
   // The events made since the last call, in order.
   std::vector<StreamEvent> take_events();
+  // Puts events taken but not handed on back in front of the waiting ones (a caller that takes
+  // fewer than it got, such as the C API's bounded poll).
+  void return_events(std::vector<StreamEvent> events);
   // Events are handed to `callback` as they are made (on push()'s and finish()'s thread)
   // instead of being kept for take_events(); an empty function goes back to keeping them.
   void set_event_callback(std::function<void(const StreamEvent&)> callback);
