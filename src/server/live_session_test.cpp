@@ -220,7 +220,7 @@ TEST_F(LiveStreamTest, StreamsEventsAndEndsWithTheResult) {
   Client client(port_);
   const std::string head = client.upgrade("/v1/stream?token=secret&rate=8000&step=0.5");
   ASSERT_EQ(head.rfind("HTTP/1.1 101", 0), 0u) << head;
-  EXPECT_NE(head.find("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzbdHxxo+pR0=\r\n"), std::string::npos);
+  EXPECT_NE(head.find("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"), std::string::npos);
   EXPECT_TRUE(streams_become(1));
   client.send(ws::Opcode::kBinary, std::string(8000 * 2, '\0'));
   const auto event = client.read_frame();

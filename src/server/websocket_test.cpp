@@ -32,7 +32,7 @@ Read read_all(std::string_view bytes, std::size_t piece, std::size_t max_message
 
 TEST(WebSocket, AcceptKeyOfRfc6455) {
   // RFC 6455 section 1.3's example.
-  EXPECT_EQ(accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzbdHxxo+pR0=");
+  EXPECT_EQ(accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
   EXPECT_TRUE(is_valid_client_key("dGhlIHNhbXBsZSBub25jZQ=="));
   EXPECT_FALSE(is_valid_client_key("dGhlIHNhbXBsZSBub25jZQ"));
   EXPECT_FALSE(is_valid_client_key("dGhlIHNhbXBsZSBub25j!Q=="));
