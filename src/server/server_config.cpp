@@ -24,10 +24,8 @@ void ServerConfig::validate() const {
   if (max_connections < 1 || max_connections > 4096) {
     fail("server max_connections must be in [1, 4096] (got {})", max_connections);
   }
-  if (max_streams < 0 || max_streams > max_connections) {
-    fail("server max_streams must be in [0, max_connections = {}] (got {})", max_connections,
-         max_streams);
-  }
+  // More than max_connections is allowed: the connections are then the limit.
+  if (max_streams < 0) fail("server max_streams must be at least 0 (got {})", max_streams);
   if (max_client_connections < 1) fail("server max_client_connections must be at least 1");
   if (!(header_timeout_seconds > 0.0) || !(read_timeout_seconds > 0.0)) {
     fail("server header_timeout_seconds and read_timeout_seconds must be positive");
