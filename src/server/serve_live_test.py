@@ -174,6 +174,23 @@ try:
     check(len(rttm_lines) == len(answered), "the RTTM has every turn")
     check(abs(metric(server, "parley_live_audio_seconds_total") - len(pcm) / 32000) < 1e-3,
           "audio seconds streamed are counted")
+    # Other chunk sizes (odd ones, split mid-sample across messages is refused, so whole
+    # samples), as f32le: the same decisions and the same result.
+    other = Client(server, f"?token={TOKEN}&format=f32le{settings}")
+    check(other.status == 101, f"upgrade: {other.head}")
+    samples = struct.unpack(f"<{len(pcm) // 2}h", pcm)
+    floats = struct.pack(f"<{len(samples)}f", *(value / 32768.0 for value in samples))
+    for offset in range(0, len(floats), 4 * 21937):
+        other.send_frame(0x2, floats[offset:offset + 4 * 21937])
+    other.send_frame(0x8, struct.pack(">H", 1000))
+    other_events, other_code = other.events_until_close()
+    other.close()
+    check(other_code == 1000, f"a close frame ends the stream too (got {other_code})")
+    def decisions(stream_events):
+        return [{k: v for k, v in e.items() if k != "latency"} for e in stream_events[:-1]]
+    check(decisions(other_events) == decisions(events),
+          "the same events whatever the chunks and the sample format")
+    check(other_events[-1]["rttm"] == result["rttm"], "the same result")
     # The same file through `parley stream`, when this build has it.
     has_cli = "--latency" in subprocess.run([parley, "stream", "--help"], capture_output=True,
                                             text=True).stdout
