@@ -6,7 +6,7 @@ segmentation model and the tiny test embedding model.
 
 A small WebSocket client of its own (RFC 6455, standard library only) streams an eval recording
 as 16 kHz s16le: events arrive while it streams, the result ends the stream and matches the
-turns the events announced (and `parley stream` of the same file, when the CLI has it); then
+turns the events announced and `parley stream` of the same file with the same settings; then
 auth (401, the token as query parameter and as subprotocol), the stream limit (503), hostile
 frames closed with their code, a client that leaves mid-stream (the stream is freed, the server
 stays healthy), and SIGTERM with streams open (close 1001, a prompt exit). Exits 77 (skipped)
@@ -187,23 +187,23 @@ try:
     other.close()
     check(other_code == 1000, f"a close frame ends the stream too (got {other_code})")
     def decisions(stream_events):
-        return [{k: v for k, v in e.items() if k != "latency"} for e in stream_events[:-1]]
+        """The events less their wall-clock latency, without the result."""
+        return [{k: v for k, v in e.items() if k != "latency"} for e in stream_events
+                if e["type"] != "result"]
     check(decisions(other_events) == decisions(events),
           "the same events whatever the chunks and the sample format")
     check(other_events[-1]["rttm"] == result["rttm"], "the same result")
-    # The same file through `parley stream`, when this build has it.
-    has_cli = "--latency" in subprocess.run([parley, "stream", "--help"], capture_output=True,
-                                            text=True).stdout
-    if has_cli:
-        rttm_path = f"{work}/cli.rttm"
-        subprocess.run([parley, "stream", recording, *engine, "--latency", "2", "--step", "0.5",
-                        "-o", rttm_path], check=True, stdout=subprocess.DEVNULL)
-        cli_lines = sorted(line.split()[3:5] + [line.split()[7]]
-                           for line in open(rttm_path) if line.startswith("SPEAKER"))
-        served_lines = sorted(line.split()[3:5] + [line.split()[7]] for line in rttm_lines)
-        check(cli_lines == served_lines, "the served result equals `parley stream`'s")
-    else:
-        print("note: this build has no `parley stream`; compared with the stream's own events")
+    # The same file through `parley stream` with the same settings: the same turns.
+    rttm_path = f"{work}/cli.rttm"
+    printed = subprocess.run([parley, "stream", recording, *engine, "--latency", "2", "--step",
+                              "0.5", "-o", rttm_path], check=True, capture_output=True, text=True)
+    cli_events = [json.loads(line) for line in printed.stdout.splitlines() if line.strip()]
+    check(decisions(cli_events) == decisions(events),
+          f"the served events are `parley stream`'s ({len(cli_events)} vs {len(events) - 1})")
+    cli_lines = sorted(line.split()[3:5] + [line.split()[7]]
+                       for line in open(rttm_path) if line.startswith("SPEAKER"))
+    served_lines = sorted(line.split()[3:5] + [line.split()[7]] for line in rttm_lines)
+    check(cli_lines and cli_lines == served_lines, "the served result equals `parley stream`'s")
 
     # Auth: none, wrong, as query parameter (above), as subprotocol.
     check(Client(server).status == 401, "no token: 401")
