@@ -142,6 +142,8 @@ struct StreamState {
   std::size_t steps = 0;             // windows analysed so far
 };
 
+// One live stream. Not thread safe itself: one thread at a time pushes, takes and finishes (many
+// streams, each on its own thread, may share one StreamModels).
 class StreamDiarizer {
  public:
   // `models` must outlive the diarizer. Fails on an invalid config, and on final_recluster with
