@@ -41,6 +41,7 @@ struct StreamConfig {
   double match_threshold = 0.7;
   // Fraction of a window's frames a local speaker must be active in for its embedding to update
   // a centroid or found a new speaker (diart's rho_update); shorter speakers are only matched.
+  // Near the stream's start it is a fraction of the audio in the window, not of its padding.
   double min_update_activity = 0.3;
   // Frames a local speaker must be active in to take part in a window at all (diart's tau_active
   // over the binarized segmentation).
