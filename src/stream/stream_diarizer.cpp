@@ -327,6 +327,8 @@ struct StreamDiarizer::Impl {
     if (dimension == 0) dimension = analysis.embeddings.dim(1);
     if (analysis.embeddings.dim(1) != dimension) fail("stream model changed its embedding size");
 
+    const auto real =
+        std::max<std::size_t>(1, static_cast<std::size_t>(processed / kFrameStepSamples));
     std::vector<std::optional<std::size_t>> result(locals);
     std::vector<std::size_t> active;
     std::vector<bool> long_enough(locals, false);
@@ -347,8 +349,9 @@ struct StreamDiarizer::Impl {
       if (!finite || norm <= 0.0) continue;
       for (double& v : unit[l]) v /= std::sqrt(norm);
       active.push_back(l);
-      long_enough[l] =
-          static_cast<double>(on) >= config.min_update_activity * static_cast<double>(frames);
+      // At the stream's start the window is mostly padding: activity is a fraction of the audio.
+      long_enough[l] = static_cast<double>(on) >=
+                       config.min_update_activity * static_cast<double>(std::min(frames, real));
     }
     if (active.empty()) return result;
 

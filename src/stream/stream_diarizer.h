@@ -41,6 +41,7 @@ struct StreamConfig {
   double match_threshold = 0.7;
   // Fraction of a window's frames a local speaker must be active in for its embedding to update
   // a centroid or found a new speaker (diart's rho_update); shorter speakers are only matched.
+  // Near the stream's start it is a fraction of the audio in the window, not of its padding.
   double min_update_activity = 0.3;
   // Frames a local speaker must be active in to take part in a window at all (diart's tau_active
   // over the binarized segmentation).
@@ -142,6 +143,8 @@ struct StreamState {
   std::size_t steps = 0;             // windows analysed so far
 };
 
+// One live stream. Not thread safe itself: one thread at a time pushes, takes and finishes (many
+// streams, each on its own thread, may share one StreamModels).
 class StreamDiarizer {
  public:
   // `models` must outlive the diarizer. Fails on an invalid config, and on final_recluster with
