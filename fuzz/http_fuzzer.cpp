@@ -96,6 +96,15 @@ class StandInRunner : public parley::server::JobRunner {
   JobStore& store_;
 };
 
+// A live stream that takes any audio and says nothing: /v1/stream's upgrade (parameters, token,
+// limits) is fuzzed; the session itself needs a socket (fuzz_websocket has its frames).
+class SilentStream : public parley::server::LiveStream {
+ public:
+  void push(std::string_view) override {}
+  std::vector<std::string> take_events() override { return {}; }
+  std::vector<std::string> finish() override { return {}; }
+};
+
 // A 0.1 s silent WAV, the file clients may name in the form field 'path'.
 void write_silent_wav(const fs::path& path) {
   const std::uint32_t samples = 1600;
@@ -130,7 +139,10 @@ struct Service {
   FuzzedServer server;
   parley::server::HttpApi api;
 
-  Service() : api(config(folder), engine(folder), store, runner, metrics, server) {}
+  Service() : api(config(folder), engine(folder), store, runner, metrics, server) {
+    api.enable_live_streams(
+        [](const parley::server::LiveStreamRequest&) { return std::make_unique<SilentStream>(); });
+  }
 
   // A speaker library, so that fuzzed inputs reach /v1/voiceprints' handlers and SQLite.
   static parley::server::EngineInfo engine(const parley::TemporaryDirectory& folder) {

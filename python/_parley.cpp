@@ -264,6 +264,7 @@ class Diarizer {
   }
   bool speed_twin() const { return parley_diarizer_speed_twin(handle_) != 0; }
   const parley_diarizer* handle() const { return handle_; }
+  parley_diarizer* handle() { return handle_; }
 
   Result diarize_file(const py::bytes& path_bytes, std::optional<int> num_speakers,
                       std::optional<int> min_speakers, std::optional<int> max_speakers,
@@ -552,6 +553,74 @@ class Library {
 
 }  // namespace
 
+// A live stream on a Diarizer's models (parley_stream_*); the Diarizer is kept alive with it.
+class Stream {
+ public:
+  Stream(py::object diarizer, double sample_rate, double step, double latency, int max_speakers,
+         double match_threshold, bool provisional, bool final_recluster)
+      : diarizer_(std::move(diarizer)) {
+    parley_stream_params params = parley_default_stream_params();
+    params.sample_rate = sample_rate;
+    params.step = step;
+    params.latency = latency;
+    params.max_speakers = max_speakers;
+    params.match_threshold = match_threshold;
+    params.provisional = provisional ? 1 : 0;
+    params.final_recluster = final_recluster ? 1 : 0;
+    Diarizer& owner = diarizer_.cast<Diarizer&>();
+    check(parley_stream_new(owner.handle(), &params, &handle_));
+  }
+  ~Stream() { parley_stream_free(handle_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  void push_float(const py::array_t<float, py::array::c_style | py::array::forcecast>& samples,
+                  int channels) {
+    const float* data = samples.data();
+    const auto frames =
+        static_cast<std::size_t>(samples.size()) / static_cast<std::size_t>(channels);
+    const py::gil_scoped_release unlocked;  // other streams go on meanwhile
+    check(parley_stream_push(handle_, data, frames, channels));
+  }
+
+  void push_s16(const py::array_t<std::int16_t, py::array::c_style | py::array::forcecast>& samples,
+                int channels) {
+    const std::int16_t* data = samples.data();
+    const auto frames =
+        static_cast<std::size_t>(samples.size()) / static_cast<std::size_t>(channels);
+    const py::gil_scoped_release unlocked;
+    check(parley_stream_push_s16(handle_, data, frames, channels));
+  }
+
+  // (kind, speaker, start, end, audio_time, latency) of every waiting event.
+  std::vector<std::tuple<int, int, double, double, double, double>> poll() {
+    std::vector<std::tuple<int, int, double, double, double, double>> events;
+    parley_stream_event some[64];
+    std::size_t count = 0;
+    do {
+      check(parley_stream_poll(handle_, some, 64, &count));
+      for (std::size_t i = 0; i < count; ++i) {
+        events.emplace_back(static_cast<int>(some[i].kind), some[i].speaker, some[i].start,
+                            some[i].end, some[i].audio_time, some[i].latency);
+      }
+    } while (count > 0);
+    return events;
+  }
+
+  Result finish() {
+    parley_result* result = nullptr;
+    {
+      const py::gil_scoped_release unlocked;
+      check(parley_stream_finish(handle_, &result));
+    }
+    return Result(ResultHandle(result));
+  }
+
+ private:
+  py::object diarizer_;
+  parley_stream* handle_ = nullptr;
+};
+
 PYBIND11_MODULE(_parley, module) {
   module.doc() = "parley's C API for Python (use the parley package, not this module)";
   module.def("version", &parley_version, "parley's version, e.g. '0.1.0'");
@@ -661,4 +730,14 @@ PYBIND11_MODULE(_parley, module) {
       .def("remove", &Library::remove, py::arg("name"))
       .def("identify", &Library::identify, py::arg("diarizer"), py::arg("result"),
            py::arg("threshold"));
+
+  py::class_<Stream>(module, "Stream")
+      .def(py::init<py::object, double, double, double, int, double, bool, bool>(),
+           py::arg("diarizer"), py::kw_only(), py::arg("sample_rate"), py::arg("step"),
+           py::arg("latency"), py::arg("max_speakers"), py::arg("match_threshold"),
+           py::arg("provisional"), py::arg("final_recluster"))
+      .def("push_float", &Stream::push_float, py::arg("samples"), py::arg("channels"))
+      .def("push_s16", &Stream::push_s16, py::arg("samples"), py::arg("channels"))
+      .def("poll", &Stream::poll)
+      .def("finish", &Stream::finish);
 }

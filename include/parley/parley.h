@@ -39,6 +39,7 @@
 #define PARLEY_PARLEY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #if defined(PARLEY_BUILDING_LIBRARY)
 #define PARLEY_API __attribute__((visibility("default")))
@@ -373,6 +374,71 @@ parley_identification_speaker(const parley_identification* identification, size_
  * object (threshold, speakers with label, name, score, confidence); owned by the identification. */
 PARLEY_API const char* parley_identification_json(const parley_identification* identification);
 PARLEY_API void parley_identification_free(parley_identification* identification);
+
+/* ---- Live diarization: a stream (docs/live.md) --------------------------------------------
+ * Audio pushed in chunks of any size; speaker-turn events come out within `latency` seconds of
+ * the audio they are about, and a final label never changes. A stream runs on a diarizer's
+ * models: any number of streams may share one diarizer, from any threads (their model calls
+ * take turns); do not call parley_diarize_* on that diarizer while its streams run. */
+
+typedef struct parley_stream_params {
+  double sample_rate;   /* Hz of the pushed samples (1000 to 768000; resampled to 16 kHz) */
+  double step;          /* seconds the 10 s window moves between model runs (0.1-5; 0.5) */
+  double latency;       /* seconds after which a frame's speaker is final (0.5-5, >= step; 2) */
+  int max_speakers;     /* most speakers the stream creates (1 to 1000; 20) */
+  double match_threshold; /* cosine distance under which a voice matches a speaker (0-2; 0.7) */
+  int provisional;      /* nonzero: also PARLEY_STREAM_TURN_UPDATE events for frames not final */
+  /* nonzero: parley_stream_finish diarizes the whole stream as parley_diarize_samples does (the
+   * audio waits in a temporary file) and returns that under the live speaker numbers. */
+  int final_recluster;
+} parley_stream_params;
+
+PARLEY_API parley_stream_params parley_default_stream_params(void);
+
+typedef enum parley_stream_event_kind {
+  PARLEY_STREAM_TURN_START = 0,  /* `speaker` began speaking at `start` (final) */
+  PARLEY_STREAM_TURN_UPDATE = 1, /* provisional: `speaker` seems active from start to end */
+  PARLEY_STREAM_TURN_END = 2     /* `speaker`'s turn [start, end] is over (final) */
+} parley_stream_event_kind;
+
+typedef struct parley_stream_event {
+  parley_stream_event_kind kind;
+  int speaker;       /* 0, 1, ...: SPEAKER_00, SPEAKER_01, ..., the same for the whole stream */
+  double start;      /* seconds from the stream's first sample */
+  double end;        /* seconds (equal to start for PARLEY_STREAM_TURN_START) */
+  double audio_time; /* seconds of audio processed when the event was made */
+  double latency;    /* wall seconds from the audio's arrival to the event */
+} parley_stream_event;
+
+/* Called for each event as it is made, on the thread of parley_stream_push/finish. */
+typedef void (*parley_stream_callback)(const parley_stream_event* event, void* user_data);
+
+typedef struct parley_stream parley_stream;
+
+/* A stream on `diarizer`'s models (which must outlive it); `params` NULL: defaults. */
+PARLEY_API parley_status parley_stream_new(parley_diarizer* diarizer,
+                                           const parley_stream_params* params,
+                                           parley_stream** stream);
+/* `frame_count` frames of `channels` interleaved float samples in [-1, 1] (mono: channels 1).
+ * Runs the models for every whole step now available. */
+PARLEY_API parley_status parley_stream_push(parley_stream* stream, const float* samples,
+                                            size_t frame_count, int channels);
+/* The same for signed 16-bit samples. */
+PARLEY_API parley_status parley_stream_push_s16(parley_stream* stream, const int16_t* samples,
+                                                size_t frame_count, int channels);
+/* Copies up to `capacity` waiting events, oldest first, into `events` and removes them;
+ * `count` receives how many. Events wait only while no callback is set. */
+PARLEY_API parley_status parley_stream_poll(parley_stream* stream, parley_stream_event* events,
+                                            size_t capacity, size_t* count);
+/* Hands events to `callback` as they are made (NULL: back to parley_stream_poll). */
+PARLEY_API parley_status parley_stream_set_callback(parley_stream* stream,
+                                                    parley_stream_callback callback,
+                                                    void* user_data);
+/* Ends the stream: the last frames become final (their events are made, to the callback or for
+ * parley_stream_poll) and `result` receives the whole diarization (free it with
+ * parley_result_free). No push after it. */
+PARLEY_API parley_status parley_stream_finish(parley_stream* stream, parley_result** result);
+PARLEY_API void parley_stream_free(parley_stream* stream);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,8 @@ from ._parley import Cancelled, Error, InvalidArgument
 
 __all__ = ["Pipeline", "Diarization", "Annotation", "Turn", "Segment", "Score", "Error",
            "Cancelled", "InvalidArgument", "ArgumentTypeError", "SpeedTwinWarning", "FORMATS",
-           "options", "score", "__version__", "SpeakerLibrary", "Identification", "NamedSpeaker"]
+           "options", "score", "__version__", "SpeakerLibrary", "Identification", "NamedSpeaker",
+           "Stream", "StreamEvent"]
 __version__: str = _parley.version()
 
 
@@ -618,3 +619,5 @@ def score(reference: Union[Diarization, str, "os.PathLike[str]"],
 
 # Who is speaking, by name (parley/identity.py); imported last, as it refers to the classes above.
 from .identity import Identification, NamedSpeaker, SpeakerLibrary  # noqa: E402
+# Live diarization (parley/stream.py).
+from .stream import Stream, StreamEvent  # noqa: E402

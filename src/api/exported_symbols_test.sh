@@ -12,7 +12,7 @@ if [ -n "$others" ]; then
   head -20 <<<"$others" >&2
   exit 1
 fi
-for function in parley_diarizer_new parley_abi_version parley_set_log_callback \
+for function in parley_diarizer_new parley_abi_version parley_set_log_callback parley_stream_new \
                 parley_set_log_level parley_result_format parley_free parley_options_json; do
   grep -qx "$function" <<<"$exported" || { echo "$function is not exported" >&2; exit 1; }
 done

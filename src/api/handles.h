@@ -8,12 +8,18 @@
 
 #include "parley/parley.h"
 #include "pipeline/diarizer.h"
+#include "stream/stream_diarizer.h"
 
 namespace parley::api {
 
 const pipeline::DiarizationResult& diarization_of(const parley_result& result);
 // The embedding model file the diarizer runs (what voiceprints record the digest of).
 const std::filesystem::path& embedding_model_of(const parley_diarizer& diarizer);
+// The diarizer's models for streams (api/stream_api.cpp), made at the first stream: one per
+// diarizer, so that its streams' model calls take turns.
+stream::StreamModels& stream_models_of(parley_diarizer& diarizer);
+// A result handle as the diarizing functions make it (texts made, the diarizer's warnings).
+parley_result* new_result(pipeline::DiarizationResult result, const parley_diarizer& diarizer);
 // Runs `body` as every API function does: an exception becomes a status and the message of
 // parley_last_error; no exception leaves.
 parley_status run_guarded(const std::function<void()>& body) noexcept;

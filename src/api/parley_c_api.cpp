@@ -56,6 +56,9 @@ struct parley_diarizer {
   std::filesystem::path embedding_model;  // what voiceprints record (api/identity_api.cpp)
   std::vector<std::string> warnings;      // copied into every result
   bool speed_twin = false;
+  // Streams' view of `diarizer` (api/stream_api.cpp), made at the first stream.
+  std::once_flag stream_once;
+  std::unique_ptr<parley::stream::StreamModels> stream_models;
 };
 
 struct parley_result {
@@ -1169,5 +1172,25 @@ parley_status run_guarded(const std::function<void()>& body) noexcept { return g
 void invalid_argument(const std::string& message) { invalid(message); }
 
 void remember_failure(const char* message) noexcept { remember(message); }
+
+}  // namespace parley::api
+
+namespace parley::api {
+
+stream::StreamModels& stream_models_of(parley_diarizer& diarizer) {
+  std::call_once(diarizer.stream_once, [&] {
+    diarizer.stream_models = std::make_unique<stream::StreamModels>(*diarizer.diarizer);
+  });
+  return *diarizer.stream_models;
+}
+
+parley_result* new_result(pipeline::DiarizationResult result, const parley_diarizer& diarizer) {
+  auto handle = std::make_unique<parley_result>();
+  handle->result = std::move(result);
+  handle->warnings = diarizer.warnings;
+  handle->speed_twin = diarizer.speed_twin;
+  make_texts(*handle);
+  return handle.release();
+}
 
 }  // namespace parley::api

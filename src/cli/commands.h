@@ -23,5 +23,7 @@ void add_serve_command(CLI::App& app);
 // parley options [--json]: the option table (pipeline/option_table.h).
 void add_options_command(CLI::App& app);
 void add_voiceprint_command(CLI::App& app);
+// parley stream FILE|-: live diarization, JSON lines of turn events (docs/live.md).
+void add_stream_command(CLI::App& app);
 
 }  // namespace parley::cli

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   parley::cli::add_log_level_flags(app);
   parley::cli::add_diarize_command(app);
+  parley::cli::add_stream_command(app);
   parley::cli::add_recluster_command(app);
   parley::cli::add_fuse_command(app);
   parley::cli::add_bench_command(app);

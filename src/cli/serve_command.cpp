@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -24,6 +26,7 @@
 #include "server/job_store.h"
 #include "server/metrics.h"
 #include "server/server_config.h"
+#include "server/stream_diarizer_session.h"
 
 namespace parley::cli {
 namespace {
@@ -148,6 +151,18 @@ void run_serve(ServeArguments& arguments) {
   info.voiceprints = arguments.voiceprints;
   info.embedding_model_digest = policy.embedding_model_digest;
   server::HttpApi api(config, info, store, queue, metrics);
+  // The live streams' networks load with the first stream (a server that never streams does not
+  // hold them twice), then serve every stream.
+  std::mutex stream_models_mutex;
+  std::unique_ptr<stream::StreamModels> stream_models;
+  const auto shared_stream_models = [&]() -> const stream::StreamModels& {
+    const std::lock_guard lock(stream_models_mutex);
+    if (!stream_models) stream_models = std::make_unique<stream::StreamModels>(paths, diarization);
+    return *stream_models;
+  };
+  api.enable_live_streams([&](const server::LiveStreamRequest& request) {
+    return server::stream_diarizer_factory(shared_stream_models(), {})(request);
+  });
   const int port = api.bind();
 
   std::thread signal_watcher([&] {
@@ -210,6 +225,11 @@ void add_serve_command(CLI::App& app) {
       ->add_option("--max-client-connections", config.max_client_connections,
                    "connections served at once from one address (a reverse proxy is one)")
       ->check(number_at_least(1))
+      ->capture_default_str();
+  command
+      ->add_option("--max-streams", config.max_streams,
+                   "live streams (/v1/stream) open at once (beyond: 503); each holds a connection")
+      ->check(number_between(0, 4096))
       ->capture_default_str();
   command
       ->add_option("--header-timeout", config.header_timeout_seconds,

@@ -30,6 +30,9 @@ struct Connection {
   bool close = false;
   bool limited = false;
   bool holds_slot = false;
+  // Set by upgrade(): httplib's answer is dropped, and these take the connection over.
+  std::string upgrade_handshake;
+  GuardedServer::UpgradedSession upgraded;
 };
 thread_local Connection* current_connection = nullptr;
 
@@ -125,6 +128,7 @@ class DeadlineStream : public httplib::Stream {
   }
 
   ssize_t write(const char* bytes, std::size_t size) override {
+    if (connection_.upgraded) return static_cast<ssize_t>(size);
     const auto deadline = Clock::now() + seconds(connection_.limits->read_seconds);
     while (true) {
       if (!wait_until(sock_, POLLOUT, deadline)) return -1;
@@ -143,6 +147,11 @@ class DeadlineStream : public httplib::Stream {
 
   // Bytes already read from the socket and not yet parsed (the next request's start).
   bool has_buffered() const { return begin_ < end_; }
+  std::string take_buffered() {
+    std::string bytes(buffer_.data() + begin_, end_ - begin_);
+    begin_ = end_ = 0;
+    return bytes;
+  }
 
  private:
   Clock::time_point read_deadline() const {
@@ -296,6 +305,12 @@ void GuardedServer::release_body_slot() {
   server.slot_freed_.notify_one();
 }
 
+void GuardedServer::upgrade(std::string handshake, UpgradedSession session) {
+  if (current_connection == nullptr) return;
+  current_connection->upgrade_handshake = std::move(handshake);
+  current_connection->upgraded = std::move(session);
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   const Admission admission = current_admission;
   if (admission != Admission::kDrop) serve_connection(sock, admission == Admission::kOverflow);
@@ -349,6 +364,16 @@ void GuardedServer::serve_connection(socket_t sock, bool overflow) {
     const bool answered = process_request(stream, k + 1 == requests || svr_sock_ == INVALID_SOCKET,
                                           connection_closed, nullptr);
     release_body_slot();
+    if (connection.upgraded) {
+      const auto session = std::move(connection.upgraded);
+      connection.upgraded = nullptr;
+      const std::string& handshake = connection.upgrade_handshake;
+      if (answered && stream.write(handshake.data(), handshake.size()) ==
+                          static_cast<ssize_t>(handshake.size())) {
+        session(sock, stream.take_buffered(), [this] { return svr_sock_ == INVALID_SOCKET; });
+      }
+      break;
+    }
     if (connection.close) {
       // What the client still sends is read and dropped while it keeps coming (pauses under a
       // second, 10 s and 64 MiB at most), so that a client that sends its whole body before it

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -49,6 +50,15 @@ class GuardedServer : public httplib::Server {
   // release_body_slot(). False when none came in time (true without a connection).
   static bool take_body_slot();
   static void release_body_slot();
+
+  // What an upgraded connection runs on its thread: its socket, the bytes already read past the
+  // request, and a test that turns true once the server stops (the session then ends promptly).
+  using UpgradedSession =
+      std::function<void(socket_t sock, std::string buffered, const std::function<bool()>& stop)>;
+  // The handler accepts a protocol upgrade (RFC 9110 section 7.8, a WebSocket): httplib's answer
+  // is dropped, `handshake` (the whole 101 answer, headers and blank line) is written instead,
+  // and the connection leaves HTTP for `session`. Without a connection it does nothing.
+  static void upgrade(std::string handshake, UpgradedSession session);
 
  private:
   bool process_and_close_socket(socket_t sock) override;

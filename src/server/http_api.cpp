@@ -33,6 +33,7 @@
 #include "server/guarded_server.h"
 #include "server/messages.h"
 #include "server/result_documents.h"
+#include "server/websocket.h"
 #include "transcript/transcript.h"
 
 namespace parley::server {
@@ -268,6 +269,26 @@ void check_name(const std::string& name) {
   }
 }
 
+// The comma-separated items of a header's values (Connection, Sec-WebSocket-Protocol), trimmed.
+std::vector<std::string> header_items(const httplib::Request& request, const std::string& name) {
+  std::vector<std::string> items;
+  const std::size_t count = request.get_header_value_count(name);
+  for (std::size_t k = 0; k < count; ++k) {
+    std::stringstream values(request.get_header_value(name, k));
+    std::string item;
+    while (std::getline(values, item, ',')) {
+      const std::size_t begin = item.find_first_not_of(" \t");
+      const std::size_t end = item.find_last_not_of(" \t");
+      if (begin != std::string::npos) items.push_back(item.substr(begin, end - begin + 1));
+    }
+  }
+  return items;
+}
+
+// A browser's WebSocket cannot send headers: the token may come as a subprotocol instead.
+constexpr std::string_view kTokenProtocol = "bearer.";
+constexpr std::string_view kStreamProtocol = "parley";
+
 bool has_body(const httplib::Request& request) {
   if (request.has_header("Transfer-Encoding")) return true;
   const std::string length = request.get_header_value("Content-Length");
@@ -334,6 +355,8 @@ int HttpApi::bind() {
 void HttpApi::serve() { server_.listen_after_bind(); }
 
 void HttpApi::stop() { server_.stop(); }
+
+void HttpApi::enable_live_streams(LiveStreamFactory factory) { live_streams_ = std::move(factory); }
 
 std::optional<HttpError> HttpApi::check_head(const httplib::Request& request) const {
   if (GuardedServer::limited() && request.path != "/v1/health") {
@@ -404,6 +427,20 @@ std::optional<HttpError> HttpApi::check_token(const httplib::Request& request) c
   if (header.size() > scheme.size() && iequals(header.substr(0, scheme.size()), scheme) &&
       same_token(header.substr(scheme.size()), config_.token)) {
     return std::nullopt;
+  }
+  if (request.path == "/v1/stream") {
+    if (request.has_param("token") && same_token(request.get_param_value("token"), config_.token)) {
+      return std::nullopt;
+    }
+    for (const std::string& protocol : header_items(request, "Sec-WebSocket-Protocol")) {
+      if (protocol.rfind(kTokenProtocol, 0) == 0 &&
+          same_token(protocol.substr(kTokenProtocol.size()), config_.token)) {
+        return std::nullopt;
+      }
+    }
+    return HttpError{401, "unauthorized",
+                     "send the server's token as 'Authorization: Bearer <token>', as the query "
+                     "parameter 'token', or as the WebSocket subprotocol 'bearer.<token>'"};
   }
   return HttpError{401, "unauthorized",
                    "send the server's token as 'Authorization: Bearer <token>'"};
@@ -510,6 +547,10 @@ void HttpApi::add_routes() {
     if (!engine_.warning.empty()) health["warning"] = engine_.warning;
     write_json(response, 200, health);
   });
+  server.Get("/v1/stream",
+             guarded([this](const httplib::Request& request, httplib::Response& response) {
+               open_live_stream(request, response);
+             }));
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
     response.set_content(metrics_.render(snapshot()), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -547,6 +588,114 @@ void HttpApi::add_routes() {
                                                               httplib::Response& response) {
                   delete_job(job_id(request), response);
                 }));
+}
+
+namespace {
+
+int integer_parameter(const httplib::Request& request, const std::string& name, int fallback,
+                      int low, int high) {
+  if (!request.has_param(name)) return fallback;
+  const std::string text = request.get_param_value(name);
+  int value = 0;
+  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || status != std::errc() || end != text.data() + text.size() || value < low ||
+      value > high) {
+    refuse(400, "bad_request",
+           fmt::format("{} must be a whole number in [{}, {}] (got '{}')", name, low, high,
+                       text.substr(0, 40)));
+  }
+  return value;
+}
+
+// Frees a live stream's place once its session (or the refused upgrade) is over.
+struct StreamSlot {
+  Metrics& metrics;
+  explicit StreamSlot(Metrics& owner) : metrics(owner) {}
+  StreamSlot(const StreamSlot&) = delete;
+  StreamSlot& operator=(const StreamSlot&) = delete;
+  ~StreamSlot() { metrics.close_stream(); }
+};
+
+}  // namespace
+
+void HttpApi::open_live_stream(const httplib::Request& request, httplib::Response& response) {
+  const bool upgrade = iequals(request.get_header_value("Upgrade"), "websocket");
+  const auto connection = header_items(request, "Connection");
+  if (!upgrade || std::none_of(connection.begin(), connection.end(),
+                               [](const std::string& item) { return iequals(item, "upgrade"); })) {
+    response.set_header("Upgrade", "websocket");
+    refuse(426, "upgrade_required",
+           "/v1/stream is a WebSocket: send 'Upgrade: websocket' and 'Connection: Upgrade' "
+           "(docs/serve.md)");
+  }
+  if (request.get_header_value("Sec-WebSocket-Version") != "13") {
+    response.set_header("Sec-WebSocket-Version", "13");
+    refuse(426, "upgrade_required", "this server speaks WebSocket version 13 (RFC 6455)");
+  }
+  const std::string key = request.get_header_value("Sec-WebSocket-Key");
+  if (!websocket::is_valid_client_key(key)) {
+    refuse(400, "bad_request", "Sec-WebSocket-Key must be base64 of 16 bytes");
+  }
+  if (!live_streams_) {
+    refuse(501, "not_implemented", "this server has no stream diarizer for live streams");
+  }
+  LiveStreamRequest stream_request;
+  for (const auto& [name, value] : request.params) {
+    if (name == "rate" || name == "channels" || name == "token") continue;
+    if (name == "format") {
+      if (value == "s16le") {
+        stream_request.format = PcmFormat::kS16le;
+      } else if (value == "f32le") {
+        stream_request.format = PcmFormat::kF32le;
+      } else {
+        refuse(400, "bad_request",
+               fmt::format("format must be s16le or f32le (got '{}')", value.substr(0, 40)));
+      }
+    } else if (name == "step" || name == "latency" || name == "provisional" ||
+               name == "final_recluster") {
+      stream_request.settings[name] = value;
+    } else {
+      refuse(400, "bad_request",
+             fmt::format("unknown parameter '{}' (rate, format, channels, step, latency, "
+                         "provisional, final_recluster, token)",
+                         valid_utf8(name.substr(0, 40))));
+    }
+  }
+  stream_request.sample_rate = integer_parameter(request, "rate", 16000, 8000, 192000);
+  stream_request.channels = integer_parameter(request, "channels", 1, 1, 8);
+  if (!metrics_.open_stream(static_cast<std::size_t>(config_.max_streams))) {
+    HttpError error{503, "busy",
+                    fmt::format("this server has {} live streams open, as many as it takes; try "
+                                "again when one has finished",
+                                config_.max_streams)};
+    error.retry_after_seconds = 5;
+    throw error;
+  }
+  auto slot = std::make_shared<StreamSlot>(metrics_);
+  std::shared_ptr<LiveStream> stream;
+  try {
+    stream = live_streams_(stream_request);
+  } catch (const Error& error) {
+    refuse(400, "bad_request", error.what());
+  }
+  std::string handshake = fmt::format(
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: {}\r\n",
+      websocket::accept_key(key));
+  const auto protocols = header_items(request, "Sec-WebSocket-Protocol");
+  if (std::find(protocols.begin(), protocols.end(), kStreamProtocol) != protocols.end()) {
+    handshake += fmt::format("Sec-WebSocket-Protocol: {}\r\n", kStreamProtocol);
+  }
+  handshake += "\r\n";
+  LiveSessionLimits limits;
+  limits.read_seconds = config_.read_timeout_seconds;
+  response.status = 101;
+  GuardedServer::upgrade(std::move(handshake), [this, slot, stream, stream_request, limits](
+                                                   socket_t sock, std::string buffered,
+                                                   const std::function<bool()>& stopping) {
+    run_live_session(sock, std::move(buffered), *stream, stream_request, limits, stopping,
+                     metrics_);
+  });
 }
 
 namespace {

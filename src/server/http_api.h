@@ -13,6 +13,7 @@
 #include "runtime/provider.h"
 #include "server/job_queue.h"
 #include "server/job_store.h"
+#include "server/live_session.h"
 #include "server/metrics.h"
 #include "server/server_config.h"
 
@@ -86,8 +87,12 @@ class HttpApi {
   int bind();
   // Serves until stop(); returns after the connections in progress are answered.
   void serve();
-  // From any thread (a signal watcher): stop accepting.
+  // From any thread (a signal watcher): stop accepting; open live streams get a close frame.
   void stop();
+
+  // Live streams at GET /v1/stream (docs/serve.md) are made by `factory`; without one that
+  // endpoint answers 501. Call before serve().
+  void enable_live_streams(LiveStreamFactory factory);
 
  private:
   HttpApi(ServerConfig config, EngineInfo engine, JobStore& store, JobRunner& runner,
@@ -98,6 +103,7 @@ class HttpApi {
   // limits), before its body is read.
   std::optional<HttpError> check_head(const httplib::Request& request) const;
   std::optional<HttpError> check_token(const httplib::Request& request) const;
+  void open_live_stream(const httplib::Request& request, httplib::Response& response);
   std::size_t form_limit() const;
   void accept_job(const httplib::Request& request, const httplib::ContentReader& reader,
                   httplib::Response& response, Submission submission);
@@ -130,6 +136,7 @@ class HttpApi {
   Metrics& metrics_;
   std::mutex admission_;       // the queue-full check and the insert, as one step
   std::size_t admitting_ = 0;  // requests past the check whose jobs are not yet in the store
+  LiveStreamFactory live_streams_;
   std::unique_ptr<httplib::Server> own_server_;  // unset when the caller owns the server
   httplib::Server& server_;
 };

@@ -27,6 +27,29 @@ void Metrics::count_request(int status) {
   ++requests_by_status_[status];
 }
 
+bool Metrics::open_stream(std::size_t max) {
+  const std::lock_guard lock(mutex_);
+  if (active_streams_ >= max) return false;
+  ++active_streams_;
+  ++streams_total_;
+  return true;
+}
+
+void Metrics::close_stream() {
+  const std::lock_guard lock(mutex_);
+  --active_streams_;
+}
+
+void Metrics::add_streamed_audio(double seconds) {
+  const std::lock_guard lock(mutex_);
+  streamed_audio_seconds_ += seconds;
+}
+
+std::size_t Metrics::active_streams() const {
+  const std::lock_guard lock(mutex_);
+  return active_streams_;
+}
+
 std::string Metrics::render(const MetricsSnapshot& snapshot) const {
   std::string text;
   text +=
@@ -47,6 +70,17 @@ std::string Metrics::render(const MetricsSnapshot& snapshot) const {
       "# TYPE parley_audio_seconds_processed_total counter\n"
       "parley_audio_seconds_processed_total {}\n",
       processed_audio_seconds_);
+  text += fmt::format(
+      "# HELP parley_live_streams Live streams (/v1/stream) open now.\n"
+      "# TYPE parley_live_streams gauge\n"
+      "parley_live_streams {}\n"
+      "# HELP parley_live_streams_total Live streams opened since the server started.\n"
+      "# TYPE parley_live_streams_total counter\n"
+      "parley_live_streams_total {}\n"
+      "# HELP parley_live_audio_seconds_total Seconds of audio received by live streams.\n"
+      "# TYPE parley_live_audio_seconds_total counter\n"
+      "parley_live_audio_seconds_total {}\n",
+      active_streams_, streams_total_, streamed_audio_seconds_);
   text +=
       "# HELP parley_http_requests_total HTTP requests answered, by status.\n"
       "# TYPE parley_http_requests_total counter\n";

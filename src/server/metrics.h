@@ -33,6 +33,12 @@ class Metrics {
   void observe_stage(const std::string& stage, double seconds);
   void add_processed_audio(double seconds);
   void count_request(int status);
+  // Live streams (/v1/stream): one more open unless `max` are (false then), one fewer, and the
+  // seconds of audio they received.
+  bool open_stream(std::size_t max);
+  void close_stream();
+  void add_streamed_audio(double seconds);
+  std::size_t active_streams() const;
 
   std::string render(const MetricsSnapshot& snapshot) const;
 
@@ -50,6 +56,9 @@ class Metrics {
   std::map<std::string, Histogram> stages_;
   double processed_audio_seconds_ = 0.0;
   std::map<int, std::uint64_t> requests_by_status_;
+  std::size_t active_streams_ = 0;
+  std::uint64_t streams_total_ = 0;
+  double streamed_audio_seconds_ = 0.0;
 };
 
 }  // namespace parley::server

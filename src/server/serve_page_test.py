@@ -7,7 +7,10 @@ Uploads ../shared/eval/pyannote-sample/sample.wav through the page's file input 
 protocol over --remote-debugging-pipe, no extra packages), waits for the job, checks that the
 timeline shows one lane per speaker and one bar per turn of what the API reports, and saves a
 screenshot as WORK_DIR/page.png; the RTTM download is named after the recording, and the
-speed-twin warning shows (the tiny model is marked as one, with python3-onnx). Exits 77 (skipped)
+speed-twin warning shows (the tiny model is marked as one, with python3-onnx). Then the Live
+panel streams Chromium's fake microphone, fed from the same recording
+(--use-file-for-fake-audio-capture), over /v1/stream: turns appear while it streams, and Stop
+ends the stream with its result drawn (screenshot WORK_DIR/live.png). Exits 77 (skipped)
 without chromium or the shared folder."""
 import base64
 import json
@@ -68,7 +71,11 @@ class Browser:
         # Chromium reads commands from fd 3 and writes answers to fd 4.
         self.process = subprocess.Popen(
             [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-             f"--user-data-dir={work}/profile", "--window-size=1200,900", "about:blank"],
+             f"--user-data-dir={work}/profile", "--window-size=1200,900",
+             # The Live panel's microphone: the recording, played in real time, no prompt.
+             "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+             f"--use-file-for-fake-audio-capture={sample}", "--autoplay-policy=no-user-gesture-required",
+             "about:blank"],
             # (close_fds would close 3 and 4 again after preexec_fn moved the pipes there)
             close_fds=False,
             preexec_fn=lambda: (os.dup2(to_browser_read, 100), os.dup2(from_browser_write, 101),
@@ -170,6 +177,39 @@ try:
         with open(f"{work}/page.png", "wb") as picture:
             picture.write(base64.b64decode(shot))
         print(f"page shows {len(speakers)} speakers and {len(api)} turns; screenshot {work}/page.png")
+
+        # Live: the fake microphone streams; turns show before Stop, the result after it.
+        live_bars = ("(() => [...document.querySelectorAll('#live_timeline rect.turn')]"
+                     ".map(r => r.getAttribute('class')))()")
+        browser.evaluate("document.getElementById('live_start').click()")
+        deadline = time.time() + 60
+        bars = []
+        while time.time() < deadline:
+            bars = browser.evaluate(live_bars) or []
+            if any("final" in bar or "open" in bar for bar in bars):
+                break
+            time.sleep(0.3)
+        live_status = browser.evaluate("document.getElementById('live_status').textContent")
+        live_error = browser.evaluate("document.getElementById('error').textContent")
+        check(any("final" in bar or "open" in bar for bar in bars),
+              f"live turns while streaming: {bars}; status {live_status!r}, error {live_error!r}")
+        lanes = browser.evaluate("document.querySelectorAll('#live_timeline g.lane').length")
+        check(lanes >= 1, f"live speaker rows: {lanes}")
+        browser.evaluate("document.getElementById('live_stop').click()")
+        deadline = time.time() + 60
+        status = ""
+        while time.time() < deadline:
+            status = browser.evaluate("document.getElementById('live_status').textContent")
+            if status.startswith("done"):
+                break
+            time.sleep(0.3)
+        check(status.startswith("done"), f"the live stream's result: {status!r}")
+        final = browser.evaluate(live_bars)
+        check(final and all("final" in bar for bar in final), f"the result's turns drawn: {final}")
+        shot = browser.call("Page.captureScreenshot", {"format": "png"})["data"]
+        with open(f"{work}/live.png", "wb") as picture:
+            picture.write(base64.b64decode(shot))
+        print(f"live panel: {status}; screenshot {work}/live.png")
     finally:
         browser.process.kill()
         browser.process.wait()

@@ -24,6 +24,8 @@ void ServerConfig::validate() const {
   if (max_connections < 1 || max_connections > 4096) {
     fail("server max_connections must be in [1, 4096] (got {})", max_connections);
   }
+  // More than max_connections is allowed: the connections are then the limit.
+  if (max_streams < 0) fail("server max_streams must be at least 0 (got {})", max_streams);
   if (max_client_connections < 1) fail("server max_client_connections must be at least 1");
   if (!(header_timeout_seconds > 0.0) || !(read_timeout_seconds > 0.0)) {
     fail("server header_timeout_seconds and read_timeout_seconds must be positive");
@@ -52,14 +54,15 @@ std::string ServerConfig::to_string() const {
   return fmt::format(
       "host {}, port {}, state_dir {}, max_queue {}, max_upload {:.0f} MiB, max_audio {:.2f} h, "
       "max_sync_audio {:.0f} s, token {}, allow_paths {}, http_threads {}, max_connections {} ({} "
-      "a client), header_timeout {} s, read_timeout {} s, step {} s, clustering {}, "
+      "a client), max_streams {}, header_timeout {} s, read_timeout {} s, step {} s, clustering "
+      "{}, "
       "embedding_mode {}",
       host, port, state_dir.string(), max_queue,
       static_cast<double>(max_upload_bytes) / (1024.0 * 1024.0), max_audio_seconds / 3600.0,
       max_sync_audio_seconds, token.empty() ? "none" : "set",
       allow_paths.empty() ? "none" : allow_paths.string(), http_threads, max_connections,
-      max_client_connections, header_timeout_seconds, read_timeout_seconds, step_seconds,
-      clustering, embedding_mode);
+      max_client_connections, max_streams, header_timeout_seconds, read_timeout_seconds,
+      step_seconds, clustering, embedding_mode);
 }
 
 }  // namespace parley::server

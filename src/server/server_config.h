@@ -43,6 +43,9 @@ struct ServerConfig {
   // and a client may leave the answer untaken, at most read_timeout_seconds.
   double header_timeout_seconds = 10.0;
   double read_timeout_seconds = 30.0;
+  // Live streams (/v1/stream) open at once; more are answered 503. Each holds one of the
+  // max_connections for as long as it streams (0: no live streams).
+  int max_streams = 8;
   // The engine's settings, fixed when the server starts; defaults and checks are the option
   // table's (pipeline/option_table.h).
   double step_seconds = table_default<double>("step");

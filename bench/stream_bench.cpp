@@ -1,0 +1,249 @@
+// stream_bench: figures of live diarization (docs/live.md, docs/benchmarks.md): the latency of
+// final labels fed at real-time pace, agreement with the offline pipeline, the compute per
+// second of audio (streams one core keeps in real time), and the stream's memory after 3 hours
+// against 3 minutes.
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "eval/der.h"
+#include "pipeline/diarizer.h"
+#include "stream/stream_diarizer.h"
+#include "wav_16k.h"
+
+namespace {
+
+using namespace parley;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<std::string> recordings;
+  std::string models_dir;
+  int threads = 1;
+  double seconds = 0.0;  // 0: whole recordings
+  std::vector<double> latencies{2.0, 0.5};
+  double memory_hours = 3.0;
+  bool skip_realtime = false;
+};
+
+class Silent : public ProgressSink {
+ public:
+  void begin(const std::string&, std::size_t) override {}
+  void update(std::size_t) override {}
+  void end() override {}
+};
+
+double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const double at = p * static_cast<double>(values.size() - 1);
+  const auto low = static_cast<std::size_t>(std::floor(at));
+  const std::size_t high = std::min(low + 1, values.size() - 1);
+  return values[low] + (values[high] - values[low]) * (at - static_cast<double>(low));
+}
+
+struct Fed {
+  std::vector<double> latencies;  // final events' wall latencies
+  pipeline::DiarizationResult result;
+  double wall = 0.0;
+};
+
+// Feeds `audio` in 20 ms blocks, at real-time pace or as fast as possible.
+Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
+         const std::vector<float>& audio, bool realtime) {
+  stream::StreamDiarizer diarizer(models, config);
+  Fed fed;
+  const std::size_t block = 320;
+  const Clock::time_point start = Clock::now();
+  auto take = [&] {
+    for (const stream::StreamEvent& e : diarizer.take_events()) {
+      if (e.kind != stream::StreamEvent::Kind::kTurnUpdate)
+        fed.latencies.push_back(e.latency_seconds);
+    }
+  };
+  for (std::size_t at = 0; at < audio.size(); at += block) {
+    if (realtime) {
+      std::this_thread::sleep_until(
+          start + std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(static_cast<double>(at) / 16000.0)));
+    }
+    const std::size_t n = std::min(block, audio.size() - at);
+    diarizer.push(std::span<const float>(audio).subspan(at, n));
+    take();
+  }
+  // Events of the stream's end wait for no more audio: they are not live latencies.
+  fed.result = diarizer.finish();
+  diarizer.take_events();
+  fed.wall = std::chrono::duration<double>(Clock::now() - start).count();
+  return fed;
+}
+
+// The union of the turns as one "speech" speaker: overlapping turns count once.
+std::vector<eval::Turn> as_speech(std::vector<pipeline::Turn> turns) {
+  std::sort(turns.begin(), turns.end(),
+            [](const auto& a, const auto& b) { return a.start < b.start; });
+  std::vector<eval::Turn> speech;
+  for (const auto& t : turns) {
+    if (!speech.empty() && t.start <= speech.back().end()) {
+      speech.back().duration = std::max(speech.back().end(), t.end) - speech.back().start;
+    } else {
+      speech.push_back({"r", t.start, t.end - t.start, "speech"});
+    }
+  }
+  return speech;
+}
+
+// A model that costs nothing: the memory figures are about the stream's own state.
+class QuietModel : public stream::WindowModel {
+ public:
+  stream::WindowAnalysis analyze(std::span<const float> window) const override {
+    NdArray<float> segmentation({589, 3});
+    NdArray<float> embeddings({3, 8}, std::nanf(""));
+    // Two voices taking turns by the window's position in the signal.
+    const int who = window[80000] > 0.0F ? 0 : 1;
+    for (std::size_t f = 0; f < 589; f += 1) segmentation(f, static_cast<std::size_t>(who)) = 1.0F;
+    for (std::size_t d = 0; d < 8; ++d) {
+      embeddings(static_cast<std::size_t>(who), d) =
+          d == static_cast<std::size_t>(who) ? 1.0F : 0.0F;
+    }
+    return {std::move(segmentation), std::move(embeddings)};
+  }
+};
+
+void memory_figures(double hours) {
+  const stream::StreamModels models(std::make_unique<QuietModel>());
+  stream::StreamDiarizer diarizer(models, stream::StreamConfig{});
+  // 7 s of one voice, 5 s of the other, over and over.
+  std::vector<float> minute(16000 * 60);
+  for (std::size_t i = 0; i < minute.size(); ++i) minute[i] = (i / 16000) % 12 < 7 ? 0.5F : -0.5F;
+  stream::StreamState at3;
+  const int minutes = static_cast<int>(hours * 60.0);
+  for (int m = 1; m <= minutes; ++m) {
+    diarizer.push(minute);
+    diarizer.take_events();
+    if (m == 3) at3 = diarizer.state();
+  }
+  const stream::StreamState end = diarizer.state();
+  auto row = [](const char* when, const stream::StreamState& s) {
+    fmt::print(
+        "memory {}: steps {}, buffered samples {}, open frames {}, speakers {}, "
+        "finished turns {}, working bytes {}, bytes with turns {}\n",
+        when, s.steps, s.buffered_samples, s.buffered_frames, s.speakers, s.finished_turns,
+        s.working_bytes, s.bytes);
+  };
+  row("after 3 min", at3);
+  row(fmt::format("after {} min", minutes).c_str(), end);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Live diarization figures (docs/live.md)"};
+  Options options;
+  app.add_option("recordings", options.recordings, "16 kHz WAV recordings")->required();
+  app.add_option("--models", options.models_dir, "models folder (else the usual search)");
+  app.add_option("--threads", options.threads, "CPU threads of the model calls")
+      ->capture_default_str();
+  app.add_option("--seconds", options.seconds, "use at most this much of each recording (0: all)");
+  app.add_option("--latencies", options.latencies, "latency settings to measure")
+      ->capture_default_str();
+  app.add_option("--memory-hours", options.memory_hours, "length of the memory run (hours)")
+      ->capture_default_str();
+  app.add_flag("--skip-realtime", options.skip_realtime, "no real-time-paced runs");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    pipeline::DiarizationConfig config;
+    config.threads = options.threads;
+    const pipeline::DiarizationModels paths = pipeline::locate_models(
+        {}, options.models_dir.empty() ? std::nullopt
+                                       : std::optional<std::filesystem::path>(options.models_dir));
+    pipeline::Diarizer offline(paths, config);
+    const stream::StreamModels models(paths, config);
+    std::vector<std::vector<float>> audios;
+    for (const auto& path : options.recordings) {
+      std::vector<float> audio = bench::read_wav_16k_mono(path);
+      if (options.seconds > 0 && static_cast<double>(audio.size()) > options.seconds * 16000) {
+        audio.resize(static_cast<std::size_t>(options.seconds * 16000));
+      }
+      audios.push_back(std::move(audio));
+    }
+
+    // Compute per second of audio, as fast as possible (default settings).
+    double audio_seconds = 0.0, wall = 0.0, cpu = 0.0;
+    for (std::size_t r = 0; r < audios.size(); ++r) {
+      const double cpu_before = process_cpu_seconds();
+      const Fed fast = feed(models, stream::StreamConfig{}, audios[r], false);
+      cpu += process_cpu_seconds() - cpu_before;
+      audio_seconds += static_cast<double>(audios[r].size()) / 16000.0;
+      wall += fast.wall;
+      // Agreement with the offline pipeline.
+      Silent silent;
+      const pipeline::DiarizationResult batch = offline.diarize(audios[r], "r", silent);
+      const auto reference = pipeline::to_eval_turns(batch.turns, "r");
+      const auto hypothesis = pipeline::to_eval_turns(fast.result.turns, "r");
+      const eval::ScoringOptions scoring = eval::scoring_options(eval::Convention::strict);
+      const eval::FileScore speakers =
+          eval::score_file("r", reference, hypothesis, nullptr, scoring);
+      const auto ref_speech = as_speech(batch.turns), hyp_speech = as_speech(fast.result.turns);
+      const eval::FileScore speech =
+          eval::score_file("r", ref_speech, hyp_speech, nullptr, scoring);
+      const eval::ErrorTimes& s = speakers.times;
+      fmt::print(
+          "agreement {}: {:.1f} s, live {} speakers / offline {}, speech-detection error {:.1f}% "
+          "(missed {:.1f} s, false alarm {:.1f} s of {:.1f} s offline speech), speech both detect "
+          "with the mapped speaker {:.1f}%, DER live vs offline {:.1f}%\n",
+          options.recordings[r], static_cast<double>(audios[r].size()) / 16000.0,
+          fast.result.speaker_count, batch.speaker_count, 100.0 * speech.times.der(),
+          speech.times.missed, speech.times.false_alarm, speech.times.total,
+          100.0 * (1.0 - s.confusion / std::max(1e-9, s.total - s.missed)), 100.0 * s.der());
+    }
+    const double rtf = wall / audio_seconds;
+    fmt::print(
+        "compute: {:.1f} s of audio in {:.2f} s with {} thread(s): real-time factor {:.3f}, "
+        "{:.1f} real-time streams per {} thread(s) at most\n",
+        audio_seconds, wall, options.threads, rtf, 1.0 / rtf, options.threads);
+
+    if (!options.skip_realtime) {
+      for (const double latency : options.latencies) {
+        stream::StreamConfig config_l;
+        config_l.latency_seconds = latency;
+        std::vector<double> all;
+        for (const auto& audio : audios) {
+          const Fed fed = feed(models, config_l, audio, true);
+          all.insert(all.end(), fed.latencies.begin(), fed.latencies.end());
+        }
+        fmt::print(
+            "latency setting {} s, real-time pace: {} final events, median {:.3f} s, "
+            "p95 {:.3f} s, max {:.3f} s\n",
+            latency, all.size(), percentile(all, 0.5), percentile(all, 0.95),
+            all.empty() ? 0.0 : *std::max_element(all.begin(), all.end()));
+      }
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    fmt::print("peak RSS {:.0f} MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+    if (options.memory_hours > 0) memory_figures(options.memory_hours);
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "stream_bench: {}\n", error.what());
+    return 1;
+  }
+  return 0;
+}

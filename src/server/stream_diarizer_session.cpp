@@ -1,0 +1,108 @@
+#include "server/stream_diarizer_session.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "pipeline/result_writer.h"
+
+namespace parley::server {
+namespace {
+
+double seconds_setting(const std::string& name, const std::string& text) {
+  double value = 0.0;
+  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || status != std::errc() || end != text.data() + text.size() ||
+      !std::isfinite(value)) {
+    fail("{} must be a number of seconds (got '{}')", name, text.substr(0, 40));
+  }
+  return value;
+}
+
+bool flag_setting(const std::string& name, const std::string& text) {
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  fail("{} must be true or false (got '{}')", name, text.substr(0, 40));
+}
+
+class DiarizerStream : public LiveStream {
+ public:
+  DiarizerStream(const stream::StreamModels& models, stream::StreamConfig config,
+                 const LiveStreamRequest& request)
+      : diarizer_(models, std::move(config)), request_(request) {}
+
+  void push(std::string_view pcm) override {
+    // The bytes are copied into aligned samples: a message's payload need not be aligned.
+    if (request_.format == PcmFormat::kS16le) {
+      std::vector<std::int16_t> samples(pcm.size() / 2);
+      std::memcpy(samples.data(), pcm.data(), samples.size() * 2);
+      diarizer_.push_int16(samples, request_.channels);
+    } else {
+      std::vector<float> samples(pcm.size() / 4);
+      std::memcpy(samples.data(), pcm.data(), samples.size() * 4);
+      for (const float sample : samples) {
+        if (!std::isfinite(sample)) fail("f32le audio holds a sample that is not a number");
+      }
+      diarizer_.push_interleaved(samples, request_.channels);
+    }
+  }
+
+  std::vector<std::string> take_events() override {
+    std::vector<std::string> texts;
+    for (const stream::StreamEvent& event : diarizer_.take_events()) {
+      texts.push_back(event.to_json());
+    }
+    return texts;
+  }
+
+  std::vector<std::string> finish() override {
+    const pipeline::DiarizationResult result = diarizer_.finish("stream");
+    std::vector<std::string> texts = take_events();
+    const nlohmann::json message = {
+        {"type", "result"},
+        {"audio_seconds", diarizer_.audio_seconds()},
+        {"rttm", pipeline::format_result(result, "rttm")},
+        {"json", nlohmann::json::parse(pipeline::format_result(result, "json"))}};
+    texts.push_back(message.dump());
+    return texts;
+  }
+
+ private:
+  stream::StreamDiarizer diarizer_;
+  LiveStreamRequest request_;
+};
+
+}  // namespace
+
+stream::StreamConfig stream_config(const LiveStreamRequest& request,
+                                   const stream::StreamConfig& defaults) {
+  stream::StreamConfig config = defaults;
+  config.sample_rate = request.sample_rate;
+  for (const auto& [name, value] : request.settings) {
+    if (name == "step") {
+      config.step_seconds = seconds_setting(name, value);
+    } else if (name == "latency") {
+      config.latency_seconds = seconds_setting(name, value);
+    } else if (name == "provisional") {
+      config.provisional = flag_setting(name, value);
+    } else if (name == "final_recluster") {
+      config.final_recluster = flag_setting(name, value);
+    } else {
+      fail("unknown stream setting '{}' (step, latency, provisional, final_recluster)", name);
+    }
+  }
+  config.validate();
+  return config;
+}
+
+LiveStreamFactory stream_diarizer_factory(const stream::StreamModels& models,
+                                          stream::StreamConfig defaults) {
+  return [&models, defaults](const LiveStreamRequest& request) -> std::unique_ptr<LiveStream> {
+    return std::make_unique<DiarizerStream>(models, stream_config(request, defaults), request);
+  };
+}
+
+}  // namespace parley::server

@@ -1,0 +1,42 @@
+#include "server/stream_diarizer_session.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace parley::server {
+namespace {
+
+TEST(StreamDiarizerSession, RequestSettingsBecomeTheStreamConfig) {
+  LiveStreamRequest request;
+  request.sample_rate = 8000;
+  request.settings = {{"step", "0.25"}, {"latency", "1.5"}, {"provisional", "true"}};
+  const stream::StreamConfig config = stream_config(request, {});
+  EXPECT_EQ(config.sample_rate, 8000.0);
+  EXPECT_EQ(config.step_seconds, 0.25);
+  EXPECT_EQ(config.latency_seconds, 1.5);
+  EXPECT_TRUE(config.provisional);
+  EXPECT_FALSE(config.final_recluster);
+}
+
+TEST(StreamDiarizerSession, BadSettingsAreErrorsNamingThem) {
+  const auto message = [](const std::string& name, const std::string& value) {
+    LiveStreamRequest request;
+    request.settings[name] = value;
+    try {
+      stream_config(request, {});
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message("latency", "abc").find("latency"), std::string::npos);
+  EXPECT_NE(message("latency", "nan").find("latency"), std::string::npos);
+  EXPECT_NE(message("latency", "60").find("latency"), std::string::npos);  // StreamConfig's range
+  EXPECT_NE(message("provisional", "yes").find("provisional"), std::string::npos);
+  EXPECT_NE(message("step", "").find("step"), std::string::npos);
+  EXPECT_NE(message("color", "red").find("color"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace parley::server

@@ -1,0 +1,752 @@
+#include "stream/stream_diarizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "audio/resampler.h"
+#include "core/error.h"
+#include "core/linear_assignment.h"
+#include "core/progress.h"
+#include "core/temporary_directory.h"
+#include "frames/segments.h"
+#include "frames/sliding_window.h"
+
+namespace parley::stream {
+
+using pipeline::Turn;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kModelRate = 16000.0;
+constexpr std::int64_t kFrameStepSamples = 270;  // segmentation-3.0's frame step at 16 kHz
+
+// pipeline::ProgressSink that reports nowhere: a window is far too short to draw progress for.
+class NoProgress : public ProgressSink {
+ public:
+  void begin(const std::string&, std::size_t) override {}
+  void update(std::size_t) override {}
+  void end() override {}
+};
+
+// The community-1 networks through the batch pipeline: a 10 s window is a recording of exactly
+// one chunk, so its segmentation and embeddings are the pipeline's for that chunk.
+class DiarizerWindowModel : public WindowModel {
+ public:
+  DiarizerWindowModel(pipeline::DiarizationModels models, pipeline::DiarizationConfig config)
+      : owned_(std::make_unique<pipeline::Diarizer>(std::move(models), std::move(config))),
+        diarizer_(*owned_) {}
+  explicit DiarizerWindowModel(pipeline::Diarizer& diarizer) : diarizer_(diarizer) {}
+
+  WindowAnalysis analyze(std::span<const float> window) const override {
+    if (window.size() != window_samples()) {
+      fail("stream window: {} samples given, {} expected", window.size(), window_samples());
+    }
+    // Diarizer runs one segment_and_embed at a time.
+    const std::lock_guard lock(batch_mutex());
+    std::vector<StageTimes> times(1);
+    const std::span<const float> recordings[] = {window};
+    NoProgress progress;
+    std::vector<pipeline::DiarizationIntermediates> out =
+        diarizer_.segment_and_embed(recordings, times, progress);
+    pipeline::DiarizationIntermediates& one = out.front();
+    const std::size_t frames = one.segmentations.dim(1);
+    const std::size_t speakers = one.segmentations.dim(2);
+    const std::size_t dimension = one.embeddings.dim(2);
+    std::vector<float> segmentation(one.segmentations.data(),
+                                    one.segmentations.data() + frames * speakers);
+    std::vector<float> embeddings(one.embeddings.data(),
+                                  one.embeddings.data() + speakers * dimension);
+    return {NdArray<float>({frames, speakers}, std::move(segmentation)),
+            NdArray<float>({speakers, dimension}, std::move(embeddings))};
+  }
+  pipeline::Diarizer* batch_diarizer() const override { return &diarizer_; }
+
+ private:
+  std::unique_ptr<pipeline::Diarizer> owned_;
+  pipeline::Diarizer& diarizer_;
+};
+
+double frame_middle(std::int64_t frame) {
+  const pipeline::SlidingWindow frames = pipeline::segmentation3_frames();
+  return frames.middle(frame);
+}
+
+// Nearest integer to a / b for b > 0 (halves away from zero are rare enough; any fixed rule
+// keeps the result independent of how the audio was pushed).
+std::int64_t rounded_division(std::int64_t a, std::int64_t b) {
+  const std::int64_t twice = 2 * a + b;
+  return twice >= 0 ? twice / (2 * b) : -((-twice + 2 * b - 1) / (2 * b));
+}
+
+std::string json_number(double value) { return fmt::format("{:.3f}", value); }
+
+}  // namespace
+
+// ---- StreamConfig ------------------------------------------------------------------------------
+
+void StreamConfig::validate() const {
+  if (!(sample_rate >= 1000.0 && sample_rate <= 768000.0)) {
+    fail("stream sample_rate must be between 1000 and 768000 Hz (got {})", sample_rate);
+  }
+  if (!(step_seconds >= 0.1 && step_seconds <= 5.0)) {
+    fail("stream step_seconds must be between 0.1 and 5 (got {})", step_seconds);
+  }
+  if (!(latency_seconds >= 0.5 && latency_seconds <= 5.0)) {
+    fail("stream latency_seconds must be between 0.5 and 5 (got {})", latency_seconds);
+  }
+  if (latency_seconds < step_seconds) {
+    fail(
+        "stream latency_seconds ({}) must be at least step_seconds ({}): a frame is final only "
+        "after a window has ended past it",
+        latency_seconds, step_seconds);
+  }
+  if (max_speakers < 1 || max_speakers > 1000) {
+    fail("stream max_speakers must be between 1 and 1000 (got {})", max_speakers);
+  }
+  if (!(match_threshold >= 0.0 && match_threshold <= 2.0)) {
+    fail("stream match_threshold must be a cosine distance between 0 and 2 (got {})",
+         match_threshold);
+  }
+  if (!(min_update_activity >= 0.0 && min_update_activity <= 1.0)) {
+    fail("stream min_update_activity must be between 0 and 1 (got {})", min_update_activity);
+  }
+  if (min_active_frames < 1) fail("stream min_active_frames must be at least 1");
+}
+
+std::string StreamConfig::to_string() const {
+  return fmt::format(
+      "StreamConfig(sample_rate={}, step={}s, latency={}s, max_speakers={}, "
+      "match_threshold={}, min_update_activity={}, min_active_frames={}, provisional={}, "
+      "final_recluster={})",
+      sample_rate, step_seconds, latency_seconds, max_speakers, match_threshold,
+      min_update_activity, min_active_frames, provisional, final_recluster);
+}
+
+// ---- StreamModels ------------------------------------------------------------------------------
+
+StreamModels::StreamModels(pipeline::DiarizationModels models, pipeline::DiarizationConfig config)
+    : model_(std::make_unique<DiarizerWindowModel>(std::move(models), std::move(config))) {}
+
+StreamModels::StreamModels(pipeline::Diarizer& diarizer)
+    : model_(std::make_unique<DiarizerWindowModel>(diarizer)) {}
+
+StreamModels::StreamModels(std::unique_ptr<WindowModel> model) : model_(std::move(model)) {
+  if (!model_) fail("StreamModels: no model given");
+}
+
+StreamModels::~StreamModels() = default;
+
+// ---- StreamEvent -------------------------------------------------------------------------------
+
+const char* kind_name(StreamEvent::Kind kind) {
+  switch (kind) {
+    case StreamEvent::Kind::kTurnStart:
+      return "turn_start";
+    case StreamEvent::Kind::kTurnUpdate:
+      return "turn_update";
+    case StreamEvent::Kind::kTurnEnd:
+      return "turn_end";
+  }
+  return "unknown";
+}
+
+std::string StreamEvent::to_json() const {
+  // Written by hand so that times keep three decimals, as the RTTM and JSON outputs do.
+  std::string line = fmt::format(R"({{"type":"{}","speaker":{},"start":{})", kind_name(kind),
+                                 nlohmann::json(speaker).dump(), json_number(start));
+  if (kind != Kind::kTurnStart) line += fmt::format(R"(,"end":{})", json_number(end));
+  line += fmt::format(R"(,"audio_time":{},"latency":{}}})", json_number(audio_time),
+                      json_number(latency_seconds));
+  return line;
+}
+
+bool StreamEvent::same_decision(const StreamEvent& other) const {
+  return kind == other.kind && speaker == other.speaker && start == other.start &&
+         end == other.end && audio_time == other.audio_time;
+}
+
+// ---- StreamDiarizer ----------------------------------------------------------------------------
+
+struct StreamDiarizer::Impl {
+  const WindowModel& model;
+  StreamConfig config;
+  std::size_t window_samples;
+  std::size_t window_frames;
+  std::size_t step_samples;
+
+  std::optional<audio::Resampler> resampler;
+  std::vector<float> resampled;  // scratch for the resampler's output
+  std::vector<float> window;     // the last window_samples samples, zero before the stream
+  std::vector<float> pending;    // 16 kHz samples not yet in a window (less than a step)
+  std::int64_t processed = 0;    // 16 kHz samples in windows so far (whole steps)
+  std::int64_t received = 0;     // 16 kHz samples received so far
+  std::uint64_t pushed = 0;      // samples pushed, at config.sample_rate
+  std::size_t steps = 0;
+
+  // Per-frame aggregation of the frames not final yet: frame first_open + i is accumulator i.
+  struct FrameSum {
+    std::vector<float> sum;  // per stream speaker (grows with the speakers)
+    float windows = 0.0F;    // windows that covered the frame
+  };
+  std::deque<FrameSum> open;
+  std::int64_t first_open = 0;
+
+  // Speakers: the sum of their unit-length embeddings.
+  std::vector<std::vector<double>> centroids;
+  std::size_t dimension = 0;
+
+  // Final state: each speaker's open turn start (frame middle), or none.
+  std::vector<std::optional<double>> open_turn;
+  std::optional<std::pair<std::size_t, double>> open_exclusive;
+  std::vector<Turn> turns;
+  std::vector<Turn> exclusive_turns;
+
+  std::vector<StreamEvent> events;
+  std::function<void(const StreamEvent&)> callback;
+
+  // When audio arrived: (16 kHz samples received by then, wall time), coalesced.
+  std::deque<std::pair<std::int64_t, Clock::time_point>> arrivals;
+
+  // final_recluster: every 16 kHz sample, in a temporary file.
+  std::optional<TemporaryDirectory> audio_folder;
+  std::ofstream audio_file;
+  bool finished = false;
+
+  Impl(const WindowModel& m, const StreamConfig& c)
+      : model(m),
+        config(c),
+        window_samples(m.window_samples()),
+        window_frames(m.window_frames()),
+        step_samples(static_cast<std::size_t>(std::llround(c.step_seconds * kModelRate))),
+        window(window_samples, 0.0F) {
+    if (step_samples > window_samples) {
+      fail("stream step_seconds ({}) must not exceed the model's window ({} s)",
+           config.step_seconds, static_cast<double>(window_samples) / kModelRate);
+    }
+    if (config.sample_rate != kModelRate) resampler.emplace(config.sample_rate, kModelRate);
+    if (config.final_recluster) {
+      if (model.batch_diarizer() == nullptr) {
+        fail("stream final_recluster needs the batch pipeline, which this model does not have");
+      }
+      audio_folder.emplace("parley-stream-");
+      audio_file.open((*audio_folder) / "audio.f32", std::ios::binary);
+      if (!audio_file)
+        fail("cannot create the temporary audio file in {}", audio_folder->path().string());
+    }
+  }
+
+  void emit(StreamEvent event, double decisive_time, Clock::time_point now) {
+    event.audio_time = static_cast<double>(processed) / kModelRate;
+    const auto decisive_sample = static_cast<std::int64_t>(std::ceil(decisive_time * kModelRate));
+    Clock::time_point arrived = now;
+    for (const auto& [count, when] : arrivals) {
+      if (count >= decisive_sample) {
+        arrived = when;
+        break;
+      }
+    }
+    event.latency_seconds = std::chrono::duration<double>(now - arrived).count();
+    if (callback) {
+      callback(event);
+    } else {
+      events.push_back(std::move(event));
+    }
+  }
+
+  void note_arrival(Clock::time_point now) {
+    if (!arrivals.empty() &&
+        (now - arrivals.back().second < std::chrono::milliseconds(5) || arrivals.size() >= 4096)) {
+      // Close pushes share one record: the later samples count as arrived a little earlier.
+      arrivals.back().first = received;
+      if (arrivals.size() < 4096) return;
+    } else {
+      arrivals.emplace_back(received, now);
+    }
+    // Samples before the oldest open frame have made all their events.
+    const auto oldest_needed =
+        static_cast<std::int64_t>(std::floor(frame_middle(first_open) * kModelRate)) -
+        static_cast<std::int64_t>(kModelRate);
+    while (arrivals.size() > 1 && arrivals[1].first < oldest_needed) arrivals.pop_front();
+  }
+
+  void accept(std::span<const float> samples16, Clock::time_point now) {
+    if (samples16.empty()) return;
+    if (audio_file.is_open()) {
+      audio_file.write(reinterpret_cast<const char*>(samples16.data()),
+                       static_cast<std::streamsize>(samples16.size_bytes()));
+      if (!audio_file) fail("cannot write the stream's temporary audio file (disk full?)");
+    }
+    received += static_cast<std::int64_t>(samples16.size());
+    note_arrival(now);
+    std::size_t used = 0;
+    while (used < samples16.size()) {
+      const std::size_t take = std::min(step_samples - pending.size(), samples16.size() - used);
+      pending.insert(pending.end(), samples16.begin() + static_cast<std::ptrdiff_t>(used),
+                     samples16.begin() + static_cast<std::ptrdiff_t>(used + take));
+      used += take;
+      if (pending.size() == step_samples) {
+        run_step(pending, now);
+        pending.clear();
+      }
+    }
+  }
+
+  // Moves the window by one step of new samples (zero padded when fewer) and analyses it.
+  void run_step(std::span<const float> step, Clock::time_point now) {
+    std::memmove(window.data(), window.data() + step_samples,
+                 (window_samples - step_samples) * sizeof(float));
+    std::fill(window.end() - static_cast<std::ptrdiff_t>(step_samples), window.end(), 0.0F);
+    std::copy(step.begin(), step.end(), window.end() - static_cast<std::ptrdiff_t>(step_samples));
+    processed += static_cast<std::int64_t>(step_samples);
+    ++steps;
+    const WindowAnalysis analysis = model.analyze(window);
+    if (analysis.segmentation.rank() != 2 || analysis.segmentation.dim(0) != window_frames ||
+        analysis.embeddings.rank() != 2 ||
+        analysis.embeddings.dim(0) != analysis.segmentation.dim(1)) {
+      fail("stream model gave a window analysis of unexpected shape");
+    }
+    const std::vector<std::optional<std::size_t>> speakers = identify(analysis);
+    aggregate(analysis.segmentation, speakers);
+    finalize_until(static_cast<double>(processed) / kModelRate - config.latency_seconds, now);
+    if (config.provisional) provisional_events(now);
+  }
+
+  // diart's incremental clustering: the window's local speakers to stream speakers.
+  std::vector<std::optional<std::size_t>> identify(const WindowAnalysis& analysis) {
+    const NdArray<float>& segmentation = analysis.segmentation;
+    const std::size_t locals = segmentation.dim(1);
+    const std::size_t frames = segmentation.dim(0);
+    if (dimension == 0) dimension = analysis.embeddings.dim(1);
+    if (analysis.embeddings.dim(1) != dimension) fail("stream model changed its embedding size");
+
+    const auto real =
+        std::max<std::size_t>(1, static_cast<std::size_t>(processed / kFrameStepSamples));
+    std::vector<std::optional<std::size_t>> result(locals);
+    std::vector<std::size_t> active;
+    std::vector<bool> long_enough(locals, false);
+    std::vector<std::vector<double>> unit(locals);
+    for (std::size_t l = 0; l < locals; ++l) {
+      std::size_t on = 0;
+      for (std::size_t f = 0; f < frames; ++f) on += segmentation(f, l) > 0.5F ? 1 : 0;
+      if (on < config.min_active_frames) continue;
+      double norm = 0.0;
+      unit[l].resize(dimension);
+      bool finite = true;
+      for (std::size_t d = 0; d < dimension; ++d) {
+        const double v = analysis.embeddings(l, d);
+        finite = finite && std::isfinite(v);
+        unit[l][d] = v;
+        norm += v * v;
+      }
+      if (!finite || norm <= 0.0) continue;
+      for (double& v : unit[l]) v /= std::sqrt(norm);
+      active.push_back(l);
+      // At the stream's start the window is mostly padding: activity is a fraction of the audio.
+      long_enough[l] = static_cast<double>(on) >=
+                       config.min_update_activity * static_cast<double>(std::min(frames, real));
+    }
+    if (active.empty()) return result;
+
+    // Cosine distances to the centroids.
+    const std::size_t known = centroids.size();
+    NdArray<double> distance({active.size(), std::max<std::size_t>(known, 1)},
+                             std::numeric_limits<double>::infinity());
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      for (std::size_t s = 0; s < known; ++s) {
+        double dot = 0.0, norm = 0.0;
+        for (std::size_t d = 0; d < dimension; ++d) {
+          dot += unit[active[a]][d] * centroids[s][d];
+          norm += centroids[s][d] * centroids[s][d];
+        }
+        distance(a, s) = 1.0 - dot / std::sqrt(std::max(norm, 1e-30));
+      }
+    }
+    std::vector<bool> taken(known, false);
+    std::vector<bool> matched(active.size(), false);
+    if (known > 0) {
+      const Assignment pairs = linear_sum_assignment(distance);
+      for (std::size_t k = 0; k < pairs.rows.size(); ++k) {
+        const std::size_t a = pairs.rows[k];
+        const std::size_t s = pairs.cols[k];
+        if (distance(a, s) <= config.match_threshold) {
+          result[active[a]] = s;
+          matched[a] = true;
+          taken[s] = true;
+        }
+      }
+    }
+    // Centroids move with the long speakers that matched (before new ones join, so that a new
+    // speaker's first embedding is its centroid).
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      if (!matched[a] || !long_enough[active[a]]) continue;
+      std::vector<double>& centroid = centroids[*result[active[a]]];
+      for (std::size_t d = 0; d < dimension; ++d) centroid[d] += unit[active[a]][d];
+    }
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      if (matched[a]) continue;
+      const std::size_t l = active[a];
+      if (long_enough[l] && centroids.size() < config.max_speakers) {
+        result[l] = centroids.size();
+        centroids.push_back(unit[l]);
+        open_turn.emplace_back();
+        continue;
+      }
+      // A short or surplus voice goes to the closest speaker not already in this window.
+      std::optional<std::size_t> best;
+      for (std::size_t s = 0; s < known; ++s) {
+        if (taken[s]) continue;
+        if (!best || distance(a, s) < distance(a, *best)) best = s;
+      }
+      if (best) {
+        result[l] = *best;
+        taken[*best] = true;
+      }
+    }
+    return result;
+  }
+
+  void aggregate(const NdArray<float>& segmentation,
+                 const std::vector<std::optional<std::size_t>>& speakers) {
+    const std::int64_t window_start = processed - static_cast<std::int64_t>(window_samples);
+    const std::int64_t offset = rounded_division(window_start, kFrameStepSamples);
+    const std::int64_t frames = static_cast<std::int64_t>(window_frames);
+    for (std::int64_t j = 0; j < frames; ++j) {
+      const std::int64_t g = offset + j;
+      if (g < first_open) continue;
+      const auto index = static_cast<std::size_t>(g - first_open);
+      while (open.size() <= index) open.emplace_back();
+      FrameSum& frame = open[index];
+      if (frame.sum.size() < centroids.size()) frame.sum.resize(centroids.size(), 0.0F);
+      frame.windows += 1.0F;
+      for (std::size_t l = 0; l < speakers.size(); ++l) {
+        if (speakers[l]) frame.sum[*speakers[l]] += segmentation(static_cast<std::size_t>(j), l);
+      }
+    }
+  }
+
+  std::vector<bool> frame_activity(const FrameSum& frame) const {
+    std::vector<bool> on(centroids.size(), false);
+    if (frame.windows <= 0.0F) return on;
+    for (std::size_t s = 0; s < frame.sum.size(); ++s) on[s] = frame.sum[s] / frame.windows >= 0.5F;
+    return on;
+  }
+
+  // Makes final every open frame whose middle is at most `until` seconds.
+  void finalize_until(double until, Clock::time_point now) {
+    while (!open.empty() && frame_middle(first_open) <= until) {
+      finalize_front(now);
+    }
+  }
+
+  void finalize_front(Clock::time_point now) {
+    const FrameSum frame = std::move(open.front());
+    open.pop_front();
+    const double t = frame_middle(first_open);
+    ++first_open;
+    const std::vector<bool> on = frame_activity(frame);
+    for (std::size_t s = 0; s < centroids.size(); ++s) {
+      if (on[s] && !open_turn[s]) {
+        open_turn[s] = t;
+        emit({StreamEvent::Kind::kTurnStart, pipeline::speaker_label(s), t, t}, t, now);
+      } else if (!on[s] && open_turn[s]) {
+        close_turn(s, t, now);
+      }
+    }
+    std::optional<std::size_t> loudest;
+    for (std::size_t s = 0; s < centroids.size(); ++s) {
+      if (on[s] && (!loudest || frame.sum[s] > frame.sum[*loudest])) loudest = s;
+    }
+    if (open_exclusive && (!loudest || *loudest != open_exclusive->first)) {
+      exclusive_turns.push_back(make_turn(open_exclusive->first, open_exclusive->second, t));
+      open_exclusive.reset();
+    }
+    if (loudest && !open_exclusive) open_exclusive.emplace(*loudest, t);
+  }
+
+  static Turn make_turn(std::size_t speaker, double start, double end) {
+    Turn turn;
+    turn.start = start;
+    turn.end = end;
+    turn.speaker = pipeline::speaker_label(speaker);
+    turn.cluster = static_cast<int>(speaker);
+    turn.speaker_index = static_cast<int>(speaker);
+    return turn;
+  }
+
+  void close_turn(std::size_t s, double end, Clock::time_point now) {
+    const double start = *open_turn[s];
+    open_turn[s].reset();
+    turns.push_back(make_turn(s, start, end));
+    emit({StreamEvent::Kind::kTurnEnd, pipeline::speaker_label(s), start, end}, end, now);
+  }
+
+  void provisional_events(Clock::time_point now) {
+    // NaN: no segment under way (std::optional here trips GCC's maybe-uninitialized at -O3).
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+    for (std::size_t s = 0; s < centroids.size(); ++s) {
+      double start = open_turn[s] ? *open_turn[s] : kNone;
+      double last = kNone;
+      auto flush = [&] {
+        if (!std::isnan(start) && !std::isnan(last)) {
+          emit({StreamEvent::Kind::kTurnUpdate, pipeline::speaker_label(s), start, last}, last,
+               now);
+        }
+        start = kNone;
+        last = kNone;
+      };
+      for (std::size_t i = 0; i < open.size(); ++i) {
+        const FrameSum& frame = open[i];
+        const bool on =
+            frame.windows > 0.0F && s < frame.sum.size() && frame.sum[s] / frame.windows >= 0.5F;
+        const double t = frame_middle(first_open + static_cast<std::int64_t>(i));
+        if (on) {
+          if (std::isnan(start)) start = t;
+          last = t;
+        } else {
+          // A final open turn that ends at the first open frame.
+          if (!std::isnan(start) && std::isnan(last)) last = t;
+          flush();
+        }
+      }
+      flush();
+    }
+  }
+
+  pipeline::DiarizationResult finish(const std::string& uri) {
+    if (finished) fail("stream finish() called twice");
+    finished = true;
+    const Clock::time_point now = Clock::now();
+    if (resampler) {
+      resampled.clear();
+      resampler->flush(resampled);
+      accept(resampled, now);
+    }
+    const double duration = static_cast<double>(received) / kModelRate;
+    if (!pending.empty()) {
+      const std::vector<float> last = pending;
+      pending.clear();
+      run_step(last, now);
+    }
+    // The audio has ended: what every window said about the last frames is all there will be.
+    finalize_until(duration, now);
+    for (std::size_t s = 0; s < centroids.size(); ++s) {
+      if (open_turn[s]) close_turn(s, std::max(*open_turn[s], duration), now);
+    }
+    if (open_exclusive) {
+      exclusive_turns.push_back(make_turn(open_exclusive->first, open_exclusive->second,
+                                          std::max(open_exclusive->second, duration)));
+      open_exclusive.reset();
+    }
+    open.clear();
+
+    pipeline::DiarizationResult result;
+    result.uri = uri;
+    result.duration_seconds = duration;
+    result.speaker_count = centroids.size();
+    result.speaker_embeddings = NdArray<float>({centroids.size(), dimension});
+    for (std::size_t s = 0; s < centroids.size(); ++s) {
+      double norm = 0.0;
+      for (double v : centroids[s]) norm += v * v;
+      norm = std::sqrt(std::max(norm, 1e-30));
+      for (std::size_t d = 0; d < dimension; ++d) {
+        result.speaker_embeddings(s, d) = static_cast<float>(centroids[s][d] / norm);
+      }
+    }
+    auto by_time = [](const Turn& a, const Turn& b) {
+      return std::tie(a.start, a.end, a.speaker_index) < std::tie(b.start, b.end, b.speaker_index);
+    };
+    std::sort(turns.begin(), turns.end(), by_time);
+    std::sort(exclusive_turns.begin(), exclusive_turns.end(), by_time);
+    result.turns = turns;
+    result.exclusive_turns = exclusive_turns;
+    if (config.final_recluster) recluster(result);
+    return result;
+  }
+
+  // The batch pipeline's diarization of the whole stream, under the live names.
+  void recluster(pipeline::DiarizationResult& result) {
+    audio_file.close();
+    const std::filesystem::path path = (*audio_folder) / "audio.f32";
+    std::vector<float> audio(static_cast<std::size_t>(received));
+    {
+      std::ifstream in(path, std::ios::binary);
+      in.read(reinterpret_cast<char*>(audio.data()),
+              static_cast<std::streamsize>(audio.size() * sizeof(float)));
+      if (!in) fail("cannot read back the stream's temporary audio file {}", path.string());
+    }
+    std::filesystem::remove(path);
+    pipeline::DiarizationResult batch;
+    {
+      const std::lock_guard lock(model.batch_mutex());
+      NoProgress progress;
+      batch = model.batch_diarizer()->diarize(audio, result.uri, progress);
+    }
+    audio = {};
+    result.turns = relabel(result, batch);
+  }
+
+  std::vector<Turn> relabel(pipeline::DiarizationResult& live,
+                            const pipeline::DiarizationResult& batch) const {
+    const std::size_t live_count = live.speaker_count;
+    std::size_t batch_count = batch.speaker_count;
+    for (const Turn& t : batch.turns) {
+      batch_count = std::max(batch_count, static_cast<std::size_t>(t.speaker_index + 1));
+    }
+    std::vector<std::size_t> name(batch_count, 0);
+    if (batch_count > 0) {
+      NdArray<double> overlap({batch_count, std::max<std::size_t>(live_count, 1)}, 0.0);
+      for (const Turn& b : batch.turns) {
+        for (const Turn& l : live.turns) {
+          const double both = std::min(b.end, l.end) - std::max(b.start, l.start);
+          if (both > 0)
+            overlap(static_cast<std::size_t>(b.speaker_index),
+                    static_cast<std::size_t>(l.speaker_index)) += both;
+        }
+      }
+      std::vector<bool> named(batch_count, false);
+      if (live_count > 0) {
+        const Assignment pairs = linear_sum_assignment(overlap, AssignmentGoal::maximize);
+        for (std::size_t k = 0; k < pairs.rows.size(); ++k) {
+          name[pairs.rows[k]] = pairs.cols[k];
+          named[pairs.rows[k]] = true;
+        }
+      }
+      std::size_t next = live_count;
+      for (std::size_t b = 0; b < batch_count; ++b) {
+        if (!named[b]) name[b] = next++;
+      }
+    }
+    std::size_t names = live_count;
+    for (std::size_t n : name) names = std::max(names, n + 1);
+    NdArray<float> embeddings({names, dimension});
+    for (std::size_t s = 0; s < live_count; ++s) {
+      for (std::size_t d = 0; d < dimension; ++d) embeddings(s, d) = live.speaker_embeddings(s, d);
+    }
+    const bool batch_rows =
+        batch.speaker_embeddings.rank() == 2 && batch.speaker_embeddings.dim(1) == dimension;
+    for (std::size_t b = 0; b < batch_count && batch_rows; ++b) {
+      if (b >= batch.speaker_embeddings.dim(0)) break;
+      for (std::size_t d = 0; d < dimension; ++d) {
+        embeddings(name[b], d) = batch.speaker_embeddings(b, d);
+      }
+    }
+    auto rename = [&](std::vector<Turn> renamed) {
+      for (Turn& t : renamed) {
+        const std::size_t n = name[static_cast<std::size_t>(t.speaker_index)];
+        t.speaker = pipeline::speaker_label(n);
+        t.speaker_index = static_cast<int>(n);
+        t.cluster = static_cast<int>(n);
+      }
+      return renamed;
+    };
+    live.exclusive_turns = rename(batch.exclusive_turns);
+    live.speaker_embeddings = std::move(embeddings);
+    live.speaker_count = names;
+    live.stage_times = batch.stage_times;
+    return rename(batch.turns);
+  }
+
+  std::size_t turn_bytes() const {
+    return (turns.capacity() + exclusive_turns.capacity()) * sizeof(Turn);
+  }
+
+  std::size_t bytes() const {
+    std::size_t total =
+        (window.capacity() + pending.capacity() + resampled.capacity()) * sizeof(float);
+    for (const FrameSum& f : open) total += sizeof(FrameSum) + f.sum.capacity() * sizeof(float);
+    for (const auto& c : centroids) total += c.capacity() * sizeof(double);
+    total += open_turn.capacity() * sizeof(std::optional<double>);
+    total += turn_bytes();
+    total += events.capacity() * sizeof(StreamEvent);
+    total += arrivals.size() * sizeof(std::pair<std::int64_t, Clock::time_point>);
+    return total;
+  }
+};
+
+StreamDiarizer::StreamDiarizer(const StreamModels& models, StreamConfig config)
+    : config_(std::move(config)) {
+  config_.validate();
+  impl_ = std::make_unique<Impl>(models.model(), config_);
+}
+
+StreamDiarizer::~StreamDiarizer() = default;
+
+void StreamDiarizer::push(std::span<const float> samples) {
+  if (impl_->finished) fail("stream: push() after finish()");
+  const Clock::time_point now = Clock::now();
+  impl_->pushed += samples.size();
+  if (impl_->resampler) {
+    impl_->resampled.clear();
+    impl_->resampler->process(samples, impl_->resampled);
+    impl_->accept(impl_->resampled, now);
+  } else {
+    impl_->accept(samples, now);
+  }
+}
+
+void StreamDiarizer::push_interleaved(std::span<const float> samples, int channels) {
+  if (channels < 1) fail("stream: channels must be at least 1 (got {})", channels);
+  if (channels == 1) return push(samples);
+  const auto c = static_cast<std::size_t>(channels);
+  if (samples.size() % c != 0) {
+    fail("stream: {} interleaved samples are not whole frames of {} channels", samples.size(), c);
+  }
+  std::vector<float> mono(samples.size() / c);
+  for (std::size_t i = 0; i < mono.size(); ++i) {
+    float sum = 0.0F;
+    for (std::size_t k = 0; k < c; ++k) sum += samples[i * c + k];
+    mono[i] = sum / static_cast<float>(c);
+  }
+  push(mono);
+}
+
+void StreamDiarizer::push_int16(std::span<const std::int16_t> samples, int channels) {
+  std::vector<float> converted(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    converted[i] = static_cast<float>(samples[i]) / 32768.0F;
+  }
+  push_interleaved(converted, channels);
+}
+
+std::vector<StreamEvent> StreamDiarizer::take_events() { return std::exchange(impl_->events, {}); }
+
+void StreamDiarizer::return_events(std::vector<StreamEvent> events) {
+  events.insert(events.end(), std::make_move_iterator(impl_->events.begin()),
+                std::make_move_iterator(impl_->events.end()));
+  impl_->events = std::move(events);
+}
+
+void StreamDiarizer::set_event_callback(std::function<void(const StreamEvent&)> callback) {
+  impl_->callback = std::move(callback);
+}
+
+pipeline::DiarizationResult StreamDiarizer::finish(const std::string& uri) {
+  return impl_->finish(uri);
+}
+
+StreamState StreamDiarizer::state() const {
+  StreamState s;
+  s.buffered_samples = impl_->window.size() + impl_->pending.size();
+  s.buffered_frames = impl_->open.size();
+  s.speakers = impl_->centroids.size();
+  s.pending_events = impl_->events.size();
+  s.finished_turns = impl_->turns.size() + impl_->exclusive_turns.size();
+  s.bytes = impl_->bytes();
+  s.working_bytes = s.bytes - impl_->turn_bytes();
+  s.steps = impl_->steps;
+  return s;
+}
+
+double StreamDiarizer::audio_seconds() const {
+  return static_cast<double>(impl_->pushed) / config_.sample_rate;
+}
+
+}  // namespace parley::stream

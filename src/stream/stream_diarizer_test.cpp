@@ -1,0 +1,253 @@
+#include "stream/stream_diarizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "core/error.h"
+
+namespace parley::stream {
+using pipeline::Turn;
+namespace {
+
+// Fake networks over a synthetic signal whose level says who speaks: 0 is silence, k * 0.1 is
+// speaker k. A window's local speakers are its speakers in order of first appearance (at most
+// 3, as segmentation-3.0's), each embedded as a noisy one-hot vector of its true identity.
+class LevelModel : public WindowModel {
+ public:
+  WindowAnalysis analyze(std::span<const float> window) const override {
+    constexpr std::size_t kFrames = 589;
+    constexpr std::size_t kDimension = 16;
+    NdArray<float> segmentation({kFrames, 3});
+    std::vector<int> local;  // true speaker of each local slot
+    for (std::size_t f = 0; f < kFrames; ++f) {
+      const std::size_t centre = std::min(window.size() - 1, f * 270 + 495);
+      const int who = static_cast<int>(std::lround(window[centre] * 10.0F));
+      if (who <= 0) continue;
+      auto slot = std::find(local.begin(), local.end(), who);
+      if (slot == local.end()) {
+        if (local.size() == 3) continue;
+        local.push_back(who);
+        slot = local.end() - 1;
+      }
+      segmentation(f, static_cast<std::size_t>(slot - local.begin())) = 1.0F;
+    }
+    NdArray<float> embeddings({3, kDimension}, std::nanf(""));
+    for (std::size_t l = 0; l < local.size(); ++l) {
+      for (std::size_t d = 0; d < kDimension; ++d) {
+        // Small, deterministic noise that depends on the window's content.
+        const float noise = 0.05F * std::sin(static_cast<float>(d * 7 + l) + window[80000]);
+        embeddings(l, d) = (static_cast<int>(d) == local[l] ? 1.0F : 0.0F) + noise;
+      }
+    }
+    return {std::move(segmentation), std::move(embeddings)};
+  }
+};
+
+// A conversation: turns of a few seconds each among `speakers`, with pauses.
+std::vector<float> conversation(double seconds, int speakers, double rate = 16000.0,
+                                unsigned seed = 1) {
+  std::vector<float> audio(static_cast<std::size_t>(seconds * rate), 0.0F);
+  std::mt19937 random(seed);
+  std::size_t at = 0;
+  while (at < audio.size()) {
+    const int who = 1 + static_cast<int>(random() % static_cast<unsigned>(speakers));
+    const auto length =
+        static_cast<std::size_t>((2.0 + static_cast<double>(random() % 40) / 10.0) * rate);
+    const auto pause = static_cast<std::size_t>(static_cast<double>(random() % 10) / 10.0 * rate);
+    for (std::size_t i = at; i < std::min(audio.size(), at + length); ++i) {
+      audio[i] = 0.1F * static_cast<float>(who);
+    }
+    at += length + pause;
+  }
+  return audio;
+}
+
+struct StreamRun {
+  std::vector<StreamEvent> events;
+  pipeline::DiarizationResult result;
+};
+
+StreamRun stream_in_chunks(const StreamModels& models, const StreamConfig& config,
+                           const std::vector<float>& audio, std::vector<std::size_t> sizes) {
+  StreamDiarizer diarizer(models, config);
+  StreamRun run;
+  std::size_t at = 0;
+  std::size_t k = 0;
+  while (at < audio.size()) {
+    const std::size_t n = std::min(sizes[k++ % sizes.size()], audio.size() - at);
+    diarizer.push(std::span<const float>(audio).subspan(at, n));
+    at += n;
+    for (StreamEvent& e : diarizer.take_events()) run.events.push_back(std::move(e));
+  }
+  run.result = diarizer.finish();
+  for (StreamEvent& e : diarizer.take_events()) run.events.push_back(std::move(e));
+  return run;
+}
+
+void expect_same_events(const std::vector<StreamEvent>& a, const std::vector<StreamEvent>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(a[i].same_decision(b[i]))
+        << i << ": " << a[i].to_json() << " vs " << b[i].to_json();
+  }
+}
+
+TEST(StreamDiarizer, EventsDoNotDependOnChunkSizes) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  StreamConfig config;
+  config.provisional = true;
+  const std::vector<float> audio = conversation(45.0, 3);
+  const StreamRun whole = stream_in_chunks(models, config, audio, {audio.size()});
+  ASSERT_GT(whole.events.size(), 10U);
+  expect_same_events(whole.events, stream_in_chunks(models, config, audio, {1, 7, 333}).events);
+  expect_same_events(whole.events, stream_in_chunks(models, config, audio, {8000}).events);
+  expect_same_events(whole.events, stream_in_chunks(models, config, audio, {12345, 160001}).events);
+}
+
+TEST(StreamDiarizer, ResampledInputDoesNotDependOnChunkSizes) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  StreamConfig config;
+  config.sample_rate = 8000.0;
+  config.latency_seconds = 1.0;
+  const std::vector<float> audio = conversation(30.0, 2, 8000.0);
+  const StreamRun whole = stream_in_chunks(models, config, audio, {audio.size()});
+  ASSERT_GT(whole.events.size(), 4U);
+  expect_same_events(whole.events, stream_in_chunks(models, config, audio, {3, 1000, 4097}).events);
+}
+
+TEST(StreamDiarizer, FinalLabelsComeAfterTheLatencyAndNeverChange) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  for (const double latency : {0.5, 2.0, 5.0}) {
+    StreamConfig config;
+    config.latency_seconds = latency;
+    const std::vector<float> audio = conversation(60.0, 3, 16000.0, 7);
+    const StreamRun run = stream_in_chunks(models, config, audio, {4000});
+    const double duration = 60.0;
+    std::map<std::string, double> open;
+    std::vector<Turn> ended;
+    for (const StreamEvent& e : run.events) {
+      ASSERT_NE(e.kind, StreamEvent::Kind::kTurnUpdate);
+      const double decisive = e.kind == StreamEvent::Kind::kTurnStart ? e.start : e.end;
+      // Made once the audio is `latency` past the decisive frame (or when the stream ends).
+      if (e.audio_time < duration) {
+        EXPECT_GE(e.audio_time + 1e-9, decisive + latency) << e.to_json();
+      }
+      if (e.kind == StreamEvent::Kind::kTurnStart) {
+        EXPECT_FALSE(open.contains(e.speaker)) << e.to_json();
+        open[e.speaker] = e.start;
+      } else {
+        ASSERT_TRUE(open.contains(e.speaker)) << e.to_json();
+        EXPECT_EQ(open[e.speaker], e.start);  // the start given earlier still holds
+        open.erase(e.speaker);
+        ended.push_back({e.start, e.end, e.speaker});
+      }
+    }
+    EXPECT_TRUE(open.empty());
+    // The final result is exactly the events' turns: nothing was relabelled afterwards.
+    ASSERT_EQ(run.result.turns.size(), ended.size());
+    std::sort(ended.begin(), ended.end(),
+              [](const Turn& a, const Turn& b) { return a.start < b.start; });
+    for (std::size_t i = 0; i < ended.size(); ++i) {
+      EXPECT_EQ(run.result.turns[i].start, ended[i].start);
+      EXPECT_EQ(run.result.turns[i].end, ended[i].end);
+      EXPECT_EQ(run.result.turns[i].speaker, ended[i].speaker);
+    }
+  }
+}
+
+TEST(StreamDiarizer, FindsTheSyntheticSpeakersWithStableLabels) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  const std::vector<float> audio = conversation(90.0, 3, 16000.0, 3);
+  const StreamRun run = stream_in_chunks(models, StreamConfig{}, audio, {16000});
+  EXPECT_EQ(run.result.speaker_count, 3U);
+  // Every turn's label stands for one true speaker throughout.
+  std::map<std::string, int> truth;
+  for (const Turn& t : run.result.turns) {
+    const double middle = 0.5 * (t.start + t.end);
+    const int who =
+        static_cast<int>(std::lround(audio[static_cast<std::size_t>(middle * 16000)] * 10));
+    if (t.duration() < 1.0) continue;  // edges of turns
+    auto [it, inserted] = truth.emplace(t.speaker, who);
+    EXPECT_EQ(it->second, who) << t.speaker << " at " << t.start;
+  }
+  EXPECT_EQ(truth.size(), 3U);
+}
+
+TEST(StreamDiarizer, MemoryStaysFlatOverThreeHours) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  StreamDiarizer diarizer(models, StreamConfig{});
+  const std::vector<float> minute = conversation(60.0, 4, 16000.0, 11);
+  StreamState after_3_minutes;
+  std::size_t events = 0;
+  for (int m = 1; m <= 180; ++m) {
+    diarizer.push(minute);
+    events += diarizer.take_events().size();
+    if (m == 3) after_3_minutes = diarizer.state();
+  }
+  const StreamState after_3_hours = diarizer.state();
+  EXPECT_EQ(after_3_hours.steps, 180U * 120U);
+  EXPECT_GT(events, 1000U);
+  EXPECT_EQ(after_3_hours.buffered_samples, after_3_minutes.buffered_samples);
+  EXPECT_LE(after_3_hours.buffered_frames, after_3_minutes.buffered_frames + 40);
+  EXPECT_EQ(after_3_hours.speakers, 4U);
+  EXPECT_LE(after_3_hours.working_bytes, after_3_minutes.working_bytes + 4096)
+      << after_3_minutes.working_bytes;
+  // Finished turns are the only growth: a few dozen bytes each.
+  EXPECT_GT(after_3_hours.finished_turns, 50 * after_3_minutes.finished_turns);
+}
+
+TEST(StreamDiarizer, InterleavedAndInt16InputDownmix) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  const std::vector<float> audio = conversation(20.0, 2);
+  std::vector<float> stereo;
+  std::vector<std::int16_t> pcm;
+  for (float v : audio) {
+    stereo.insert(stereo.end(), {v, v});
+    pcm.push_back(static_cast<std::int16_t>(std::lround(v * 32768.0F)));
+  }
+  StreamDiarizer mono(models, {}), two(models, {}), int16(models, {});
+  mono.push(audio);
+  two.push_interleaved(stereo, 2);
+  int16.push_int16(pcm, 1);
+  const auto a = mono.finish().turns, b = two.finish().turns, c = int16.finish().turns;
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.size(), c.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].start, b[i].start);
+    EXPECT_EQ(a[i].start, c[i].start);
+    EXPECT_EQ(a[i].speaker, c[i].speaker);
+  }
+}
+
+TEST(StreamDiarizer, CallbackGetsTheEventsInsteadOfTheQueue) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  StreamDiarizer diarizer(models, {});
+  std::vector<std::string> lines;
+  diarizer.set_event_callback([&](const StreamEvent& e) { lines.push_back(e.to_json()); });
+  diarizer.push(conversation(20.0, 2));
+  diarizer.finish();
+  EXPECT_TRUE(diarizer.take_events().empty());
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().rfind(R"({"type":"turn_start","speaker":"SPEAKER_00","start":)", 0), 0U)
+      << lines.front();
+}
+
+TEST(StreamDiarizer, ConfigIsValidated) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  StreamConfig config;
+  config.latency_seconds = 0.2;
+  EXPECT_THROW(StreamDiarizer(models, config), Error);
+  config.latency_seconds = 1.0;
+  config.step_seconds = 2.0;
+  EXPECT_THROW(StreamDiarizer(models, config), Error);
+  config = {};
+  config.final_recluster = true;  // the fake has no batch pipeline
+  EXPECT_THROW(StreamDiarizer(models, config), Error);
+  EXPECT_NE(StreamConfig{}.to_string().find("latency=2s"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace parley::stream
