@@ -238,6 +238,10 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
 
 Diarizer::~Diarizer() = default;
 
+std::size_t Diarizer::segmentation_chunks_in_flight() const {
+  return models_->segmentation->accelerator_chunks_in_flight();
+}
+
 DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::string& uri,
                                     ProgressSink& progress,
                                     const std::optional<std::filesystem::path>& save_directory,

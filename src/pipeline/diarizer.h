@@ -190,6 +190,8 @@ class Diarizer {
   Diarizer& operator=(const Diarizer&) = delete;
 
   const DiarizationConfig& config() const { return config_; }
+  // Segmentation chunks its accelerator runs at once; 0 when segmentation is on the CPU.
+  std::size_t segmentation_chunks_in_flight() const;
 
   // Diarizes 16 kHz mono samples. When `save_directory` is set, every stage's arrays are
   // written there (pipeline/intermediates_io.h). With `needed`, the samples may still be
