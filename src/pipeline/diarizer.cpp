@@ -23,6 +23,7 @@
 #include "pipeline/segment_embed_scheduler.h"
 #include "stages/embedding.h"
 #include "stages/segmentation.h"
+#include "stages/shared_trunk_pass.h"
 
 namespace parley::pipeline {
 namespace {
@@ -283,8 +284,12 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
   settings.step_seconds = config_.step_seconds;
   settings.streaming = config_.streaming;
   // Pooled in the graph, a whole pass of the shared trunk per embedding call.
-  settings.embedding_batch = embeds_in_graph_passes() ? config_.shared_trunk.chunks_per_pass
-                                                      : config_.embedding_batch_size;
+  settings.embedding_batch =
+      embeds_in_graph_passes()
+          ? pass_chunks_at_step(
+                config_.shared_trunk.chunks_per_pass,
+                static_cast<std::int64_t>(std::llround(config_.step_seconds * kSampleRate)))
+          : config_.embedding_batch_size;
   settings.embedding_dimension = models_->embedding->dimension();
   settings.embedding_reads_whole_recording = config_.embedding_mode == EmbeddingMode::kShared;
   SegmentEmbedScheduler scheduler(
