@@ -62,8 +62,9 @@ void CorpusConfig::validate() const {
 std::string CorpusConfig::to_string() const {
   return fmt::format(
       "CorpusConfig(decode_threads={}, clustering_threads={}, decoded_per_engine={}, "
-      "group_chunks={})",
-      decode_threads, clustering_threads, decoded_per_engine, group_chunks);
+      "group_chunks={}, fill_chunks={})",
+      decode_threads, clustering_threads, decoded_per_engine, group_chunks,
+      fill_chunks ? std::to_string(*fill_chunks) : std::string("automatic"));
 }
 
 int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& memory) {
@@ -297,21 +298,29 @@ struct CorpusEngine::Run {
     return static_cast<std::size_t>(seconds / step) + 1;
   }
 
+  std::size_t fill_chunks(std::size_t engine_index) const {
+    if (engine.config_.fill_chunks) return *engine.config_.fill_chunks;
+    return engine.diarizers_[engine_index]->segmentation_chunks_in_flight();
+  }
+
   void engine_loop(std::size_t engine_index) {
     while (!stopping()) {
       const auto wait_start = Clock::now();
       std::optional<Decoded> first = decoded.pop();
       if (!first) break;
-      const double waited = seconds_since(wait_start);
       std::vector<Decoded> group;
       std::size_t chunks = chunks_of(*first);
       group.push_back(std::move(*first));
+      const std::size_t fill = std::min(engine.config_.group_chunks, fill_chunks(engine_index));
       while (chunks < engine.config_.group_chunks) {
-        std::optional<Decoded> more = decoded.try_pop();
+        // Below `fill` the engine waits for the decoders: their next recording comes sooner
+        // than a half-padded batch would take.
+        std::optional<Decoded> more = chunks < fill ? decoded.pop() : decoded.try_pop();
         if (!more) break;
         chunks += chunks_of(*more);
         group.push_back(std::move(*more));
       }
+      const double waited = seconds_since(wait_start);
       const auto networks_start = Clock::now();
       const std::size_t recordings = group.size();
       embed_group(engine_index, std::move(group));

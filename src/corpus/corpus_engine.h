@@ -56,6 +56,14 @@ struct CorpusConfig {
   // (at a 1 s step, 1,024 chunks are about 17 minutes of audio). A recording longer than this
   // goes alone.
   std::size_t group_chunks = 1024;
+  // Chunks an engine waits for before its networks start: it takes recordings as they are
+  // decoded until its group holds this many (at most group_chunks) or no more come, then adds
+  // those already waiting. Unset: the segmentation chunks its accelerator runs at once
+  // (pipeline::Diarizer::segmentation_chunks_in_flight; none on the CPU, whose batches one
+  // recording fills), so that batches are full whatever the step: at a 2 s step a 3-minute call
+  // makes half the chunks of a 1 s step, and alone it would leave its calls half padding. 0:
+  // only those already waiting join.
+  std::optional<std::size_t> fill_chunks;
   // When the run's stop flag is set, recordings in the networks are abandoned at their next step
   // (and not reported) instead of finished: for callers that stop because nobody waits for the
   // results any more (a library batch being freed).

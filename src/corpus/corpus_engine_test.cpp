@@ -6,7 +6,9 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "audio/mono_resampled_stream.h"
 #include "core/heap.h"
@@ -47,16 +49,17 @@ class CorpusEngineTest : public ::testing::Test {
     for (std::size_t i = 0; i < inputs_.size(); ++i) inputs_[i].uri = "rec" + std::to_string(i);
   }
 
-  pipeline::DiarizationConfig config(int threads) const {
+  pipeline::DiarizationConfig config(int threads, double step_seconds = 1.0) const {
     pipeline::DiarizationConfig config;
     config.threads = threads;
+    config.step_seconds = step_seconds;
     config.clustering.method = cluster::ClusteringMethod::kAhc;
     return config;
   }
 
   // Every input diarized alone by one Diarizer: what the corpus must reproduce.
-  std::vector<std::string> alone() const {
-    pipeline::Diarizer diarizer(models_, config(1));
+  std::vector<std::string> alone(double step_seconds = 1.0) const {
+    pipeline::Diarizer diarizer(models_, config(1, step_seconds));
     Progress quiet(Progress::Mode::kNever);
     std::vector<std::string> rttms;
     for (const auto& input : inputs_) {
@@ -166,6 +169,41 @@ TEST_F(CorpusEngineTest, SameRttmForAnyThreadsGroupingAndEngines) {
       if (outcome.group_size > 1) ++grouped;
     }
     std::printf("%zu of %zu recordings shared model calls\n", grouped, outcomes.size());
+  }
+}
+
+// At a 2 s step a recording makes half the chunks: an engine waits for the decoders until its
+// group fills its segmentation calls (fill_chunks), whatever the queue of decoded recordings
+// holds, and each recording's RTTM is still the one it gets alone.
+TEST_F(CorpusEngineTest, GroupsFillToTheirChunksAtAnyStepWithTheSameRttms) {
+  const std::vector<std::string> expected = alone(2.0);
+  {
+    const pipeline::Diarizer cpu(models_, config(1, 2.0));
+    EXPECT_EQ(cpu.segmentation_chunks_in_flight(), 0u) << "the CPU's batches need no filling";
+  }
+  struct Setup {
+    std::optional<std::size_t> fill_chunks;
+    int engines;
+  };
+  for (const Setup setup : {Setup{100000, 1}, Setup{0, 1}, Setup{300, 2}, Setup{std::nullopt, 2}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "fill " << (setup.fill_chunks ? std::to_string(*setup.fill_chunks) : "auto")
+                 << ", engines " << setup.engines);
+    CorpusConfig corpus;
+    corpus.decode_threads = 1;
+    corpus.decoded_per_engine = 1;  // without waiting, a group takes at most one more
+    corpus.group_chunks = 100000;
+    corpus.fill_chunks = setup.fill_chunks;
+    CorpusEngine engine(models_, engine_configs(config(1, 2.0), {}, setup.engines), corpus);
+    const auto outcomes = run(engine, inputs_);
+    ASSERT_EQ(outcomes.size(), inputs_.size());
+    for (const auto& [index, outcome] : outcomes) {
+      ASSERT_TRUE(outcome.ok()) << outcome.error;
+      EXPECT_EQ(rttm_of(*outcome.result), expected[index]) << inputs_[index].audio;
+      if (setup.fill_chunks == 100000u) {
+        EXPECT_EQ(outcome.group_size, inputs_.size()) << "one engine waits for every recording";
+      }
+    }
   }
 }
 

@@ -12,28 +12,23 @@
 #include <string_view>
 #include <thread>
 
-#include "core/bounded_queue.h"
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "frames/postprocess.h"
-#include "frames/powerset.h"
 #include "frames/speaker_count.h"
 #include "models/model_locator.h"
 #include "pipeline/intermediates_io.h"
+#include "pipeline/segment_embed_scheduler.h"
 #include "stages/embedding.h"
 #include "stages/segmentation.h"
+#include "stages/shared_trunk_pass.h"
 
 namespace parley::pipeline {
 namespace {
 
 constexpr double kChunkSeconds = 10.0;
-
-// One past the last sample of the recording that chunk `chunk` holds.
-std::size_t chunk_end(const ChunkPlan& plan, std::int64_t chunk) {
-  return static_cast<std::size_t>(plan.chunk_offset(chunk) + plan.valid_samples(chunk));
-}
 
 // The zero-padded last chunk can stretch a final turn up to a chunk step past the end of the
 // audio (pyannote leaves it so); a turn past the end is not a place anyone spoke.
@@ -244,6 +239,10 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
 
 Diarizer::~Diarizer() = default;
 
+std::size_t Diarizer::segmentation_chunks_in_flight() const {
+  return models_->segmentation->accelerator_chunks_in_flight();
+}
+
 DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::string& uri,
                                     ProgressSink& progress,
                                     const std::optional<std::filesystem::path>& save_directory,
@@ -277,239 +276,31 @@ DiarizationResult Diarizer::cluster(
   return result;
 }
 
-// One recording of a segment_and_embed call: where its chunks sit in the stream of all chunks.
-struct Diarizer::RecordingWork {
-  std::span<const float> samples;
-  ChunkPlan plan;
-  std::size_t first_chunk = 0;  // in the stream of every recording's chunks
-  std::size_t chunk_count = 0;
-  std::size_t embedded = 0;  // chunks of this recording embedded so far
-  // Its binarized segmentations while the networks run, as one powerset class a frame
-  // [chunk_count, frames]: a twelfth of the float activations, which only its finished
-  // recording gets (2 MB an hour instead of 25 MB, held from the first batch on).
-  std::vector<std::uint8_t> powerset_classes;
-  std::size_t frames = 0;  // per chunk
-};
-
 std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
     std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
     ProgressSink& progress, const SamplesPassed& passed, const SamplesNeeded& needed) {
-  using Clock = std::chrono::steady_clock;
-  const auto networks_start = Clock::now();
-  times.resize(recordings.size());
-  std::vector<DiarizationIntermediates> intermediates(recordings.size());
-  std::vector<RecordingWork> work(recordings.size());
-  std::size_t chunk_count = 0;
-  for (std::size_t r = 0; r < recordings.size(); ++r) {
-    work[r].samples = recordings[r];
-    work[r].plan = plan_chunks(static_cast<std::int64_t>(recordings[r].size()), kSampleRate,
-                               kChunkSeconds, config_.step_seconds);
-    work[r].first_chunk = chunk_count;
-    work[r].chunk_count = static_cast<std::size_t>(work[r].plan.num_chunks());
-    chunk_count += work[r].chunk_count;
-    intermediates[r].duration_seconds = static_cast<double>(recordings[r].size()) / kSampleRate;
-    intermediates[r].chunks = work[r].plan.chunks();
-  }
-  // The recording that chunk `chunk` of the stream belongs to.
-  const auto recording_of = [&work](std::size_t chunk) {
-    const auto after = std::upper_bound(
-        work.begin(), work.end(), chunk,
-        [](std::size_t value, const RecordingWork& w) { return value < w.first_chunk; });
-    return static_cast<std::size_t>(std::distance(work.begin(), after) - 1);
-  };
-  // Chunks per embedding call: pooled in the graph, a whole pass of the shared trunk.
-  const std::size_t embedding_batch = embeds_in_graph_passes()
-                                          ? config_.shared_trunk.chunks_per_pass
-                                          : config_.embedding_batch_size;
-  const std::size_t dimension = models_->embedding->dimension();
-  const Powerset powerset(3, 2);
-  const auto speakers = static_cast<std::size_t>(powerset.num_classes());
-  // Chunks [first, first + count) of a recording as binarized segmentations [count, frames,
-  // speakers].
-  const auto segmentations_of = [&powerset, speakers](const RecordingWork& recording,
-                                                      std::size_t first, std::size_t count) {
-    NdArray<float> segmentations({count, recording.frames, speakers});
-    powerset.write_multilabel(std::span(recording.powerset_classes)
-                                  .subspan(first * recording.frames, count * recording.frames),
-                              segmentations.values());
-    return segmentations;
-  };
-
-  // Segmentation batches travel to the embedding loop through this queue. Streaming, they are
-  // embedded while later chunks are still being segmented (on a GPU the embeddings run while
-  // the CPU segments); otherwise segmentation finishes first. Embedding always goes in the same
-  // `embedding_batch` chunk ranges of each recording, so both orders give identical results.
-  struct SegmentedBatch {
-    std::size_t first_chunk = 0;
-    NdArray<float> log_probabilities;
-  };
-  const std::size_t capacity =
-      config_.streaming ? std::max<std::size_t>(2 * embedding_batch, 1) : chunk_count + 1;
-  BoundedQueue<SegmentedBatch> queue(capacity);
-
-  double segmentation_seconds = 0.0;
-  auto segment = [&] {
-    try {
-      const auto segmentation_start = Clock::now();
-      if (chunk_count > 0) {
-        models_->segmentation->run(
-            chunk_count,
-            [&](std::size_t chunk, std::span<float> out) {
-              const std::size_t r = recording_of(chunk);
-              const RecordingWork& recording = work[r];
-              const auto local = static_cast<std::int64_t>(chunk - recording.first_chunk);
-              if (needed) {
-                // The shared first convolution reads the recording past the chunk's end.
-                needed(r, std::min(recording.samples.size(),
-                                   chunk_end(recording.plan, local) +
-                                       models_->segmentation->samples_read_past_chunk()));
-              }
-              copy_chunk(recording.samples, recording.plan, local, out);
-            },
-            config_.streaming ? SegmentationModel::ProgressCallback{}
-                              : [&](std::size_t done) { progress.update(done); },
-            [&](std::size_t first_chunk, const NdArray<float>& log_probabilities) {
-              // Measured up to the hand-over of each batch, not past the last: on a busy machine
-              // the worker threads' teardown after it would otherwise count as segmentation
-              // while the last embeddings already run.
-              segmentation_seconds = seconds_since(segmentation_start);
-              if (!queue.push({first_chunk, log_probabilities})) {
-                throw std::runtime_error("embedding stopped");
-              }
-            },
-            [&](std::size_t chunk) {
-              const std::size_t r = recording_of(chunk);
-              return SegmentationModel::ChunkOrigin{
-                  r, work[r].samples,
-                  work[r].plan.chunk_offset(
-                      static_cast<std::int64_t>(chunk - work[r].first_chunk))};
-            });
-      }
-      queue.close();
-    } catch (...) {
-      queue.close(std::current_exception());
-    }
-  };
-
-  std::jthread segmentation_thread;
-  if (config_.streaming) {
-    // One stage for both networks: a chunk counts once when segmented and once when embedded,
-    // so the count moves from the first segmented batch on instead of waiting for the first
-    // embedding range (32 chunks, or a whole pass of the shared trunk).
-    progress.begin("segmentation+embedding", 2 * chunk_count);
-    segmentation_thread = std::jthread(segment);
-  } else {
-    progress.begin("segmentation", chunk_count);
-    segment();
-    progress.end();
-    progress.begin("embedding", chunk_count);
-  }
-  // Should embedding fail, the segmentation thread must not wait forever on a full queue.
-  struct CancelOnExit {
-    BoundedQueue<SegmentedBatch>& queue;
-    ~CancelOnExit() { queue.cancel(); }
-  } cancel_on_exit{queue};
-
-  std::size_t segmented = 0;       // chunks of the stream segmented so far
-  std::size_t embedded_total = 0;  // for progress
-  std::size_t current = 0;         // the recording being embedded
-  // Reported from this thread only, so the counts reach the sink in order.
-  const auto report_progress = [&] {
-    progress.update(config_.streaming ? segmented + embedded_total : embedded_total);
-  };
-  for (;;) {
-    std::optional<SegmentedBatch> batch = queue.pop();
-    if (batch) {
-      const std::vector<std::uint8_t> classes = powerset.decode(batch->log_probabilities);
-      const std::size_t rows = batch->log_probabilities.dim(0);
-      const std::size_t frames = batch->log_probabilities.dim(1);
-      for (std::size_t row = 0; row < rows; ++row) {
-        const std::size_t chunk = batch->first_chunk + row;
-        const std::size_t r = recording_of(chunk);
-        RecordingWork& recording = work[r];
-        if (recording.powerset_classes.empty()) {
-          recording.frames = frames;
-          recording.powerset_classes.resize(recording.chunk_count * frames);
-          intermediates[r].embeddings =
-              NdArray<float>({recording.chunk_count, speakers, dimension});
-        }
-        std::copy_n(classes.data() + row * frames, frames,
-                    recording.powerset_classes.data() + (chunk - recording.first_chunk) * frames);
-      }
-      segmented = batch->first_chunk + rows;
-      if (config_.streaming) report_progress();
-    }
-    // Embed whole ranges of the current recording as they become available, its last (short)
-    // range only once all its chunks are segmented, then move on to the next recording.
-    while (current < work.size()) {
-      RecordingWork& recording = work[current];
-      const std::size_t available =
-          std::min(segmented - std::min(segmented, recording.first_chunk), recording.chunk_count);
-      const std::size_t waiting = available - recording.embedded;
-      const bool complete = available == recording.chunk_count;
-      if (waiting == 0 && complete) {
-        if (recording.chunk_count > 0) {
-          intermediates[current].segmentations =
-              segmentations_of(recording, 0, recording.chunk_count);
-          recording.powerset_classes = {};
-        }
-        ++current;
-        continue;
-      }
-      if (waiting < embedding_batch && !(complete && waiting > 0)) break;
-      const std::size_t count = std::min(embedding_batch, waiting);
-      DiarizationIntermediates& target = intermediates[current];
-      if (needed) {
-        // The shared trunk reads ahead of its chunks (blocks, margins, a recording-wide mean):
-        // it starts once the whole recording is there.
-        needed(current, config_.embedding_mode == EmbeddingMode::kShared
-                            ? recording.samples.size()
-                            : chunk_end(recording.plan,
-                                        static_cast<std::int64_t>(recording.embedded + count - 1)));
-      }
-      const auto embedding_start = Clock::now();
-      const NdArray<float> embedded_range =
-          embed_chunk_range(recording.samples, recording.plan, recording.embedded,
-                            segmentations_of(recording, recording.embedded, count));
-      std::copy(embedded_range.values().begin(), embedded_range.values().end(),
-                target.embeddings.data() + recording.embedded * embedded_range.size() / count);
-      times[current].add("embedding", seconds_since(embedding_start));
-      recording.embedded += count;
-      if (passed) {
-        // The shared trunk's blocks (two minutes) and margins reach back before the next chunk.
-        constexpr std::int64_t kReachBackSamples = 180 * kSampleRate;
-        const std::int64_t next_start =
-            static_cast<std::int64_t>(recording.embedded) * recording.plan.step_samples;
-        if (next_start > kReachBackSamples) {
-          passed(current, static_cast<std::size_t>(next_start - kReachBackSamples));
-        }
-      }
-      embedded_total += count;
-      report_progress();
-    }
-    if (!batch) break;
-  }
-  progress.end();
-  if (segmentation_thread.joinable()) segmentation_thread.join();
-  // The tail where only embedding runs, and the networks are half idle (SPDLOG_LEVEL=debug).
-  spdlog::debug(
-      "{} recording(s), {} chunks: segmentation handed on its last batch {:.3f} s after "
-      "it started, embedding ended {:.3f} s after it",
-      recordings.size(), chunk_count, segmentation_seconds, seconds_since(networks_start));
-  // Segmentation ran over every recording at once: each gets its share by chunks. With
-  // streaming the stages overlap: each is its own working time, and their sum can exceed the
-  // wall time of both together.
-  for (std::size_t r = 0; r < work.size(); ++r) {
-    const double share = chunk_count > 0 ? static_cast<double>(work[r].chunk_count) /
-                                               static_cast<double>(chunk_count)
-                                         : 0.0;
-    StageTimes ordered;
-    ordered.add("segmentation", segmentation_seconds * share);
-    for (const auto& [stage, seconds] : times[r].entries()) ordered.add(stage, seconds);
-    ordered.add("embedding", 0.0);
-    times[r] = ordered;
-  }
-  return intermediates;
+  SegmentEmbedSettings settings;
+  settings.chunk_seconds = kChunkSeconds;
+  settings.step_seconds = config_.step_seconds;
+  settings.streaming = config_.streaming;
+  // Pooled in the graph, a whole pass of the shared trunk per embedding call.
+  settings.embedding_batch =
+      embeds_in_graph_passes()
+          ? pass_chunks_at_step(
+                config_.shared_trunk.chunks_per_pass,
+                static_cast<std::int64_t>(std::llround(config_.step_seconds * kSampleRate)))
+          : config_.embedding_batch_size;
+  settings.embedding_dimension = models_->embedding->dimension();
+  settings.embedding_reads_whole_recording = config_.embedding_mode == EmbeddingMode::kShared;
+  SegmentEmbedScheduler scheduler(
+      *models_->segmentation,
+      [this](std::span<const float> samples, const ChunkPlan& plan, std::size_t first_chunk,
+             const NdArray<float>& segmentations) {
+        return embed_chunk_range(samples, plan, first_chunk, segmentations);
+      },
+      settings);
+  for (const std::span<const float> samples : recordings) scheduler.add(samples);
+  return scheduler.run(times, progress, passed, needed);
 }
 
 bool Diarizer::embeds_in_graph_passes() const {

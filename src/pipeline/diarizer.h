@@ -190,6 +190,8 @@ class Diarizer {
   Diarizer& operator=(const Diarizer&) = delete;
 
   const DiarizationConfig& config() const { return config_; }
+  // Segmentation chunks its accelerator runs at once; 0 when segmentation is on the CPU.
+  std::size_t segmentation_chunks_in_flight() const;
 
   // Diarizes 16 kHz mono samples. When `save_directory` is set, every stage's arrays are
   // written there (pipeline/intermediates_io.h). With `needed`, the samples may still be
@@ -200,12 +202,10 @@ class Diarizer {
                             const std::optional<std::filesystem::path>& save_directory = {},
                             const SamplesPassed& passed = {}, const SamplesNeeded& needed = {});
 
-  // The model stage of several recordings (16 kHz mono each) in one stream of model calls:
-  // segmentation batches run across recordings, so short recordings fill a batch together;
-  // embeddings go recording by recording in the same chunk ranges as for one recording alone.
-  // Each recording's intermediates equal those of diarizing it alone whenever segmentation
-  // runs one chunk per call (the CPU default); with larger batches a chunk's row in a batch can
-  // change ONNX Runtime's kernels in the last bits. `times[i]` receives recording i's share of
+  // The model stage of several recordings (16 kHz mono each) in one stream of model calls, fed
+  // to this Diarizer's networks through a SegmentEmbedScheduler
+  // (pipeline/segment_embed_scheduler.h, which says when the result equals diarizing each
+  // alone). `times[i]` receives recording i's share of
   // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
   // `needed` as for diarize().
   std::vector<DiarizationIntermediates> segment_and_embed(
@@ -222,7 +222,6 @@ class Diarizer {
 
  private:
   struct Models;
-  struct RecordingWork;
   // Shared mode pooling inside the graph: embedding ranges are whole passes.
   bool embeds_in_graph_passes() const;
   NdArray<float> embed_chunk_range_unchecked(std::span<const float> samples, const ChunkPlan& plan,

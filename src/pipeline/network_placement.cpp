@@ -15,6 +15,7 @@
 #include "runtime/device_memory.h"
 #include "runtime/placement.h"
 #include "stages/embedding_graphs.h"
+#include "stages/shared_trunk_pass.h"
 
 namespace parley::pipeline {
 namespace {
@@ -321,7 +322,9 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                          shared_trunk_pools_in_graph(config.shared_trunk, true, true);
       if (embedding_pooled) {
         // One pass of chunks_per_pass chunks per call, always of one shape.
-        const std::size_t pass_chunks = config.shared_trunk.chunks_per_pass;
+        const std::size_t pass_chunks = pass_chunks_at_step(
+            config.shared_trunk.chunks_per_pass,
+            static_cast<std::int64_t>(std::llround(config.step_seconds * kSampleRate)));
         embedding_job.buckets = runtime::Buckets({pass_chunks});
         embedding_job.shapes = [shapes = targets->pooled_shapes](std::size_t) { return shapes; };
         embedding_job.loaded_sha256 = targets->pooled->sha256;

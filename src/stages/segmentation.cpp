@@ -244,6 +244,12 @@ std::size_t SegmentationModel::effective_batch_size() const {
   return signature_.batch_is_dynamic && !cpu_float16_ ? config_.batch_size : 1;
 }
 
+std::size_t SegmentationModel::accelerator_chunks_in_flight() const {
+  if (config_.provider == runtime::ProviderId::kCpu) return 0;
+  const int calls = static_shapes_ ? 1 : config_.accelerator_sessions;
+  return effective_batch_size() * static_cast<std::size_t>(std::max(calls, 1));
+}
+
 std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk_count) const {
   const std::size_t batch_size = effective_batch_size();
   if (config_.batch_buckets && signature_.batch_is_dynamic) {

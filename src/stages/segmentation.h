@@ -143,6 +143,9 @@ class SegmentationModel {
   const std::filesystem::path& model_path() const { return model_path_; }
   // Chunks per model call actually used: config().batch_size, or 1 for a fixed-batch model.
   std::size_t effective_batch_size() const;
+  // Chunks an accelerator runs at once (a batch per call in flight); 0 on the CPU. A caller
+  // that feeds fewer leaves the device padding or idle (the corpus engine waits for this many).
+  std::size_t accelerator_chunks_in_flight() const;
   // The calls run() makes for `chunk_count` chunks (padded to buckets when configured).
   std::vector<runtime::BatchSlice> plan_calls(std::size_t chunk_count) const;
   // The model as the sessions load it: rewritten for an accelerator, else the file's bytes

@@ -16,6 +16,7 @@
 #include "core/stage_timer.h"
 #include "graph/fbank_graph.h"
 #include "graph/pooled_trunk_graph.h"
+#include "stages/shared_trunk_pass.h"
 #include "stages/stats_pooling.h"
 
 namespace parley::pipeline {
@@ -230,11 +231,12 @@ PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t 
   // to the last one's end (grid rounding adds at most one frame), plus a margin on each side.
   const std::size_t step_frames = static_cast<std::size_t>(step_samples) / hop;
   const std::size_t margin_grid = config.margin_frames / config.time_stride;
+  const std::size_t pass_chunks = pass_chunks_at_step(config.chunks_per_pass, step_samples);
   PooledPassShape shape;
-  shape.trunk_frames = ceil_div((config.chunks_per_pass - 1) * step_frames, config.time_stride) +
-                       1 + ceil_div(chunk_frames, config.time_stride) + 2 * margin_grid;
+  shape.trunk_frames = ceil_div((pass_chunks - 1) * step_frames, config.time_stride) + 1 +
+                       ceil_div(chunk_frames, config.time_stride) + 2 * margin_grid;
   shape.frames = shape.trunk_frames * config.time_stride;
-  shape.pairs = config.chunks_per_pass * speakers;
+  shape.pairs = pass_chunks * speakers;
   shape.bins = fbank.num_mel_bins;
   return shape;
 }
@@ -253,6 +255,8 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
   const PooledPassShape pass_shape =
       pooled_pass_shape(config_, plan_.step_samples, plan_.window_samples, fbank_.config(),
                         /*speakers=*/0);
+  // From here on a pass's chunks at this step (pooled_pass_shape counted them the same way).
+  config_.chunks_per_pass = pass_chunks_at_step(config_.chunks_per_pass, plan_.step_samples);
   const auto window = static_cast<std::size_t>(plan_.window_samples);
   chunk_fbank_frames_ = fbank_.num_frames(window);
   trunk_frames_per_chunk_ = ceil_div(chunk_fbank_frames_, config_.time_stride);

@@ -1,4 +1,5 @@
 #include "stages/shared_trunk.h"
+#include "stages/shared_trunk_pass.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -522,6 +523,51 @@ TEST(SharedTrunk, PooledPassShapeIsTheOneShapeTheGraphPassesOpen) {
   ASSERT_GT(per_shape_trunk.trunk_passes(), 1u) << "several passes, all of one shape";
   EXPECT_EQ(per_shape.opened_shapes(),
             (std::vector<std::vector<runtime::InputShape>>{shape.inputs()}));
+}
+
+// chunks_per_pass counts one-second steps: at a 2 s step a pass holds half the chunks and spans
+// the same audio (a short call pays one pass of its own length, not twice it), and the trunk's
+// passes take the shape pooled_pass_shape() names, with the embeddings of host pooling.
+TEST(SharedTrunk, PassesSpanTheSameAudioAtALongerStep) {
+  EXPECT_EQ(pass_chunks_at_step(256, kSampleRate), 256u);
+  EXPECT_EQ(pass_chunks_at_step(256, kSampleRate / 2), 256u);
+  EXPECT_EQ(pass_chunks_at_step(256, 2 * kSampleRate), 128u);
+  EXPECT_EQ(pass_chunks_at_step(1, 2 * kSampleRate), 1u);
+  SharedTrunkConfig config;
+  config.pooling = SharedTrunkPooling::kGraph;
+  config.chunks_per_pass = 8;
+  const FbankConfig fbank = test_model_config().fbank;
+  const PooledPassShape one = pooled_pass_shape(config, kSampleRate, 10 * kSampleRate, fbank, 3);
+  const PooledPassShape two =
+      pooled_pass_shape(config, 2 * kSampleRate, 10 * kSampleRate, fbank, 3);
+  EXPECT_EQ(two.pairs, 12u);
+  EXPECT_LE(two.frames, one.frames) << "no more audio per pass than at a 1 s step";
+
+  const auto audio = synthetic_recording(41 * kSampleRate + 123);
+  const ChunkPlan plan =
+      plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate, 10.0, 2.0);
+  const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+  NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 131 + c) % 3) = 1.0f;
+  }
+  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  SharedTrunk graph(extractor, audio, plan, config);
+  const NdArray<float> pooled = graph.embed_chunks(0, segmentations);
+  EXPECT_EQ(graph.graph_pass_frames(), two.frames);
+  EXPECT_GT(graph.trunk_passes(), 1u) << "several passes of 4 chunks";
+  SharedTrunkConfig host_config = config;
+  host_config.pooling = SharedTrunkPooling::kHost;
+  SharedTrunk host(extractor, audio, plan, host_config);
+  const NdArray<float> expected = host.embed_chunks(0, segmentations);
+  double worst = 1.0;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      worst = std::min(worst, cosine(&pooled(c, k, 0), &expected(c, k, 0), extractor.dimension()));
+    }
+  }
+  EXPECT_GT(worst, 0.999);
 }
 
 // The margins must cover the trunk's reach; a trunk that mixes the whole time axis, or keeps a
