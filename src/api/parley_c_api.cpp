@@ -417,19 +417,12 @@ std::string result_text(const parley_result& result, const char* format, bool ex
   parley::pipeline::ResultFormatOptions options;
   options.exclusive = exclusive;
   options.uri = uri != nullptr ? std::string(uri) : result.result.uri;
-  // Checked here too, not only per turn: a result without turns must refuse the same uri.
-  if (std::any_of(options.uri.begin(), options.uri.end(), [](char c) {
-        return std::isspace(static_cast<unsigned char>(c)) ||
-               std::iscntrl(static_cast<unsigned char>(c));
-      })) {
-    invalid(
-        fmt::format("{}: uri '{}' holds whitespace or control characters, which RTTM cannot "
-                    "represent; pass a name without them",
-                    function, options.uri));
-  }
-  return with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+  // The writer's checks (a uri RTTM cannot hold, an unknown format), named by the function.
+  try {
     return parley::pipeline::format_result(result.result, format, options);
-  });
+  } catch (const parley::Error& error) {
+    invalid(fmt::format("{}: {}", function, error.what()));
+  }
 }
 
 void make_texts(parley_result& result) {
