@@ -401,7 +401,7 @@ class Batch {
   std::size_t submit_to(const py::bytes& path_bytes, const py::bytes& out_dir_bytes,
                         const std::string& format, std::optional<py::bytes> name_bytes,
                         std::optional<int> num_speakers, std::optional<int> min_speakers,
-                        std::optional<int> max_speakers) {
+                        std::optional<int> max_speakers, bool exclusive) {
     const std::string path = without_nul(path_bytes, "path");
     const std::string out_dir = without_nul(out_dir_bytes, "out_dir");
     const std::optional<std::string> name =
@@ -411,8 +411,11 @@ class Batch {
     parley_status status;
     {
       py::gil_scoped_release release;  // hashes the models the first time
-      status = parley_batch_submit_to(handle_, path.c_str(), out_dir.c_str(), format.c_str(),
-                                      name ? name->c_str() : nullptr, &options, &index);
+      status = parley_batch_set_exclusive(handle_, exclusive ? 1 : 0);
+      if (status == PARLEY_OK) {
+        status = parley_batch_submit_to(handle_, path.c_str(), out_dir.c_str(), format.c_str(),
+                                        name ? name->c_str() : nullptr, &options, &index);
+      }
     }
     check(status);
     return index;
@@ -707,7 +710,7 @@ PYBIND11_MODULE(_parley, module) {
            py::arg("min_speakers"), py::arg("max_speakers"))
       .def("submit_to", &Batch::submit_to, py::arg("path"), py::arg("out_dir"), py::arg("format"),
            py::arg("name"), py::arg("num_speakers"), py::arg("min_speakers"),
-           py::arg("max_speakers"))
+           py::arg("max_speakers"), py::arg("exclusive") = false)
       .def("layout", &Batch::layout)
       .def("counts", &Batch::counts)
       .def("finish", &Batch::finish)

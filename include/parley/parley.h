@@ -286,6 +286,11 @@ PARLEY_API parley_status parley_batch_submit_to(parley_batch* batch, const char*
                                                 const char* out_dir, const char* format,
                                                 const char* name, const parley_run_options* options,
                                                 size_t* index);
+/* The turns the recordings submitted to a folder after this call are written with: exclusive != 0
+ * the turns with at most one speaker at a time in rttm, txt, srt and vtt (json holds both), as
+ * `parley diarize --out-dir DIR --exclusive` writes them; 0 (the default) the turns as they
+ * overlap. A record made with the other choice is not taken for finished. */
+PARLEY_API parley_status parley_batch_set_exclusive(parley_batch* batch, int exclusive);
 /* The batch's recordings so far: diarized (and written, with parley_batch_submit_to), skipped as
  * finished earlier, failed. Any pointer may be NULL. */
 PARLEY_API void parley_batch_counts(const parley_batch* batch, size_t* done, size_t* skipped,

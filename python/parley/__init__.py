@@ -39,8 +39,8 @@ class SpeedTwinWarning(UserWarning):
 
 
 # The bounds of the C API (include/parley/parley.h), checked here first so that any Python value
-# gets a parley error rather than a conversion error.
-MAX_SPEAKERS = 1000
+# gets a parley error rather than a conversion error. A speaker count's own bound is the engine's
+# (its message comes through the C API).
 MIN_SAMPLE_RATE = 1000
 MAX_SAMPLE_RATE = 768000
 _INT_MAX = 2**31 - 1
@@ -70,7 +70,7 @@ def _float(name: str, value: Any) -> float:
 
 
 def _speakers(name: str, value: Any) -> Optional[int]:
-    return None if value is None else _integer(name, value, 1, MAX_SPEAKERS)
+    return None if value is None else _integer(name, value, 1, _INT_MAX)
 
 
 def _number(name: str, value: Any, low: float, high: float) -> float:

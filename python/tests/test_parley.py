@@ -112,6 +112,33 @@ def test_every_format_as_the_command_line_writes_it(falcon, format, exclusive):
     assert falcon.to_format(format, exclusive=exclusive) == command.stdout
 
 
+@pytest.mark.skipif(not CLI, reason="the parley command is not built")
+def test_a_batch_writes_the_exclusive_turns_into_a_folder_as_the_command_line(pipeline, tmp_path):
+    # pyannote's sample has overlapped speech: its exclusive turns differ.
+    sample = pipeline(SAMPLE)
+    out_dir = tmp_path / "out"
+    batch = parley._parley.Batch(parley._settings(models_dir=MODELS, threads=2))
+    batch.submit_to(os.fsencode(SAMPLE), os.fsencode(out_dir), "txt", None, None, None, None,
+                    exclusive=True)
+    batch.finish()
+    index, result = batch.next()
+    assert index == 0 and not isinstance(result, str)
+    written = (out_dir / "sample.txt").read_text()
+    assert written == sample.to_format("txt", exclusive=True)
+    assert written != sample.to_format("txt")
+    # The command line takes what the batch wrote for its own --exclusive run, and only that.
+    record = out_dir / ".parley" / "sample.txt.json"
+    before = record.read_bytes()
+    command = subprocess.run([CLI, "diarize", "--models", MODELS, "--threads", "2", "--format",
+                              "txt", "--exclusive", "--out-dir", str(out_dir), SAMPLE],
+                             check=True, capture_output=True, text=True)
+    assert "1 of 1 recordings done earlier" in command.stderr
+    assert record.read_bytes() == before
+    subprocess.run([CLI, "diarize", "--quiet", "--models", MODELS, "--threads", "2", "--format",
+                    "txt", "--out-dir", str(out_dir), SAMPLE], check=True)
+    assert (out_dir / "sample.txt").read_text() == sample.to_format("txt")
+
+
 def test_write_takes_the_format_from_the_extension(falcon, tmp_path):
     falcon.write(tmp_path / "turns.vtt", exclusive=True)
     assert (tmp_path / "turns.vtt").read_text() == falcon.to_format("vtt", exclusive=True)
@@ -451,6 +478,13 @@ def test_sample_rate_may_be_a_whole_float_or_numpy_int(pipeline):
 def test_call_keywords_are_bounded(pipeline, keyword, value, error):
     with pytest.raises(error, match=keyword):
         pipeline(FALCON, **{keyword: value})
+
+
+def test_the_speaker_bound_is_the_engines(pipeline):
+    """The engine's check and message (SpeakerCountConstraints), as the C API shows it."""
+    with pytest.raises(parley.InvalidArgument) as raised:
+        pipeline(FALCON, max_speakers=1001)
+    assert str(raised.value) == "max_speakers must be 1 to 1000 (got 1001)"
 
 
 @pytest.mark.parametrize("keyword, value, error", [

@@ -41,6 +41,7 @@
 #include "core/version.h"
 #include "corpus/corpus_engine.h"
 #include "corpus/engine_layout.h"
+#include "corpus/out_dir_writer.h"
 #include "corpus/recording_list.h"
 #include "corpus/run_record.h"
 #include "eval/der.h"
@@ -77,10 +78,6 @@ using parley::pipeline::DiarizationConfig;
 using parley::pipeline::DiarizationModels;
 
 constexpr int kModelSampleRate = 16000;
-
-// The bounds on a speaker count: far beyond any recording, and low enough that the zero rows a
-// requested count adds (frames x speakers) cannot exhaust memory.
-constexpr int kMaxSpeakers = 1000;
 
 thread_local std::string last_error;
 
@@ -265,11 +262,7 @@ parley::pipeline::ProviderRouting provider_routing(const parley_params& params) 
       }
       routing.options["device_id"] = std::to_string(params.device_id);
     }
-    const bool named_cpu =
-        !routing.choice.automatic && routing.choice.provider == runtime::ProviderId::kCpu;
-    if (named_cpu && !routing.options.empty()) {
-      invalid("provider_options and device_id have no effect on the cpu provider; drop them");
-    }
+    routing.validate();  // device_id is one of the options here: the engine's check covers it
     return routing;
   });
 }
@@ -282,10 +275,10 @@ DiarizationConfig diarization_config(const parley_params& params) {
                         *step.minimum, *step.maximum, params.step));
   }
   config.step_seconds = params.step;
-  const int max_threads = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (params.threads < 0 || params.threads > max_threads) {
-    invalid(
-        fmt::format("threads must be 0 (all cores) to {} (got {})", max_threads, params.threads));
+  // 0 is the C spelling of "all cores"; the upper bound is the engine's (config.validate()).
+  if (params.threads < 0) {
+    invalid(fmt::format("threads must be 0 (all cores) to {} (got {})",
+                        parley::pipeline::max_threads(), params.threads));
   }
   config.threads = params.threads > 0
                        ? params.threads
@@ -325,9 +318,11 @@ std::optional<parley::cluster::SpeakerCountConstraints> speaker_counts(
     const parley_run_options* options) {
   if (options == nullptr) return std::nullopt;
   parley::cluster::SpeakerCountConstraints speakers;
+  // 0 is the C spelling of "none"; the bounds are the engine's (SpeakerCountConstraints).
   const auto bound = [](int value, const char* name) -> std::optional<int> {
-    if (value < 0 || value > kMaxSpeakers) {
-      invalid(fmt::format("{} must be 1 to {}, or 0 for none (got {})", name, kMaxSpeakers, value));
+    if (value < 0) {
+      invalid(fmt::format("{} must be 1 to {}, or 0 for none (got {})", name,
+                          parley::cluster::kMaxSpeakerCount, value));
     }
     return value > 0 ? std::optional<int>(value) : std::nullopt;
   };
@@ -425,19 +420,12 @@ std::string result_text(const parley_result& result, const char* format, bool ex
   parley::pipeline::ResultFormatOptions options;
   options.exclusive = exclusive;
   options.uri = uri != nullptr ? std::string(uri) : result.result.uri;
-  // Checked here too, not only per turn: a result without turns must refuse the same uri.
-  if (std::any_of(options.uri.begin(), options.uri.end(), [](char c) {
-        return std::isspace(static_cast<unsigned char>(c)) ||
-               std::iscntrl(static_cast<unsigned char>(c));
-      })) {
-    invalid(
-        fmt::format("{}: uri '{}' holds whitespace or control characters, which RTTM cannot "
-                    "represent; pass a name without them",
-                    function, options.uri));
-  }
-  return with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+  // The writer's checks (a uri RTTM cannot hold, an unknown format), named by the function.
+  try {
     return parley::pipeline::format_result(result.result, format, options);
-  });
+  } catch (const parley::Error& error) {
+    invalid(fmt::format("{}: {}", function, error.what()));
+  }
 }
 
 void make_texts(parley_result& result) {
@@ -518,8 +506,14 @@ struct parley_batch {
   // Submission index of each recording the engine was given, in the engine's order (the
   // recordings skipped as finished earlier never reach it).
   std::vector<std::size_t> engine_order;
-  // Recordings written into an output folder (parley_batch_submit_to), by submission index.
-  std::map<std::size_t, parley::corpus::PlannedRecording> planned;
+  // Recordings written into an output folder (parley_batch_submit_to), by submission index:
+  // the writer of its folder, format and turns, and its destinations there.
+  struct Destination {
+    parley::corpus::OutDirWriter writer;
+    parley::corpus::PlannedOutputs outputs;
+  };
+  std::map<std::size_t, Destination> planned;
+  bool exclusive = false;         // parley_batch_set_exclusive: the turns submit_to writes
   std::set<std::size_t> skipped;  // finished by an earlier run: answered PARLEY_SKIPPED
   // The absolute output path of each parley_batch_submit_to, with the submission index and the
   // audio path that claimed it.
@@ -540,7 +534,7 @@ struct parley_batch {
       return recording;
     };
     const auto on_result = [this](parley::corpus::RecordingOutcome outcome) {
-      std::optional<parley::corpus::PlannedRecording> destination;
+      std::optional<Destination> destination;
       {
         std::lock_guard lock(mutex);
         outcome.index = engine_order.at(outcome.index);
@@ -566,19 +560,11 @@ struct parley_batch {
     changed.notify_all();
   }
 
-  // The output and its record, as `parley diarize --out-dir` writes them; a recording whose
-  // result cannot be written fails alone.
-  static void write(const parley::corpus::PlannedRecording& destination,
-                    parley::corpus::RecordingOutcome& outcome) {
+  // The outputs and their records, through the writer `parley diarize --out-dir` writes with; a
+  // recording whose result cannot be written fails alone.
+  static void write(const Destination& destination, parley::corpus::RecordingOutcome& outcome) {
     try {
-      const parley::pipeline::DiarizationResult& result = *outcome.result;
-      parley::pipeline::ResultFormatOptions options;
-      options.exclusive = destination.settings.value("exclusive", false);
-      const std::string text = parley::pipeline::format_result(
-          result, destination.settings.value("format", std::string("rttm")), options);
-      parley::corpus::write_result(
-          destination.destination, text,
-          parley::corpus::make_record(destination, text, result, outcome.wall_seconds));
+      destination.writer.write(destination.outputs, *outcome.result, outcome.wall_seconds);
     } catch (const std::exception& error) {
       outcome.error = error.what();
       outcome.result.reset();
@@ -586,10 +572,11 @@ struct parley_batch {
   }
 
   std::size_t submit(parley::corpus::CorpusRecording recording,
-                     std::optional<parley::corpus::PlannedRecording> destination = {}) {
+                     std::optional<Destination> destination = {}) {
     std::string output;
     if (destination) {
-      output = std::filesystem::absolute(destination->destination.output).lexically_normal();
+      output = std::filesystem::absolute(destination->outputs.formats.front().destination.output)
+                   .lexically_normal();
     }
     std::lock_guard lock(mutex);
     if (finished) invalid("parley_batch_submit: the batch is finished (parley_batch_finish)");
@@ -606,7 +593,7 @@ struct parley_batch {
     }
     const std::size_t index = submitted++;
     if (destination) claimed.emplace(output, std::pair(index, recording.audio.string()));
-    if (destination && destination->finished) {
+    if (destination && destination->outputs.finished()) {
       skipped.insert(index);
       parley::corpus::RecordingOutcome outcome;
       outcome.index = index;
@@ -968,14 +955,28 @@ parley_status parley_batch_submit_to(parley_batch* batch, const char* path, cons
     recording.speakers = speaker_counts(options);
     DiarizationConfig config = batch->config;
     if (recording.speakers) config.speakers = *recording.speakers;
-    const auto planned = with_status(PARLEY_ERROR_FAILED, [&] {
+    bool exclusive = false;
+    {
+      std::lock_guard lock(batch->mutex);
+      exclusive = batch->exclusive;
+    }
+    auto destination = with_status(PARLEY_ERROR_FAILED, [&] {
       std::filesystem::create_directories(std::filesystem::path(out_dir) / ".parley");
-      return parley::corpus::plan_recording(out_dir, recording.uri, chosen_format,
-                                            cached_run_settings(batch->models, config),
-                                            recording.audio);
+      parley::corpus::OutDirWriter writer({out_dir, {chosen_format}, exclusive, {}},
+                                          cached_run_settings(batch->models, config));
+      parley::corpus::PlannedOutputs outputs = writer.plan(recording.uri, recording.audio);
+      return parley_batch::Destination{std::move(writer), std::move(outputs)};
     });
-    const std::size_t submitted = batch->submit(std::move(recording), planned);
+    const std::size_t submitted = batch->submit(std::move(recording), std::move(destination));
     if (index != nullptr) *index = submitted;
+  });
+}
+
+parley_status parley_batch_set_exclusive(parley_batch* batch, int exclusive) {
+  return guarded([&] {
+    require(batch, "parley_batch_set_exclusive", "batch");
+    std::lock_guard lock(batch->mutex);
+    batch->exclusive = exclusive != 0;
   });
 }
 
@@ -1032,11 +1033,12 @@ parley_status parley_run_finished(const parley_params* params, const parley_run_
     DiarizationConfig config = diarization_config(*params);
     if (const auto speakers = speaker_counts(options)) config.speakers = *speakers;
     const DiarizationModels models = model_paths(*params);
-    const auto planned = with_status(PARLEY_ERROR_FAILED, [&] {
-      return parley::corpus::plan_recording(out_dir, chosen_name, chosen_format,
-                                            cached_run_settings(models, config), audio);
+    const bool done = with_status(PARLEY_ERROR_FAILED, [&] {
+      const parley::corpus::OutDirWriter writer({out_dir, {chosen_format}, false, {}},
+                                                cached_run_settings(models, config));
+      return writer.plan(chosen_name, audio).finished();
     });
-    *finished = planned.finished ? 1 : 0;
+    *finished = done ? 1 : 0;
   });
 }
 

@@ -69,9 +69,7 @@ CLI::Validator number_above(double bound) {
   return number_check(bound, false, std::numeric_limits<double>::infinity());
 }
 
-int max_threads() {
-  return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+int max_threads() { return pipeline::max_threads(); }
 
 CLI::Validator threads_check() {
   const CLI::Validator range = number_between(1, max_threads());
@@ -82,8 +80,9 @@ CLI::Validator threads_check() {
         // fixed limit of parley.
         if (problem.starts_with("must be at most")) {
           problem += fmt::format(
-              " on this machine: the bound is 4 threads per core ({} cores here), as more only "
+              " on this machine: the bound is {} threads per core ({} cores here), as more only "
               "add memory, not speed",
+              pipeline::kMaxThreadsPerHardwareThread,
               std::max(1u, std::thread::hardware_concurrency()));
         }
         return problem;
@@ -139,6 +138,13 @@ CLI::Option* add_table_option(CLI::App& command, std::string_view name, T& targe
 
 }  // namespace
 
+CLI::Option* add_table_flag(CLI::App& command, std::string_view name, std::string& target) {
+  return add_table_option(command, name, target);
+}
+CLI::Option* add_table_flag(CLI::App& command, std::string_view name, int& target) {
+  return add_table_option(command, name, target);
+}
+
 void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   add_table_option(command, "clustering", flags.clustering);
   add_table_option(command, "ahc_threshold", flags.ahc_threshold);
@@ -192,13 +198,7 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   add_model_provider_flags(command, engine.model_providers);
   add_table_option(command, "step", engine.step);
   add_table_option(command, "embedding_mode", engine.embedding_mode);
-  command
-      .add_option("--embedding-features", engine.embedding_features,
-                  "where the shared mode's graph passes compute fbank features: graph (on the "
-                  "accelerator, in front of the embedding network), host (the CPU) or auto "
-                  "(graph on an accelerator that takes any shape)")
-      ->check(CLI::IsMember({"auto", "host", "graph"}))
-      ->capture_default_str();
+  add_table_option(command, "embedding_features", engine.embedding_features);
   // 0 (all cores) is the default, not a value to pass; the bound is this machine's.
   add_table_option(command, "threads", engine.threads, false)
       ->description(fmt::format("{} (at most {} on this machine)",

@@ -39,6 +39,11 @@ void add_diarization_flags(CLI::App& command, DiarizationFlags& flags);
 // outputs: bench, eval).
 void add_clustering_flags(CLI::App& command, DiarizationFlags& flags);
 
+// The option table's `name` (pipeline/option_table.h) as this command's flag: its spelling,
+// help, checks and default (written into `target`, which the flag then fills).
+CLI::Option* add_table_flag(CLI::App& command, std::string_view name, std::string& target);
+CLI::Option* add_table_flag(CLI::App& command, std::string_view name, int& target);
+
 // Checks for numeric options in parley's words ("--num-speakers: must be at least 1 (got 0)");
 // CLI11's own range checks print 1.79e308 as a 309-digit number. A failed check is a usage
 // error (exit status 2, see main.cpp).

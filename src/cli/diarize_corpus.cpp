@@ -20,6 +20,7 @@
 #include "core/text.h"
 #include "corpus/corpus_engine.h"
 #include "corpus/engine_layout.h"
+#include "corpus/out_dir_writer.h"
 #include "corpus/recording_list.h"
 #include "corpus/run_record.h"
 #include "models/speed_twin.h"
@@ -32,9 +33,6 @@ using corpus::Shard;
 using corpus::unique_output_names;
 using corpus::without_repeats;
 namespace {
-
-// More would only contend for the same cores and device.
-constexpr int kMaxJobs = corpus::kMaxStageThreads;
 
 double peak_rss_mib() {
   rusage usage{};
@@ -84,18 +82,11 @@ corpus::EngineLayoutRequest layout_request(const std::string& devices, int engin
 }
 
 void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engines, int& jobs) {
-  command.add_option("--devices", devices,
-                     "GPUs to spread recordings over, one model set each: 0,1,... or all");
-  command
-      .add_option("--engines", engines,
-                  "model sets per device (or on the CPU) taking recordings from one queue "
-                  "(default: on a GPU up to 3, one per 16 GiB of free memory; 1 on the CPU)")
-      ->check(number_at_least(1));  // the bound depends on the device: plan_engine_layout
-  command
-      .add_option("--jobs", jobs,
-                  "with several recordings: how many are decoded, and clustered, at once")
-      ->check(number_between(1, kMaxJobs))
-      ->capture_default_str();
+  // The option table's (pipeline/option_table.h); the bound on --engines depends on the device,
+  // which plan_engine_layout checks.
+  add_table_flag(command, "devices", devices);
+  add_table_flag(command, "engines", engines);
+  add_table_flag(command, "jobs", jobs);
 }
 
 bool wants_corpus(const CorpusFlags& flags) {
@@ -123,14 +114,14 @@ std::vector<fs::path> corpus_recordings(const std::vector<std::string>& audio,
 namespace {
 
 // The end of a linked run: the speakers of every recording held in `held` linked (and named
-// from the library), each result written with its global labels (to its file under `out_dir`,
-// else into `texts`), and the speakers table. A result that cannot be written counts as failed.
+// from the library), each result written with its global labels (through `writer` under
+// --out-dir, else into `texts`), and the speakers table. A result that cannot be written counts
+// as failed.
 void write_linked(std::vector<std::optional<corpus::RecordingOutcome>>& held,
                   const std::vector<corpus::CorpusRecording>& inputs,
-                  const std::vector<corpus::PlannedRecording>& destinations,
-                  const ResultNamer& namer, const DiarizationFlags& flags,
-                  const std::string& out_dir, const std::string& table_path,
-                  const OutputOptions& output_options,
+                  const std::vector<corpus::PlannedOutputs>& destinations, const ResultNamer& namer,
+                  const DiarizationFlags& flags, const std::optional<corpus::OutDirWriter>& writer,
+                  const std::string& table_path, const OutputOptions& output_options,
                   std::vector<std::optional<std::string>>& texts, std::size_t& failed,
                   std::size_t& diarized) {
   std::vector<std::size_t> order;  // the input index of each linked recording
@@ -147,15 +138,16 @@ void write_linked(std::vector<std::optional<corpus::RecordingOutcome>>& held,
     const std::size_t k = order[i];
     corpus::RecordingOutcome& outcome = *held[k];
     try {
-      const std::string text = format_linked(*outcome.result, linking, i, flags);
-      if (out_dir.empty()) {
-        texts[k] = text;
+      if (!writer) {
+        texts[k] = format_linked(*outcome.result, linking, i, flags);
         continue;
       }
-      corpus::write_result(
-          destinations[k].destination, text,
-          corpus::make_record(destinations[k], text, *outcome.result, outcome.wall_seconds),
-          output_options);
+      writer->write(destinations[k], *outcome.result, outcome.wall_seconds,
+                    [&](const pipeline::DiarizationResult& result, const std::string& format) {
+                      DiarizationFlags one = flags;
+                      one.format = format;
+                      return format_linked(result, linking, i, one);
+                    });
     } catch (const Error& error) {
       spdlog::error("{}: {}", inputs[k].audio.string(), error.what());
       ++failed;
@@ -247,16 +239,18 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   if (linking) settings["link_speakers"] = {{"threshold", identity.threshold}};
 
   // A rerun skips what an earlier run finished with the same settings and audio.
-  std::vector<corpus::PlannedRecording> destinations;
+  std::optional<corpus::OutDirWriter> writer;
+  std::vector<corpus::PlannedOutputs> destinations;
   std::size_t skipped = 0;
   if (!out_dir.empty()) {
+    writer.emplace(corpus::OutDirRequest{out_dir, {format}, flags.exclusive, output_options},
+                   settings);
     std::vector<corpus::CorpusRecording> remaining;
     std::vector<double> remaining_durations;
     for (std::size_t k = 0; k < inputs.size(); ++k) {
-      corpus::PlannedRecording planned =
-          corpus::plan_recording(out_dir, inputs[k].uri, format, settings, inputs[k].audio);
+      corpus::PlannedOutputs planned = writer->plan(inputs[k].uri, inputs[k].audio);
       // Linking needs every recording's speakers, so a linked run diarizes them all again.
-      if (!linking && planned.finished) {
+      if (!linking && planned.finished()) {
         ++skipped;
         continue;
       }
@@ -276,8 +270,10 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
 
   // Each file still to write, before any model loads (one finished earlier is left alone, even
   // when read-only).
-  for (const corpus::PlannedRecording& planned : destinations) {
-    check_output_file("--out-dir", planned.destination.output.string(), output_options);
+  for (const corpus::PlannedOutputs& planned : destinations) {
+    for (const corpus::PlannedRecording& one : planned.formats) {
+      check_output_file("--out-dir", one.destination.output.string(), output_options);
+    }
   }
 
   std::size_t diarized = 0;
@@ -308,11 +304,12 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
         // A result that cannot be written (a full disk, a name the file system refuses) fails
         // that recording alone, like a model error.
         try {
-          const std::string text = namer.format(*outcome.result, flags);
-          corpus::write_result(
-              destinations[k].destination, text,
-              corpus::make_record(destinations[k], text, *outcome.result, outcome.wall_seconds),
-              output_options);
+          writer->write(destinations[k], *outcome.result, outcome.wall_seconds,
+                        [&](const pipeline::DiarizationResult& result, const std::string& chosen) {
+                          DiarizationFlags one = flags;
+                          one.format = chosen;
+                          return namer.format(result, one);
+                        });
         } catch (const Error& error) {
           outcome.error = error.what();
           outcome.result.reset();
@@ -341,7 +338,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     });
     progress.end();
     if (linking) {
-      write_linked(held, inputs, destinations, namer, flags, out_dir, table_path, output_options,
+      write_linked(held, inputs, destinations, namer, flags, writer, table_path, output_options,
                    texts, failed, diarized);
       if (out_dir.empty() && flags.out == "-") {
         for (const auto& text : texts) write_output(text.value_or(""), "-");

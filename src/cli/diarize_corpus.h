@@ -13,15 +13,16 @@
 #include "cli/diarization_options.h"
 #include "cli/identity_options.h"
 #include "corpus/engine_layout.h"
+#include "pipeline/option_table.h"
 
 namespace parley::cli {
 
 struct CorpusFlags {
-  std::vector<std::string> manifests;  // --manifest: recordings listed in files
-  std::string shard;                   // --shard K/N: this job's part of the list
-  int jobs = 2;                        // recordings decoded, and clustered, at once
-  std::string devices;                 // --devices 0,1 | all: one engine set per GPU
-  int engines = 0;                     // engines per device (or on the CPU); 0: automatic
+  std::vector<std::string> manifests;       // --manifest: recordings listed in files
+  std::string shard;                        // --shard K/N: this job's part of the list
+  int jobs = pipeline::kDefaultCorpusJobs;  // recordings decoded, and clustered, at once
+  std::string devices;                      // --devices 0,1 | all: one engine set per GPU
+  int engines = 0;                          // engines per device (or on the CPU); 0: automatic
 };
 
 void add_corpus_flags(CLI::App& command, CorpusFlags& flags);

@@ -21,8 +21,8 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "core/sha256.h"
 #include "core/stage_timer.h"
+#include "corpus/out_dir_writer.h"
 #include "corpus/run_record.h"
 #include "eval/der.h"
 #include "eval/eval_results.h"
@@ -124,19 +124,22 @@ class EvalRunner {
         models_(std::move(models)),
         config_(std::move(config)),
         scoring_(scoring),
-        settings_(
-            corpus::run_settings(config_, models_, providers.describe(), arguments.exclusive)),
-        progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto),
-        output_options_{.overwrite_read_only = arguments.force} {}
+        output_options_{.overwrite_read_only = arguments.force},
+        // The hypotheses are a run into DIR/files as `parley diarize --out-dir` makes one
+        // (corpus/out_dir_writer.h): the same fingerprint, records and skip decision.
+        writer_(corpus::OutDirRequest{std::filesystem::path(arguments.out_dir) / "files",
+                                      {"rttm"},
+                                      arguments.exclusive,
+                                      output_options_},
+                corpus::run_settings(config_, models_, providers.describe(), arguments.exclusive)),
+        progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {}
 
-  const nlohmann::ordered_json& settings() const { return settings_; }
+  const nlohmann::ordered_json& settings() const { return writer_.settings(); }
 
-  // Where --out keeps a recording's record and hypothesis.
+  // Where --out keeps a recording's scored record (the hypothesis and its run record are the
+  // writer's: files/<uri>.rttm, files/.parley/<uri>.rttm.json).
   static std::filesystem::path record_path(const std::string& out_dir, const std::string& uri) {
     return std::filesystem::path(out_dir) / "files" / (file_stem(uri) + ".json");
-  }
-  static std::filesystem::path hypothesis_path(const std::string& out_dir, const std::string& uri) {
-    return std::filesystem::path(out_dir) / "files" / (file_stem(uri) + ".rttm");
   }
 
   eval::EvalFileResult evaluate(const eval::EvalFile& file) {
@@ -149,13 +152,17 @@ class EvalRunner {
       return result;
     }
     try {
-      const nlohmann::ordered_json settings = corpus::file_settings(settings_, file.audio);
-      result.fingerprint = eval::settings_fingerprint(settings);
+      const corpus::PlannedOutputs planned = writer_.plan(file_stem(file.uri), file.audio);
+      const corpus::PlannedRecording& run = planned.formats.front();
+      result.fingerprint = run.fingerprint;
       std::string hypothesis;
-      if (!reuse_earlier(file, settings, result, hypothesis)) {
-        hypothesis = diarize(file, result);
+      if (!reuse_earlier(file, run, result, hypothesis)) {
+        pipeline::DiarizationResult diarization = diarize(file, result);
+        hypothesis = writer_.format(diarization, "rttm");
         if (!arguments_.out_dir.empty()) {
-          write_file_atomically(hypothesis_path(file.uri), hypothesis, output_options_);
+          // The record's stage times are the run's: decoding and writing included.
+          diarization.stage_times = result.stage_seconds;
+          writer_.write(planned, diarization, result.wall_seconds);
         }
       }
       const std::vector<eval::Turn> turns = eval::parse_rttm(hypothesis, file.uri);
@@ -165,9 +172,7 @@ class EvalRunner {
       // Rewritten on resume too, so that the record carries the latest scoring.
       if (!arguments_.out_dir.empty()) {
         nlohmann::ordered_json record = eval::file_result_json(result);
-        record["settings"] = settings;
-        // What a resumed run checks before it trusts files/<uri>.rttm (emptied or edited since).
-        record["hypothesis_sha256"] = sha256_text(hypothesis);
+        record["settings"] = run.settings;
         write_file_atomically(record_path(file.uri), record.dump(2) + "\n", output_options_);
       }
       say("{}: DER {:.2f} %, {:.1f} s of audio in {:.2f} s ({:.1f}x real time){}", file.uri,
@@ -194,59 +199,66 @@ class EvalRunner {
   std::filesystem::path record_path(const std::string& uri) const {
     return record_path(arguments_.out_dir, uri);
   }
-  std::filesystem::path hypothesis_path(const std::string& uri) const {
-    return hypothesis_path(arguments_.out_dir, uri);
-  }
 
-  // True when --out holds this recording's result from a run with the same settings and audio:
-  // its timings and hypothesis are taken over (and scored again, so scoring options may change).
-  bool reuse_earlier(const eval::EvalFile& file, const nlohmann::ordered_json& settings,
+  // True when --out holds this recording's hypothesis from a run with the same settings and
+  // audio (corpus::finished_record): its timings and hypothesis are taken over (and scored again,
+  // so scoring options may change). Otherwise says why it is diarized again.
+  bool reuse_earlier(const eval::EvalFile& file, const corpus::PlannedRecording& run,
                      eval::EvalFileResult& result, std::string& hypothesis) {
     if (arguments_.out_dir.empty()) return false;
-    const auto record_file = record_path(file.uri);
-    const auto rttm_file = hypothesis_path(file.uri);
-    if (!std::filesystem::exists(record_file) || !std::filesystem::exists(rttm_file)) return false;
-    nlohmann::ordered_json record;
-    try {
-      std::ifstream stream(record_file);
-      record = nlohmann::ordered_json::parse(stream);
-    } catch (const nlohmann::json::exception&) {
-      say("{}: the earlier record {} is unreadable; diarizing again", file.uri,
-          record_file.string());
-      return false;
-    }
-    if (record.value("fingerprint", std::string()) != result.fingerprint) {
-      std::string changes;
-      for (const std::string& change : eval::changed_settings(
-               record.value("settings", nlohmann::ordered_json::object()), settings)) {
-        changes += (changes.empty() ? "" : "; ") + change;
-      }
-      say("{}: settings changed since the earlier run ({}); diarizing again", file.uri,
-          changes.empty() ? std::string("fingerprint differs") : changes);
+    const auto record = corpus::finished_record(run.destination, run.fingerprint);
+    if (!record) {
+      explain_redo(file, run);
       return false;
     }
     if (arguments_.redo) {
       say("{}: --redo: diarizing again", file.uri);
       return false;
     }
-    std::string earlier_hypothesis = eval::read_text_file(rttm_file, "hypothesis RTTM");
-    if (record.value("hypothesis_sha256", std::string()) != sha256_text(earlier_hypothesis)) {
-      say("{}: the earlier hypothesis {} does not match its record (changed or damaged since); "
-          "diarizing again",
-          file.uri, rttm_file.string());
-      return false;
+    hypothesis = eval::read_text_file(run.destination.output, "hypothesis RTTM");
+    result.audio_seconds = record->value("audio_seconds", 0.0);
+    result.wall_seconds = record->value("wall_seconds", 0.0);
+    const nlohmann::json stages = record->value("stage_seconds", nlohmann::json::object());
+    for (const auto& [stage, seconds] : stages.items()) {
+      if (seconds.is_number()) result.stage_seconds.add(stage, seconds.get<double>());
     }
-    const eval::EvalFileResult earlier = eval::file_result_from_json(record, record_file.string());
-    result.audio_seconds = earlier.audio_seconds;
-    result.wall_seconds = earlier.wall_seconds;
-    result.stage_seconds = earlier.stage_seconds;
-    result.speakers = earlier.speakers;
+    result.speakers = record->value("speakers", std::size_t{0});
     result.resumed = true;
-    hypothesis = std::move(earlier_hypothesis);
     return true;
   }
 
-  std::string diarize(const eval::EvalFile& file, eval::EvalFileResult& result) {
+  // Why an earlier hypothesis of `run` is not taken over, when there is one.
+  void explain_redo(const eval::EvalFile& file, const corpus::PlannedRecording& run) {
+    std::error_code error;
+    if (!std::filesystem::exists(run.destination.record, error) ||
+        !std::filesystem::exists(run.destination.output, error)) {
+      return;
+    }
+    nlohmann::ordered_json record;
+    try {
+      std::ifstream stream(run.destination.record);
+      record = nlohmann::ordered_json::parse(stream);
+    } catch (const nlohmann::json::exception&) {
+      say("{}: the earlier record {} is unreadable; diarizing again", file.uri,
+          run.destination.record.string());
+      return;
+    }
+    if (record.value("fingerprint", std::string()) != run.fingerprint) {
+      std::string changes;
+      for (const std::string& change : eval::changed_settings(
+               record.value("settings", nlohmann::ordered_json::object()), run.settings)) {
+        changes += (changes.empty() ? "" : "; ") + change;
+      }
+      say("{}: settings changed since the earlier run ({}); diarizing again", file.uri,
+          changes.empty() ? std::string("fingerprint differs") : changes);
+      return;
+    }
+    say("{}: the earlier hypothesis {} does not match its record (changed or damaged since); "
+        "diarizing again",
+        file.uri, run.destination.output.string());
+  }
+
+  pipeline::DiarizationResult diarize(const eval::EvalFile& file, eval::EvalFileResult& result) {
     if (!diarizer_) {
       models::warn_if_speed_twin(models_.embedding);
       models_failed_ = true;
@@ -260,33 +272,26 @@ class EvalRunner {
       ScopedStageTimer timer(times, "decode");
       samples = audio::load_mono_16k(file.audio);
     }
-    const pipeline::DiarizationResult diarization =
-        diarizer_->diarize(samples, file.uri, progress_);
+    pipeline::DiarizationResult diarization = diarizer_->diarize(samples, file.uri, progress_);
     for (const auto& [stage, seconds] : diarization.stage_times.entries()) {
       times.add(stage, seconds);
-    }
-    std::string hypothesis;
-    {
-      ScopedStageTimer timer(times, "output");
-      hypothesis = eval::format_rttm(pipeline::to_eval_turns(
-          arguments_.exclusive ? diarization.exclusive_turns : diarization.turns, file.uri));
     }
     result.wall_seconds = seconds_since(start);
     result.audio_seconds = diarization.duration_seconds;
     result.stage_seconds = times;
     result.speakers = diarization.speaker_count;
-    return hypothesis;
+    return diarization;
   }
 
   const EvalArguments& arguments_;
   pipeline::DiarizationModels models_;
   pipeline::DiarizationConfig config_;
   eval::ScoringOptions scoring_;
-  nlohmann::ordered_json settings_;
+  OutputOptions output_options_;
+  corpus::OutDirWriter writer_;
   Progress progress_;
   std::unique_ptr<pipeline::Diarizer> diarizer_;
   bool models_failed_ = false;
-  OutputOptions output_options_;
 };
 
 void run_eval(const EvalArguments& arguments) {
@@ -324,8 +329,9 @@ void run_eval(const EvalArguments& arguments) {
     for (const eval::EvalFile& file : files) {
       check_output_file("--out", EvalRunner::record_path(arguments.out_dir, file.uri).string(),
                         output_options);
-      check_output_file("--out", EvalRunner::hypothesis_path(arguments.out_dir, file.uri).string(),
-                        output_options);
+      const corpus::RunDestination hypothesis(std::filesystem::path(arguments.out_dir) / "files",
+                                              file_stem(file.uri), "rttm");
+      check_output_file("--out", hypothesis.output.string(), output_options);
     }
   }
   double longest_input = 0.0;  // what the provider routing weighs

@@ -52,7 +52,7 @@ check 'json "$work/collar.json" "d[\"total\"][\"der\"] <= json.load(open(\"$work
 check 'grep -q "dev00: the earlier hypothesis .* does not match its record" "$work/stderr"' "emptied hypothesis redone"
 check '[ -s "$work/run/files/dev00.rttm" ] && grep -q "dev01:.*from the earlier run" "$work/stderr"' "only the damaged file redone"
 # A changed setting redoes the file and says what changed; threads are not a setting that matters.
-rm "$work/run/files/dev01.json"
+rm "$work/run/files/.parley/dev01.rttm.json"
 "$parley" eval --list "$ami/debug.development.lst" --audio-dir "$ami" \
   --rttm "$ami/debug.development.rttm" --uem "$ami/debug.development.uem" "${models[@]}" \
   --threads 1 --ahc-threshold 0.5 --out "$work/run" >/dev/null 2>"$work/stderr"

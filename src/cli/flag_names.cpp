@@ -12,13 +12,10 @@ namespace {
 
 // Fields set by CLI flags that are not diarization options of the table (corpus and server
 // flags), or under a second name.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kOtherFlagOfField = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kOtherFlagOfField = {{
     {"accelerator_segmentation_batch_size", "--segmentation-batch"},
     {"dim_buckets", "--dim"},
     {"overwrite_read_only", "--force"},
-    {"engines_per_device", "--engines"},
-    {"device_list", "--devices"},
-    {"decode_threads", "--jobs"},
 }};
 
 // Field (as library messages name it) -> the flag that sets it: the option table's, and the

@@ -56,6 +56,10 @@ TEST(FlagNames, ConfigValidationReadsAsFlags) {
   speakers.speakers.max_speakers = 2;
   EXPECT_NE(with_flag_names(error_of(speakers)).find("--min-speakers (3) must not exceed"),
             std::string::npos);
+
+  pipeline::DiarizationConfig too_many;
+  too_many.speakers.max_speakers = cluster::kMaxSpeakerCount + 1;
+  EXPECT_EQ(with_flag_names(error_of(too_many)), "--max-speakers must be 1 to 1000 (got 1001)");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "cli/provider_options.h"
 
+#include "cli/flag_names.h"
 #include "core/error.h"
+#include "pipeline/network_placement.h"
 #include "pipeline/option_table.h"
 
 namespace parley::cli {
@@ -43,13 +45,19 @@ ProviderSelection provider_selection(const ProviderArguments& arguments) {
   if (arguments.force_cpu && !selection.choice.automatic && !named_cpu) {
     fail("--force-cpu contradicts --provider {}; drop one of them", selection.choice.to_string());
   }
-  if ((arguments.force_cpu || named_cpu) && !selection.options.empty()) {
-    fail("--provider-option has no effect on the CPU provider ({}); drop it",
-         arguments.force_cpu ? "--force-cpu" : "--provider cpu");
-  }
   selection.force = arguments.force_gpu   ? runtime::ForceMode::kGpu
                     : arguments.force_cpu ? runtime::ForceMode::kCpu
                                           : runtime::ForceMode::kNone;
+  // The engine's check (the C API and the server make the same), before any model loads.
+  pipeline::ProviderRouting routing;
+  routing.choice = selection.choice;
+  routing.force = selection.force;
+  routing.options = selection.options;
+  try {
+    routing.validate();
+  } catch (const Error& error) {
+    fail("{}", with_flag_names(error.what()));
+  }
   return selection;
 }
 

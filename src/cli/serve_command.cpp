@@ -37,7 +37,7 @@ struct ServeArguments {
   EngineFlags engine;
   std::string devices;
   int engines = 0;  // 0: automatic (corpus::plan_engine_layout)
-  int jobs = 2;
+  int jobs = pipeline::kDefaultCorpusJobs;
   double max_upload_mb = 1024.0;
   double max_audio_hours = 4.0;
   std::string token_file;

@@ -19,13 +19,15 @@ void SpeakerCountConstraints::validate() const {
   for (const auto& [name, value] :
        {std::pair{"num_speakers", num_speakers}, std::pair{"min_speakers", min_speakers},
         std::pair{"max_speakers", max_speakers}}) {
-    if (value && *value < 1) fail("{} must be at least 1 (got {})", name, *value);
+    if (value && (*value < 1 || *value > kMaxSpeakerCount)) {
+      fail("{} must be 1 to {} (got {})", name, kMaxSpeakerCount, *value);
+    }
   }
   if (num_speakers && ((min_speakers && *min_speakers > *num_speakers) ||
                        (max_speakers && *max_speakers < *num_speakers))) {
     fail(
-        "--num-speakers {} contradicts --min-speakers {} / --max-speakers {}; pass either the "
-        "exact number or the bounds",
+        "num_speakers {} contradicts min_speakers {} / max_speakers {}; pass either the exact "
+        "number or the bounds",
         *num_speakers, optional_text(min_speakers), optional_text(max_speakers));
   }
   const std::optional<int> max = resolved_max();

@@ -24,6 +24,7 @@
 #include "audio/decoded_audio.h"
 #include "cluster/speaker_count_constraints.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_table.h"
 #include "runtime/device_memory.h"
 
 namespace parley::corpus {
@@ -40,7 +41,7 @@ struct CorpusRecording {
 struct CorpusConfig {
   // Recordings decoded at once. Decoding is single-threaded per file, so two keep one engine fed
   // on a 2-core machine; more pay off with several engines.
-  int decode_threads = 2;
+  int decode_threads = pipeline::kDefaultCorpusJobs;
   // Recordings clustered at once (clustering is single-threaded per recording).
   int clustering_threads = 1;
   // Decoded recordings waiting for the engines, per engine. Each waits as 16 kHz float samples
@@ -76,7 +77,7 @@ struct CorpusConfig {
 };
 
 // Threads per stage past which they only contend: a corpus run is bounded by its engines.
-inline constexpr int kMaxStageThreads = 256;
+inline constexpr int kMaxStageThreads = pipeline::kMaxCorpusJobs;
 
 // What happened to one recording.
 struct RecordingOutcome {

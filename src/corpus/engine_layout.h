@@ -13,6 +13,7 @@
 
 #include "corpus/corpus_engine.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_table.h"
 
 namespace parley::corpus {
 
@@ -21,7 +22,7 @@ struct EngineLayoutRequest {
   // device the configuration names (or the CPU).
   std::string device_list;
   int engines_per_device = 0;  // 0: automatic (automatic_engines_per_device; 1 on the CPU)
-  int jobs = 2;                // recordings decoded, and clustered, at once
+  int jobs = pipeline::kDefaultCorpusJobs;  // recordings decoded, and clustered, at once
   // Several engines on a GPU take use_several_engines_layout, unless the caller chose the
   // segmentation batch or sessions itself (false).
   bool segmentation_layout_automatic = true;

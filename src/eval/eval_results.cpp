@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/sha256.h"
 
 namespace parley::eval {
 namespace {
@@ -63,13 +62,6 @@ EvalTotals eval_totals(const std::vector<EvalFileResult>& files) {
     }
   }
   return totals;
-}
-
-std::string settings_fingerprint(const nlohmann::ordered_json& settings) {
-  // Text that is not UTF-8 (a file name) must not make the fingerprint throw; valid text dumps
-  // the same bytes either way.
-  return sha256_text(
-      settings.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 
 std::vector<std::string> changed_settings(const nlohmann::json& before, const nlohmann::json& now) {

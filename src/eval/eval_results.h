@@ -68,7 +68,7 @@ struct EvalTotals {
 
 struct EvalRun {
   std::string system;               // label on charts ("parley step 2 vbx cpu")
-  nlohmann::ordered_json settings;  // what produced the hypotheses (see settings_fingerprint)
+  nlohmann::ordered_json settings;  // what produced the hypotheses (corpus::run_settings)
   ScoringOptions scoring;
   bool uem = false;  // whether UEMs gave the scored regions
   // The embedding model was the speed twin (random weights): timings hold, DER does not.
@@ -78,8 +78,6 @@ struct EvalRun {
 
 EvalTotals eval_totals(const std::vector<EvalFileResult>& files);
 
-// Lower-case hex sha256 of the settings' compact JSON text.
-std::string settings_fingerprint(const nlohmann::ordered_json& settings);
 // "step: 1 -> 2" for every top-level key whose value differs (or exists in one only).
 std::vector<std::string> changed_settings(const nlohmann::json& before, const nlohmann::json& now);
 

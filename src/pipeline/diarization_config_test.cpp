@@ -2,6 +2,9 @@
 // run's fingerprint (corpus/run_record.h) is made of output() alone.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include "core/error.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::pipeline {
@@ -54,6 +57,54 @@ TEST(DiarizationConfig, OutputSettingsAreCanonical) {
   DiarizationConfig exact_other_blocks = exact;
   exact_other_blocks.shared_trunk.block_frames = 3000;
   EXPECT_EQ(exact.output().to_json(), exact_other_blocks.output().to_json());
+}
+
+std::string validation_error(const DiarizationConfig& config) {
+  try {
+    config.validate();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+// The checks every face relies on (the C API, the CLI, Python, the server only translate their
+// messages): each speaks of configuration fields.
+TEST(DiarizationConfigValidation, SpeakerCountsAreBounded) {
+  DiarizationConfig config;
+  config.speakers.max_speakers = cluster::kMaxSpeakerCount + 1;
+  EXPECT_EQ(validation_error(config), "max_speakers must be 1 to 1000 (got 1001)");
+  config.speakers.max_speakers = cluster::kMaxSpeakerCount;
+  EXPECT_EQ(validation_error(config), "(no error)");
+  config.speakers.num_speakers = 0;
+  EXPECT_EQ(validation_error(config), "num_speakers must be 1 to 1000 (got 0)");
+}
+
+TEST(DiarizationConfigValidation, ThreadsAreBoundedByTheMachine) {
+  DiarizationConfig config;
+  config.threads = max_threads() + 1;
+  EXPECT_EQ(
+      validation_error(config).rfind(fmt::format("threads must be at most {}", max_threads()), 0),
+      0u)
+      << validation_error(config);
+  config.threads = max_threads();
+  EXPECT_EQ(validation_error(config), "(no error)");
+}
+
+TEST(DiarizationConfigValidation, ProviderOptionsNeedAnAccelerator) {
+  DiarizationConfig config;
+  config.routing.emplace();
+  config.routing->options["device_id"] = "0";
+  EXPECT_EQ(validation_error(config), "(no error)");  // auto: for whichever accelerator is used
+  config.routing->choice = runtime::ProviderChoice::parse("cpu");
+  EXPECT_EQ(validation_error(config),
+            "provider_options (device_id=0) have no effect on the cpu provider (provider cpu); "
+            "drop them");
+  config.routing->choice = runtime::ProviderChoice::parse("auto");
+  config.routing->force = runtime::ForceMode::kCpu;
+  EXPECT_EQ(
+      validation_error(config),
+      "provider_options (device_id=0) have no effect on the cpu provider (force_cpu); drop them");
 }
 
 }  // namespace

@@ -119,6 +119,7 @@ void DiarizationConfig::validate() const {
           step_seconds);
     }
   }
+  if (routing) routing->validate();
   clustering.validate();
   speakers.validate();
 }

@@ -6,7 +6,9 @@
 #include <system_error>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "core/error.h"
 #include "core/heap.h"
 #include "core/sha256.h"
 #include "graph/accelerator_rewrite.h"
@@ -359,6 +361,16 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   plan.embedding_route = embedding_route;
   check_cpu_batches_fit(plan, config);
   return with_session_tuning(std::move(plan), config.accelerator_float16);
+}
+
+void ProviderRouting::validate() const {
+  const bool named_cpu = !choice.automatic && choice.provider == runtime::ProviderId::kCpu;
+  if ((named_cpu || force == runtime::ForceMode::kCpu) && !options.empty()) {
+    std::vector<std::string> given;
+    for (const auto& [key, value] : options) given.push_back(key + "=" + value);
+    fail("provider_options ({}) have no effect on the cpu provider ({}); drop them",
+         fmt::join(given, ", "), force == runtime::ForceMode::kCpu ? "force_cpu" : "provider cpu");
+  }
 }
 
 }  // namespace parley::pipeline

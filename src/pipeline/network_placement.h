@@ -45,6 +45,10 @@ struct ProviderRouting {
   // at one chunk per call a GPU is slower than one CPU core: docs/providers.md, "In the
   // pipeline").
   std::size_t accelerator_segmentation_batch_size = 128;
+
+  // Fails, in the configuration's words, on a request no provider can honour: provider_options
+  // where every model runs on the CPU (provider cpu, or force cpu), which has no such options.
+  void validate() const;
 };
 
 // Where this process's facts come from; tests pass synthetic statuses and a temporary cache.

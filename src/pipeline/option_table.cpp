@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cluster/speaker_count_constraints.h"
 #include "core/error.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/result_writer.h"
@@ -48,10 +49,6 @@ OptionSpec choice(std::string name, std::vector<std::string> choices, std::strin
   spec.choices = std::move(choices);
   return spec;
 }
-
-// The bound on a speaker count: far beyond any recording, and low enough that the zero rows a
-// requested count adds (frames x speakers) cannot exhaust memory.
-constexpr double kMaxSpeakers = 1000;
 
 std::vector<OptionSpec> make_options() {
   const DiarizationConfig defaults;
@@ -122,7 +119,7 @@ std::vector<OptionSpec> make_options() {
         std::pair{"max_speakers", "at most this many speakers"}}) {
     add(bounded(option(name, OptionType::kInteger, nullptr, help, kEveryFace,
                        "--" + replace_underscores(name), name),
-                1, kMaxSpeakers));
+                1, cluster::kMaxSpeakerCount));
   }
   add(bounded(option("embedding_batch", OptionType::kInteger, defaults.embedding_batch_size,
                      "chunks per embedding call in exact mode (on a GPU 128 ran an hour in 16 s "
@@ -166,6 +163,25 @@ std::vector<OptionSpec> make_options() {
              "does, instead of once over the recording (slower; the same within rounding, "
              "docs/segmentation.md)",
              kCliOnly, "--sincnet-per-chunk"));
+  add(choice("embedding_features", {"auto", "host", "graph"},
+             shared_trunk_features_name(defaults.shared_trunk.features),
+             "where the shared mode's graph passes compute fbank features: graph (on the "
+             "accelerator, in front of the embedding network), host (the CPU) or auto (graph on "
+             "an accelerator that takes any shape)",
+             kCliOnly, "--embedding-features", "shared_trunk.features"));
+  // How a corpus run is laid out (corpus/engine_layout.h): not output settings.
+  add(option("devices", OptionType::kText, nullptr,
+             "GPUs to spread recordings over, one model set each: 0,1,... or all", kCliOnly,
+             "--devices", "device_list"));
+  add(bounded(option("engines", OptionType::kInteger, nullptr,
+                     "model sets per device (or on the CPU) taking recordings from one queue "
+                     "(default: on a GPU up to 3, one per 16 GiB of free memory; 1 on the CPU)",
+                     kCliOnly, "--engines", "engines_per_device"),
+              1));
+  add(bounded(option("jobs", OptionType::kInteger, kDefaultCorpusJobs,
+                     "with several recordings: how many are decoded, and clustered, at once",
+                     kCliOnly, "--jobs", "decode_threads"),
+              1, kMaxCorpusJobs));
   add(option("exclusive", OptionType::kFlag, false,
              "at most one speaker at a time (turns suited to transcripts) in rttm, txt, srt and "
              "vtt",

@@ -17,6 +17,11 @@
 
 namespace parley::pipeline {
 
+// Recordings a corpus run decodes, and clusters, at once (the option "jobs"): its default and
+// bound, which corpus::CorpusConfig and corpus::EngineLayoutRequest take.
+inline constexpr int kDefaultCorpusJobs = 2;
+inline constexpr int kMaxCorpusJobs = 256;
+
 enum class OptionType {
   kNumber,   // a finite number within [minimum, maximum]
   kInteger,  // a whole number within [minimum, maximum]

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -41,7 +42,18 @@ std::string format_result(const DiarizationResult& result, std::string_view form
   const auto& turns = options.exclusive ? result.exclusive_turns : result.turns;
   const transcript::Transcript* words = options.transcript;
   if (format == "rttm") {
-    return eval::format_rttm(to_eval_turns(turns, options.uri.empty() ? result.uri : options.uri));
+    const std::string& uri = options.uri.empty() ? result.uri : options.uri;
+    // Checked for the whole result, not only per turn: one without turns refuses the same uri.
+    if (std::any_of(uri.begin(), uri.end(), [](char c) {
+          return std::isspace(static_cast<unsigned char>(c)) ||
+                 std::iscntrl(static_cast<unsigned char>(c));
+        })) {
+      fail(
+          "uri '{}' holds whitespace or control characters, which RTTM cannot represent; pass a "
+          "name without them",
+          uri);
+    }
+    return eval::format_rttm(to_eval_turns(turns, uri));
   }
   if (format == "json") {
     std::string json = format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);

@@ -81,5 +81,27 @@ TEST(ResultWriter, UnknownFormatNamesTheFormats) {
   EXPECT_FALSE(is_result_format("VTT"));
 }
 
+// The check every face relies on (the C API and Python show this message, named by their call).
+TEST(ResultWriter, RttmRefusesAUriItCannotHoldEvenWithoutTurns) {
+  for (const std::string uri : {"a b", "tab\there", "line\nbreak"}) {
+    ResultFormatOptions options;
+    options.uri = uri;
+    for (const DiarizationResult& result : {two_speakers(), DiarizationResult{}}) {
+      try {
+        format_result(result, "rttm", options);
+        ADD_FAILURE() << "accepted '" << uri << "'";
+      } catch (const Error& error) {
+        EXPECT_EQ(std::string(error.what()),
+                  "uri '" + uri +
+                      "' holds whitespace or control characters, which RTTM cannot represent; "
+                      "pass a name without them");
+      }
+    }
+  }
+  ResultFormatOptions fine;
+  fine.uri = "fine";
+  EXPECT_EQ(format_result(DiarizationResult{}, "rttm", fine), "");
+}
+
 }  // namespace
 }  // namespace parley::pipeline

@@ -1,0 +1,66 @@
+#include "corpus/out_dir_writer.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "pipeline/result_writer.h"
+
+namespace parley::corpus {
+
+bool PlannedOutputs::finished() const {
+  return !formats.empty() && std::all_of(formats.begin(), formats.end(),
+                                         [](const PlannedRecording& one) { return one.finished; });
+}
+
+OutDirWriter::OutDirWriter(OutDirRequest request, nlohmann::ordered_json settings)
+    : request_(std::move(request)), settings_(std::move(settings)) {
+  if (request_.formats.empty()) {
+    fail("formats is empty: name at least one of {}",
+         fmt::join(pipeline::result_format_names(), ", "));
+  }
+  for (const std::string& format : request_.formats) {
+    if (!pipeline::is_result_format(format)) {
+      fail("format must be one of {} (got '{}')", fmt::join(pipeline::result_format_names(), ", "),
+           format);
+    }
+  }
+  // A format asked twice would write one file twice.
+  std::vector<std::string> sorted = request_.formats;
+  std::sort(sorted.begin(), sorted.end());
+  if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
+    fail("formats names {} twice; name each format once", *twice);
+  }
+  settings_["exclusive"] = request_.exclusive;
+}
+
+PlannedOutputs OutDirWriter::plan(const std::string& name,
+                                  const std::filesystem::path& audio) const {
+  PlannedOutputs planned;
+  for (const std::string& format : request_.formats) {
+    planned.formats.push_back(plan_recording(request_.out_dir, name, format, settings_, audio));
+  }
+  return planned;
+}
+
+std::string OutDirWriter::format(const pipeline::DiarizationResult& result,
+                                 const std::string& format) const {
+  pipeline::ResultFormatOptions options;
+  options.exclusive = request_.exclusive;
+  return pipeline::format_result(result, format, options);
+}
+
+void OutDirWriter::write(const PlannedOutputs& planned, const pipeline::DiarizationResult& result,
+                         double wall_seconds, const Formatter& formatter) const {
+  for (const PlannedRecording& one : planned.formats) {
+    const std::string& format_name = one.settings.at("format").get_ref<const std::string&>();
+    const std::string text =
+        formatter ? formatter(result, format_name) : format(result, format_name);
+    write_result(one.destination, text, make_record(one, text, result, wall_seconds),
+                 request_.output_options);
+  }
+}
+
+}  // namespace parley::corpus

@@ -1,0 +1,71 @@
+#pragma once
+// The run of a face into an output folder, one recording at a time: which recordings an earlier
+// run finished (skipped), and each result written in every requested format, with or without
+// overlap, beside its record (corpus/run_record.h). `parley diarize --out-dir`, the C API's
+// parley_batch_submit_to (and through it Python and parley.distributed) all write through it, so
+// that what one face writes another skips, whatever the format or `exclusive`.
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "corpus/run_record.h"
+#include "pipeline/diarizer.h"
+
+namespace parley::corpus {
+
+// What a run writes into its folder.
+struct OutDirRequest {
+  std::filesystem::path out_dir;
+  // Each a result_format_names() entry, written side by side (<name>.<format>, a record each).
+  std::vector<std::string> formats{"rttm"};
+  // The one-speaker-at-a-time turns in rttm, txt, srt and vtt (json holds both).
+  bool exclusive = false;
+  OutputOptions output_options;
+};
+
+// Where one recording goes: one PlannedRecording per format of the request.
+struct PlannedOutputs {
+  std::vector<PlannedRecording> formats;
+  // Every format was finished by an earlier run with the same settings: nothing to diarize.
+  bool finished() const;
+};
+
+class OutDirWriter {
+ public:
+  // A result's text in one format; `format_result` with the request's `exclusive` by default.
+  // A face that names or links speakers passes its own.
+  using Formatter =
+      std::function<std::string(const pipeline::DiarizationResult&, const std::string& format)>;
+
+  // `settings`: the run's run_settings() (plus what else a face adds, e.g. a speaker library);
+  // its "exclusive" is the request's, so that a record never claims other turns than it holds.
+  // Fails, naming the configuration field, on an unknown format or no format at all. The folder
+  // is made on the first write.
+  OutDirWriter(OutDirRequest request, nlohmann::ordered_json settings);
+
+  const OutDirRequest& request() const { return request_; }
+  const nlohmann::ordered_json& settings() const { return settings_; }
+
+  // `name`'s destinations (corpus::unique_output_names gives a list's names) and whether an
+  // earlier run finished them all.
+  PlannedOutputs plan(const std::string& name, const std::filesystem::path& audio) const;
+
+  // `result` in each format of `planned`, each output then its record written atomically.
+  // Throws parley::Error when one cannot be written (a full disk, a refused name): that
+  // recording fails alone.
+  void write(const PlannedOutputs& planned, const pipeline::DiarizationResult& result,
+             double wall_seconds, const Formatter& formatter = {}) const;
+
+  // The text format_result makes of `result` in `format` with this request's `exclusive`.
+  std::string format(const pipeline::DiarizationResult& result, const std::string& format) const;
+
+ private:
+  OutDirRequest request_;
+  nlohmann::ordered_json settings_;
+};
+
+}  // namespace parley::corpus
