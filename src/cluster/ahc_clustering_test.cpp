@@ -5,7 +5,7 @@
 #include <set>
 
 #include "cluster/clustering.h"
-#include "cluster/golden_fixtures_test_support.h"
+#include "cluster/goldens_test_support.h"
 #include "cluster/inactive_speakers.h"
 #include "testing/shared_data.h"
 

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "cluster/assignment.h"
-#include "cluster/golden_fixtures_test_support.h"
+#include "cluster/goldens_test_support.h"
 #include "core/npz.h"
 #include "core/temporary_directory.h"
 #include "testing/shared_data.h"

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "cluster/assignment.h"
-#include "cluster/golden_fixtures_test_support.h"
+#include "cluster/goldens_test_support.h"
 #include "testing/shared_data.h"
 
 namespace parley::cluster {

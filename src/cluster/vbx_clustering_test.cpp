@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "cluster/golden_fixtures_test_support.h"
+#include "cluster/goldens_test_support.h"
 #include "cluster/inactive_speakers.h"
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"

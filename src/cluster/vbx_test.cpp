@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cluster/golden_fixtures_test_support.h"
+#include "cluster/goldens_test_support.h"
 #include "testing/shared_data.h"
 
 namespace parley::cluster {

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "eval/der.h"
-#include "eval/hypothesis_perturbation.h"
-#include "eval/md_eval_runner.h"
+#include "eval/hypothesis_perturbation_test_support.h"
+#include "eval/md_eval_test_support.h"
 #include "eval/rttm.h"
 #include "eval/text_records.h"
 #include "eval/uem.h"

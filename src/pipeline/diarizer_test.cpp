@@ -273,7 +273,7 @@ TEST_F(DiarizerEndToEnd, ProgressMovesBeforeTheFirstEmbeddingRangeIsDone) {
     EXPECT_TRUE(std::is_sorted(networks.done.begin(), networks.done.end()));
     EXPECT_EQ(networks.done.back(), networks.total);
     // Once the first range is embedded, at least its share of the recording is done.
-    const auto chunks = static_cast<double>(test_support::chunk_plan(samples).num_chunks());
+    const auto chunks = static_cast<double>(testing::chunk_plan(samples).num_chunks());
     const double first_range_share = std::min(1.0, static_cast<double>(range) / chunks);
     const std::size_t before_first_range = static_cast<std::size_t>(
         std::count_if(networks.done.begin(), networks.done.end(), [&](std::size_t done) {

@@ -24,7 +24,7 @@ constexpr const char* kRecording = "eval/pyannote-sample/sample.wav";
 // `count` consecutive 10 s chunks of the recording (1 s step), as [count, 1, 160000].
 NdArray<float> real_chunks(const std::filesystem::path& wav, std::size_t count) {
   const auto audio = parley::audio::load_mono_16k(wav);
-  const auto source = test_support::chunk_source(audio);
+  const auto source = testing::chunk_source(audio);
   NdArray<float> chunks({count, 1, 160000});
   for (std::size_t i = 0; i < count; ++i) {
     source(i, std::span<float>(chunks.data() + i * 160000, 160000));
@@ -143,8 +143,8 @@ TEST(AcceleratorModel, Fp16RewriteDecodesToTheSameSpeakers) {
     std::copy_n(expected.data(), expected.size(), before.data() + i * expected.size());
     std::copy_n(actual.data(), actual.size(), after.data() + i * actual.size());
   }
-  const auto agreement = test_support::permutation_agreement(test_support::decode_powerset(after),
-                                                             test_support::decode_powerset(before));
+  const auto agreement = testing::permutation_agreement(testing::decode_powerset(after),
+                                                        testing::decode_powerset(before));
   std::printf("fp16 rewritten vs original: max |log-prob diff| %.4f, decoded frames %.2f %%\n",
               max_difference(before, after), 100.0 * agreement.fraction());
   EXPECT_GE(agreement.fraction(), 0.98);
@@ -180,7 +180,7 @@ TEST(AcceleratorModel, BucketPaddedCallsEqualOneChunkCalls) {
   EXPECT_EQ(batched.plan_calls(7), expected_plan);
 
   const auto audio = parley::audio::load_mono_16k(wav);
-  const auto source = test_support::chunk_source(audio);
+  const auto source = testing::chunk_source(audio);
   const NdArray<float> padded = batched.run(7, source);
   SegmentationModel single(rewritten_path, SegmentationConfig{});
   const NdArray<float> one_by_one = single.run(7, source);

@@ -15,7 +15,7 @@
 namespace parley::pipeline {
 namespace {
 
-namespace ts = test_support;
+namespace ts = testing;
 
 // The bar; the folded float16 model measures 99.6-99.9 % on the four clips.
 constexpr double kMinimumAgreement = 0.97;

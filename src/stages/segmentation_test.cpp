@@ -18,7 +18,7 @@
 namespace parley::pipeline {
 namespace {
 
-using test_support::chunk_source;
+using testing::chunk_source;
 
 constexpr const char* kFp16Model = "models/segmentation-3.0-fp16.onnx";
 // 39.97 s: 30 complete windows and a zero-padded 31st (last 9.97 s of audio).
@@ -391,8 +391,8 @@ TEST(SegmentationDynamicBatch, CpuBatchResultDoesNotDependOnTheOtherChunksOfTheC
   const auto per_chunk =
       one_per_call.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions));
   EXPECT_LE(max_abs_difference(per_chunk, alone), 1e-4f);
-  const auto agreement = test_support::permutation_agreement(
-      test_support::decode_powerset(alone), test_support::decode_powerset(per_chunk));
+  const auto agreement = testing::permutation_agreement(testing::decode_powerset(alone),
+                                                        testing::decode_powerset(per_chunk));
   EXPECT_GE(agreement.fraction(), 0.999);
 }
 
@@ -416,8 +416,8 @@ TEST(SegmentationDynamicBatch, Float32UpcastRunsBatched) {
 
   // Same weights, float32 arithmetic instead of float16 intermediates: decisions barely move.
   const auto fp16 = run_chunks(fixed_model, audio, 1, 1);
-  const auto agreement = test_support::permutation_agreement(
-      test_support::decode_powerset(fp32_batched), test_support::decode_powerset(fp16));
+  const auto agreement = testing::permutation_agreement(testing::decode_powerset(fp32_batched),
+                                                        testing::decode_powerset(fp16));
   std::printf("fp32 upcast vs fp16 frame agreement: %.4f\n", agreement.fraction());
   EXPECT_GE(agreement.fraction(), 0.99);
 }

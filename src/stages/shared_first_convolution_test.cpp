@@ -14,8 +14,8 @@
 namespace parley::pipeline {
 namespace {
 
-using test_support::chunk_plan;
-using test_support::chunk_source;
+using testing::chunk_plan;
+using testing::chunk_source;
 
 constexpr const char* kFp16Model = "models/segmentation-3.0-fp16.onnx";
 // 39.97 s, three speakers: 30 whole windows and a zero-padded 31st.
@@ -82,8 +82,8 @@ TEST(SharedFirstConvolution, AgreesWithChunksRunWhole) {
   }
   EXPECT_LT(largest, 2e-3f);
   EXPECT_FALSE(bitwise_equal(actual, expected)) << "the shared path did not run";
-  const auto agreement = test_support::permutation_agreement(
-      test_support::decode_powerset(actual), test_support::decode_powerset(expected));
+  const auto agreement = testing::permutation_agreement(testing::decode_powerset(actual),
+                                                        testing::decode_powerset(expected));
   EXPECT_GE(agreement.fraction(), 0.999);
   std::printf("shared vs whole: max |difference| %.3g, frames equal %.5f\n", largest,
               agreement.fraction());

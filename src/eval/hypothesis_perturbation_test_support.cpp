@@ -1,4 +1,4 @@
-#include "eval/hypothesis_perturbation.h"
+#include "eval/hypothesis_perturbation_test_support.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "eval/md_eval_runner.h"
+#include "eval/md_eval_test_support.h"
 
 #include <sys/wait.h>
 
