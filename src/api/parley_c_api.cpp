@@ -205,7 +205,7 @@ const std::shared_ptr<LogSink>& log_sink() {
   return sink;
 }
 
-// Warnings only by default: routing notes are the CLI's to show.
+// Warnings only by default: placement notes are the CLI's to show.
 void set_up_logging() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -242,28 +242,28 @@ DiarizationModels model_paths(const parley_params& params) {
 }
 
 // The provider request with the command line's rules (runtime/provider.h, cli/provider_options).
-parley::pipeline::ProviderRouting provider_routing(const parley_params& params) {
+parley::pipeline::ProviderPlacement provider_routing(const parley_params& params) {
   namespace runtime = parley::runtime;
   return with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
-    parley::pipeline::ProviderRouting routing;
-    routing.choice = runtime::ProviderChoice::parse(params.provider ? params.provider : "auto");
+    parley::pipeline::ProviderPlacement placement;
+    placement.choice = runtime::ProviderChoice::parse(params.provider ? params.provider : "auto");
     std::vector<std::string> option_texts;
     for (const char* const* option = params.provider_options; option && *option; ++option) {
       option_texts.emplace_back(*option);
     }
-    routing.options = runtime::parse_provider_options(option_texts);
+    placement.options = runtime::parse_provider_options(option_texts);
     if (params.device_id < -1) {
       invalid(fmt::format("device_id must be -1 (the default device) or a device number (got {})",
                           params.device_id));
     }
     if (params.device_id >= 0) {
-      if (routing.options.contains("device_id")) {
+      if (placement.options.contains("device_id")) {
         invalid("device_id is set twice (in device_id and in provider_options); keep one");
       }
-      routing.options["device_id"] = std::to_string(params.device_id);
+      placement.options["device_id"] = std::to_string(params.device_id);
     }
-    routing.validate();  // device_id is one of the options here: the engine's check covers it
-    return routing;
+    placement.validate();  // device_id is one of the options here: the engine's check covers it
+    return placement;
   });
 }
 
@@ -309,7 +309,7 @@ DiarizationConfig diarization_config(const parley_params& params) {
                       "(got {})",
                       static_cast<int>(params.clustering)));
   }
-  config.routing = provider_routing(params);
+  config.placement = provider_routing(params);
   with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] { config.validate(); });
   return config;
 }

@@ -285,7 +285,7 @@ void run_bench(const BenchArguments& arguments) {
     check_output_file("--plot", arguments.plot, output_options);
   }
   // Every input is checked before any model loads, so a typo fails in milliseconds.
-  double longest_input = 0.0;  // what the provider routing weighs
+  double longest_input = 0.0;  // what the provider placement weighs
   for (const auto& audio_argument : arguments.audio) {
     const auto duration = audio::open_audio_source(audio_argument)->info().duration_seconds();
     longest_input = std::max(longest_input, duration.value_or(0.0));

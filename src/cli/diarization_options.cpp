@@ -234,8 +234,8 @@ pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
   config.embedding_batch_size = engine.embedding_batch;
   apply_diarization_flags(flags, config);
   const ProviderSelection selection = provider_selection(engine.provider);
-  config.routing = provider_routing(selection.choice, selection.force, selection.options,
-                                    engine.model_providers, expected_audio_seconds);
+  config.placement = provider_routing(selection.choice, selection.force, selection.options,
+                                      engine.model_providers, expected_audio_seconds);
   if (engine.model_providers.accelerator_segmentation_batch > 0) {
     config.segmentation_batch_size = engine.model_providers.accelerator_segmentation_batch;
   }
@@ -273,19 +273,19 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
   add_table_option(command, "gpu_float16", flags.accelerator_float16);
 }
 
-pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
-                                           runtime::ForceMode force,
-                                           const runtime::ProviderOptions& options,
-                                           const ModelProviderFlags& flags,
-                                           double expected_audio_seconds) {
-  pipeline::ProviderRouting routing;
-  routing.choice = choice;
-  routing.force = force;
-  routing.options = options;
+pipeline::ProviderPlacement provider_routing(const runtime::ProviderChoice& choice,
+                                             runtime::ForceMode force,
+                                             const runtime::ProviderOptions& options,
+                                             const ModelProviderFlags& flags,
+                                             double expected_audio_seconds) {
+  pipeline::ProviderPlacement placement;
+  placement.choice = choice;
+  placement.force = force;
+  placement.options = options;
   if (flags.accelerator_segmentation_batch > 0) {
-    routing.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
+    placement.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
   }
-  if (expected_audio_seconds > 0.0) routing.expected_audio_seconds = expected_audio_seconds;
+  if (expected_audio_seconds > 0.0) placement.expected_audio_seconds = expected_audio_seconds;
   auto per_model = [force](const std::string& text,
                            const char* flag) -> std::optional<runtime::ProviderChoice> {
     if (text.empty()) return std::nullopt;
@@ -296,9 +296,9 @@ pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice
     }
     return parsed;
   };
-  routing.segmentation_choice = per_model(flags.segmentation_provider, "--segmentation-provider");
-  routing.embedding_choice = per_model(flags.embedding_provider, "--embedding-provider");
-  return routing;
+  placement.segmentation_choice = per_model(flags.segmentation_provider, "--segmentation-provider");
+  placement.embedding_choice = per_model(flags.embedding_provider, "--embedding-provider");
+  return placement;
 }
 
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {

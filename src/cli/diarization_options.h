@@ -97,14 +97,14 @@ pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
                                            const DiarizationFlags& flags);
 
 // The pipeline configuration the flags describe: step, embedding mode, threads, streaming,
-// clustering, speaker counts and the provider routing of both models; `expected_audio_seconds` is
-// the longest input (0: unknown), which the routing weighs.
+// clustering, speaker counts and the provider placement of both models; `expected_audio_seconds` is
+// the longest input (0: unknown), which the placement weighs.
 pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                                                const DiarizationFlags& flags,
                                                double expected_audio_seconds = 0.0);
 
 // Where each network will run, decided as the Diarizer decides it (pipeline::plan_model_sessions:
-// routing resolved, no session created): for reports, labels and settings fingerprints.
+// placement resolved, no session created): for reports, labels and settings fingerprints.
 struct ModelProviders {
   runtime::ProviderId segmentation = runtime::ProviderId::kCpu;
   runtime::ProviderOptions segmentation_options;
@@ -117,14 +117,14 @@ struct ModelProviders {
 ModelProviders model_providers(const pipeline::DiarizationModels& models,
                                const pipeline::DiarizationConfig& config);
 
-// The pipeline's routing request from --provider, --provider-option, --force-gpu/--force-cpu and
+// The pipeline's placement request from --provider, --provider-option, --force-gpu/--force-cpu and
 // the per-model flags; `expected_audio_seconds` is the longest input (0: unknown). Throws naming
 // the flag when they contradict each other.
-pipeline::ProviderRouting provider_routing(const runtime::ProviderChoice& choice,
-                                           runtime::ForceMode force,
-                                           const runtime::ProviderOptions& options,
-                                           const ModelProviderFlags& flags,
-                                           double expected_audio_seconds);
+pipeline::ProviderPlacement provider_routing(const runtime::ProviderChoice& choice,
+                                             runtime::ForceMode force,
+                                             const runtime::ProviderOptions& options,
+                                             const ModelProviderFlags& flags,
+                                             double expected_audio_seconds);
 
 // Applies the clustering and speaker-count flags to `config`.
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config);

@@ -198,7 +198,7 @@ void run_diarize(const DiarizeArguments& arguments) {
     prepare_output_folder("--save-intermediates", arguments.save_intermediates);
   }
   // The input is checked before any model loads, so a typo fails in milliseconds; its length is
-  // what the provider routing weighs.
+  // what the provider placement weighs.
   const auto duration = audio::open_audio_source(audio_path)->info().duration_seconds();
   if (duration.value_or(0.0) * kSampleRate >
       static_cast<double>(audio::DecodedAudio::kDefaultSpillSamples)) {

@@ -225,7 +225,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   }
   const pipeline::DiarizationModels paths = resolve_models(engine, flags);
   pipeline::DiarizationConfig config =
-      corpus::fingerprinted_routing(diarization_config(engine, flags), longest);
+      corpus::fingerprinted_placement(diarization_config(engine, flags), longest);
   const corpus::EngineLayout layout = corpus::plan_engine_layout(
       paths, config,
       layout_request(corpus.devices, corpus.engines, corpus.jobs, engine.model_providers));

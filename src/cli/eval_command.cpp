@@ -334,7 +334,7 @@ void run_eval(const EvalArguments& arguments) {
       check_output_file("--out", hypothesis.output.string(), output_options);
     }
   }
-  double longest_input = 0.0;  // what the provider routing weighs
+  double longest_input = 0.0;  // what the provider placement weighs
   for (const eval::EvalFile& file : files) {
     if (!file.problem.empty()) continue;
     try {
@@ -344,7 +344,7 @@ void run_eval(const EvalArguments& arguments) {
       // Reported when the recording's turn comes.
     }
   }
-  const pipeline::DiarizationConfig config = corpus::fingerprinted_routing(
+  const pipeline::DiarizationConfig config = corpus::fingerprinted_placement(
       diarization_config(arguments.engine, arguments.flags), longest_input);
   const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
   const ModelProviders providers = model_providers(models, config);

@@ -49,12 +49,12 @@ ProviderSelection provider_selection(const ProviderArguments& arguments) {
                     : arguments.force_cpu ? runtime::ForceMode::kCpu
                                           : runtime::ForceMode::kNone;
   // The engine's check (the C API and the server make the same), before any model loads.
-  pipeline::ProviderRouting routing;
-  routing.choice = selection.choice;
-  routing.force = selection.force;
-  routing.options = selection.options;
+  pipeline::ProviderPlacement placement;
+  placement.choice = selection.choice;
+  placement.force = selection.force;
+  placement.options = selection.options;
   try {
-    routing.validate();
+    placement.validate();
   } catch (const Error& error) {
     fail("{}", with_flag_names(error.what()));
   }

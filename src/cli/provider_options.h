@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/placement_rule.h"
+#include "runtime/placement.h"
 #include "runtime/provider.h"
 
 namespace parley::cli {

@@ -55,7 +55,7 @@ TEST(ProviderOptions, Contradictions) {
   EXPECT_EQ(unknown.rfind("--provider: unknown execution provider 'metal'", 0), 0u) << unknown;
   EXPECT_NE(unknown.find("valid names: auto, cpu"), std::string::npos) << unknown;
   EXPECT_NE(message_of({"--provider-option", "device_id"}).find("key=value"), std::string::npos);
-  // The engine's message (pipeline::ProviderRouting::validate, which the C API shows as it is),
+  // The engine's message (pipeline::ProviderPlacement::validate, which the C API shows as it is),
   // in the CLI's flag names.
   EXPECT_EQ(message_of({"--provider", "cpu", "--provider-option", "a=b"}),
             "--provider-option (a=b) have no effect on the cpu provider (provider cpu); drop them");

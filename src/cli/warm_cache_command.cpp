@@ -225,7 +225,7 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
                 targets->trunk_shapes, status, selection, cache, costs, totals);
     if (targets->pooled) {
       // No cost constants: they are per chunk and per call of the trunk's batches, which a pass
-      // of hundreds of chunks does not fit; the routing takes the compiled pass as it is. One
+      // of hundreds of chunks does not fit; the placement takes the compiled pass as it is. One
       // pass shape per step (--step): the pass spans chunks_per_pass steps.
       warm_shapes(targets->pooled->model, targets->pooled->sha256, targets->pooled->inputs,
                   {targets->pooled_shapes}, status, selection, cache, nullptr, totals);

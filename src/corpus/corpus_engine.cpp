@@ -76,8 +76,8 @@ int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& mem
 
 void use_several_engines_layout(pipeline::DiarizationConfig& config) {
   config.segmentation_accelerator_sessions = kSeveralEnginesSegmentationSessions;
-  if (!config.routing) config.routing.emplace();
-  config.routing->accelerator_segmentation_batch_size = kSeveralEnginesSegmentationBatch;
+  if (!config.placement) config.placement.emplace();
+  config.placement->accelerator_segmentation_batch_size = kSeveralEnginesSegmentationBatch;
 }
 
 int max_engines_per_device(bool on_accelerator) {
@@ -134,7 +134,7 @@ std::vector<pipeline::DiarizationConfig> engine_configs(const pipeline::Diarizat
     if (device < 0) fail("device numbers must not be negative (got {})", device);
     pipeline::DiarizationConfig on_device = config;
     const std::string id = std::to_string(device);
-    if (on_device.routing) on_device.routing->options["device_id"] = id;
+    if (on_device.placement) on_device.placement->options["device_id"] = id;
     on_device.segmentation_provider_options["device_id"] = id;
     on_device.embedding_provider_options["device_id"] = id;
     for (int copy = 0; copy < engines_per_device; ++copy) configs.push_back(on_device);

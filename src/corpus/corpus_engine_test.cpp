@@ -101,13 +101,14 @@ TEST(AutomaticEngines, SeveralShareAGpuWithFewerLargerSegmentationCalls) {
   pipeline::DiarizationConfig config;
   use_several_engines_layout(config);
   EXPECT_EQ(config.segmentation_accelerator_sessions, kSeveralEnginesSegmentationSessions);
-  ASSERT_TRUE(config.routing.has_value());
-  EXPECT_EQ(config.routing->accelerator_segmentation_batch_size, kSeveralEnginesSegmentationBatch);
-  pipeline::ProviderRouting routed;
+  ASSERT_TRUE(config.placement.has_value());
+  EXPECT_EQ(config.placement->accelerator_segmentation_batch_size,
+            kSeveralEnginesSegmentationBatch);
+  pipeline::ProviderPlacement routed;
   routed.options = {{"device_id", "1"}};
-  config.routing = routed;
+  config.placement = routed;
   use_several_engines_layout(config);
-  EXPECT_EQ(config.routing->options.at("device_id"), "1") << "the rest of the routing stays";
+  EXPECT_EQ(config.placement->options.at("device_id"), "1") << "the rest of the placement stays";
 }
 
 TEST_F(CorpusEngineTest, SeveralRecordingsInOneStreamEqualEachAlone) {
@@ -297,12 +298,12 @@ TEST(CorpusEngineBuild, AnEngineThatCannotLoadFailsTheConstructionWithItsMessage
 
 TEST(EngineConfigs, OneEngineSetPerDeviceWithItsDeviceId) {
   pipeline::DiarizationConfig config;
-  config.routing = pipeline::ProviderRouting{};
+  config.placement = pipeline::ProviderPlacement{};
   const auto configs = engine_configs(config, {0, 3}, 2);
   ASSERT_EQ(configs.size(), 4u);
-  EXPECT_EQ(configs[0].routing->options.at("device_id"), "0");
-  EXPECT_EQ(configs[1].routing->options.at("device_id"), "0");
-  EXPECT_EQ(configs[2].routing->options.at("device_id"), "3");
+  EXPECT_EQ(configs[0].placement->options.at("device_id"), "0");
+  EXPECT_EQ(configs[1].placement->options.at("device_id"), "0");
+  EXPECT_EQ(configs[2].placement->options.at("device_id"), "3");
   EXPECT_EQ(configs[3].embedding_provider_options.at("device_id"), "3");
   EXPECT_EQ(engine_configs(config, {}, 3).size(), 3u);
   EXPECT_THROW(engine_configs(config, {-1}, 1), Error);

@@ -10,7 +10,7 @@
 namespace parley::corpus {
 namespace {
 
-// Without routing the configuration's providers are used as given: no model is read.
+// Without placement the configuration's providers are used as given: no model is read.
 pipeline::DiarizationConfig cpu_config(int threads) {
   pipeline::DiarizationConfig config;
   config.threads = threads;

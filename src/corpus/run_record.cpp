@@ -20,11 +20,11 @@ std::string describe_providers(runtime::ProviderId segmentation, runtime::Provid
                      runtime::provider_name(embedding));
 }
 
-pipeline::DiarizationConfig fingerprinted_routing(pipeline::DiarizationConfig config,
-                                                  double longest_audio_seconds) {
-  if (config.routing) {
-    config.routing->expected_audio_seconds = pipeline::ProviderRouting{}.expected_audio_seconds;
-    config.routing->longest_audio_seconds = longest_audio_seconds;
+pipeline::DiarizationConfig fingerprinted_placement(pipeline::DiarizationConfig config,
+                                                    double longest_audio_seconds) {
+  if (config.placement) {
+    config.placement->expected_audio_seconds = pipeline::ProviderPlacement{}.expected_audio_seconds;
+    config.placement->longest_audio_seconds = longest_audio_seconds;
   }
   return config;
 }

@@ -33,10 +33,10 @@ std::string describe_providers(const pipeline::DiarizationModels& models,
 // `config` routed as every face of a run into a folder routes it (the CLI, the C API,
 // parley.distributed, `--print-layout`): the providers are in each output's fingerprint, so they
 // must not depend on the recordings' lengths, which only the CLI knows; otherwise runs of two
-// faces would redo each other's work. The cost model weighs ProviderRouting's default length;
+// faces would redo each other's work. The cost model weighs ProviderPlacement's default length;
 // `longest_audio_seconds` (0: unknown) is only checked against memory for the step.
-pipeline::DiarizationConfig fingerprinted_routing(pipeline::DiarizationConfig config,
-                                                  double longest_audio_seconds);
+pipeline::DiarizationConfig fingerprinted_placement(pipeline::DiarizationConfig config,
+                                                    double longest_audio_seconds);
 
 // The sha256 of the three model files the engine uses ("absent" for one that is not there):
 // the plda folder's two files as one entry, "<plda.npz> <xvec_transform.npz>".

@@ -123,16 +123,16 @@ TEST_F(RunRecordTest, RecordIsWrittenWithItsFolder) {
 // route as one that does not (the C API, parley.distributed), or they redo each other's work.
 TEST(FingerprintedRouting, WeighsTheDefaultLengthWhateverTheRecordings) {
   pipeline::DiarizationConfig config;
-  config.routing = pipeline::ProviderRouting{};
-  config.routing->expected_audio_seconds = 15.0;
+  config.placement = pipeline::ProviderPlacement{};
+  config.placement->expected_audio_seconds = 15.0;
   for (const double longest : {0.0, 15.0, 36000.0}) {
-    const pipeline::DiarizationConfig routed = fingerprinted_routing(config, longest);
-    ASSERT_TRUE(routed.routing);
-    EXPECT_EQ(routed.routing->expected_audio_seconds,
-              pipeline::ProviderRouting{}.expected_audio_seconds);
-    EXPECT_EQ(routed.routing->longest_audio_seconds, longest);
+    const pipeline::DiarizationConfig routed = fingerprinted_placement(config, longest);
+    ASSERT_TRUE(routed.placement);
+    EXPECT_EQ(routed.placement->expected_audio_seconds,
+              pipeline::ProviderPlacement{}.expected_audio_seconds);
+    EXPECT_EQ(routed.placement->longest_audio_seconds, longest);
   }
-  EXPECT_FALSE(fingerprinted_routing(pipeline::DiarizationConfig{}, 15.0).routing);
+  EXPECT_FALSE(fingerprinted_placement(pipeline::DiarizationConfig{}, 15.0).placement);
 }
 
 // The longest recording still bounds the step: it is refused before any model loads.
@@ -140,10 +140,10 @@ TEST(FingerprintedRouting, StepIsCheckedAgainstTheLongestRecording) {
   if (memory_budget_bytes() == 0) GTEST_SKIP() << "the system does not say how much memory it has";
   pipeline::DiarizationConfig config;
   config.step_seconds = 0.01;
-  config.routing = pipeline::ProviderRouting{};
+  config.placement = pipeline::ProviderPlacement{};
   const double year = 365.0 * 24 * 3600;
   try {
-    static_cast<void>(pipeline::plan_model_sessions({}, fingerprinted_routing(config, year)));
+    static_cast<void>(pipeline::plan_model_sessions({}, fingerprinted_placement(config, year)));
     FAIL() << "a year at a 10 ms step was accepted";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("a recording of 8760.0 h"), std::string::npos)

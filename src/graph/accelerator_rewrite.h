@@ -41,7 +41,7 @@ struct AcceleratorModelFile {
 
 // rewrite_for_accelerator() of the file `model`, kept as `directory`/<stem>-<first 16 hex of its
 // sha256>.onnx (written once, atomically) so that the segmentation stage, `parley warm-cache`
-// and the routing all name the same bytes. Unchanged models are not copied.
+// and the placement all name the same bytes. Unchanged models are not copied.
 AcceleratorModelFile accelerator_model_file(const std::filesystem::path& model,
                                             const std::filesystem::path& directory);
 

@@ -1,7 +1,7 @@
 #pragma once
 // Model files named by their content: `directory`/<stem>-<first 16 hex of sha256>.onnx. Derived
 // models (the segmentation model rewritten for accelerators, the embedding trunk, the pooled
-// trunk graph) are kept this way so that the pipeline, `parley warm-cache` and the routing all
+// trunk graph) are kept this way so that the pipeline, `parley warm-cache` and the placement all
 // name the same bytes, and the compiled-graph cache (keyed by a model file's sha256) finds them.
 #include <filesystem>
 #include <string>

@@ -19,7 +19,7 @@ TEST(DiarizationConfig, OutputSettingsIgnoreHowTheRunGoes) {
   faster.segmentation_accelerator_sessions = 2;
   faster.streaming = false;
   faster.embedding_provider_options.emplace("device_id", std::string("1"));
-  faster.routing.emplace();
+  faster.placement.emplace();
   EXPECT_EQ(base.output().to_json().dump(), faster.output().to_json().dump());
   EXPECT_NE(base.execution().to_json().dump(), faster.execution().to_json().dump());
 }
@@ -93,15 +93,15 @@ TEST(DiarizationConfigValidation, ThreadsAreBoundedByTheMachine) {
 
 TEST(DiarizationConfigValidation, ProviderOptionsNeedAnAccelerator) {
   DiarizationConfig config;
-  config.routing.emplace();
-  config.routing->options["device_id"] = "0";
+  config.placement.emplace();
+  config.placement->options["device_id"] = "0";
   EXPECT_EQ(validation_error(config), "(no error)");  // auto: for whichever accelerator is used
-  config.routing->choice = runtime::ProviderChoice::parse("cpu");
+  config.placement->choice = runtime::ProviderChoice::parse("cpu");
   EXPECT_EQ(validation_error(config),
             "provider_options (device_id=0) have no effect on the cpu provider (provider cpu); "
             "drop them");
-  config.routing->choice = runtime::ProviderChoice::parse("auto");
-  config.routing->force = runtime::ForceMode::kCpu;
+  config.placement->choice = runtime::ProviderChoice::parse("auto");
+  config.placement->force = runtime::ForceMode::kCpu;
   EXPECT_EQ(
       validation_error(config),
       "provider_options (device_id=0) have no effect on the cpu provider (force_cpu); drop them");

@@ -82,7 +82,7 @@ void DiarizationConfig::validate() const {
         kMaxEmbeddingBatch, embedding_batch_size);
   }
   if (min_duration_off < 0.0) fail("min_duration_off must not be negative");
-  if (routing && routing->accelerator_segmentation_batch_size < 1) {
+  if (placement && placement->accelerator_segmentation_batch_size < 1) {
     fail("accelerator_segmentation_batch_size must be at least 1");
   }
   const auto check_segmentation_batch = [](std::string_view field, std::size_t batch) {
@@ -94,9 +94,9 @@ void DiarizationConfig::validate() const {
     }
   };
   check_segmentation_batch("segmentation_batch_size", segmentation_batch_size);
-  if (routing) {
+  if (placement) {
     check_segmentation_batch("accelerator_segmentation_batch_size",
-                             routing->accelerator_segmentation_batch_size);
+                             placement->accelerator_segmentation_batch_size);
   }
   if (segmentation_accelerator_sessions < 1) {
     fail("segmentation_accelerator_sessions must be at least 1 (got {})",
@@ -119,7 +119,7 @@ void DiarizationConfig::validate() const {
           step_seconds);
     }
   }
-  if (routing) routing->validate();
+  if (placement) placement->validate();
   clustering.validate();
   speakers.validate();
 }
@@ -143,16 +143,16 @@ nlohmann::json ExecutionSettings::to_json() const {
                          {"embedding_batch_size", embedding_batch_size},
                          {"segmentation_accelerator_sessions", segmentation_accelerator_sessions},
                          {"streaming", streaming}};
-  if (routing) {
-    json["provider"] = routing->choice.to_string();
-    json["provider_options"] = routing->options;
-    if (routing->segmentation_choice) {
-      json["segmentation_provider"] = routing->segmentation_choice->to_string();
+  if (placement) {
+    json["provider"] = placement->choice.to_string();
+    json["provider_options"] = placement->options;
+    if (placement->segmentation_choice) {
+      json["segmentation_provider"] = placement->segmentation_choice->to_string();
     }
-    if (routing->embedding_choice) {
-      json["embedding_provider"] = routing->embedding_choice->to_string();
+    if (placement->embedding_choice) {
+      json["embedding_provider"] = placement->embedding_choice->to_string();
     }
-    json["accelerator_segmentation_batch_size"] = routing->accelerator_segmentation_batch_size;
+    json["accelerator_segmentation_batch_size"] = placement->accelerator_segmentation_batch_size;
   } else {
     json["segmentation_provider"] = std::string(runtime::provider_name(segmentation_provider));
     json["segmentation_provider_options"] = segmentation_provider_options;
@@ -175,7 +175,7 @@ std::string DiarizationConfig::to_string() const {
       segmentation_accelerator_sessions, embedding_batch_size, embedding_exclude_overlap,
       min_duration_off, clustering.describe(), speakers.describe(),
       runtime::provider_name(embedding_provider), runtime::provider_name(segmentation_provider),
-      routing ? fmt::format(", routed from provider {}", routing->choice.to_string()) : "",
+      placement ? fmt::format(", routed from provider {}", placement->choice.to_string()) : "",
       streaming, embedding_mode_name(embedding_mode),
       embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "",
       accelerator_float16 ? ", accelerator_float16=true" : "",
@@ -215,7 +215,7 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
     step_start = std::chrono::steady_clock::now();
   };
   const ModelSessionPlan sessions = plan_model_sessions(model_paths_, config_);
-  for (const auto* route : {&sessions.segmentation_route, &sessions.embedding_route}) {
+  for (const auto* route : {&sessions.segmentation_placement, &sessions.embedding_placement}) {
     // Where each model runs and why: a diagnosis, not news (-v shows it).
     if (*route) spdlog::debug("{}", (*route)->reason);
   }

@@ -116,13 +116,13 @@ struct ExecutionSettings {
   std::size_t embedding_batch_size = 32;
   // Segmentation calls feeding an accelerator at once (stages/segmentation.h), each on its
   // own stream, all through one session (runtime/session_share.h); one at a time leaves a GPU
-  // mostly idle (docs/providers.md, "In the pipeline"). Routed (`routing` set), fewer when they
+  // mostly idle (docs/providers.md, "In the pipeline"). Routed (`placement` set), fewer when they
   // would not fit in the free device memory, and one on a static-shape provider.
   int segmentation_accelerator_sessions = 4;
   // Embed chunks while later ones are still being segmented (a bounded queue between the two
   // stages). Results are identical either way.
   bool streaming = true;
-  // Execution providers, used as given when `routing` is unset (programs that choose
+  // Execution providers, used as given when `placement` is unset (programs that choose
   // themselves, such as pipeline_bench). An accelerator gets the segmentation model rewritten
   // (graph/accelerator_rewrite.h) and `segmentation_batch_size` chunks per call.
   runtime::ProviderId embedding_provider = runtime::ProviderId::kCpu;
@@ -131,7 +131,7 @@ struct ExecutionSettings {
   runtime::ProviderOptions segmentation_provider_options;
   // When set (the CLI sets it), the Diarizer routes each model itself from the user's provider
   // flags (pipeline/network_placement.h) and the four fields above are ignored.
-  std::optional<ProviderRouting> routing;
+  std::optional<ProviderPlacement> placement;
 
   // Every field, keys sorted (for logs and layout reports; not part of any fingerprint).
   nlohmann::json to_json() const;

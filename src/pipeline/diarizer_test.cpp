@@ -491,8 +491,8 @@ TEST(DiarizerConfig, BatchesSessionsAndThreadsAreBoundedWithTheReason) {
       0u)
       << message_of(segmentation);
   DiarizationConfig accelerator;
-  accelerator.routing = ProviderRouting{};
-  accelerator.routing->accelerator_segmentation_batch_size = 20000;
+  accelerator.placement = ProviderPlacement{};
+  accelerator.placement->accelerator_segmentation_batch_size = 20000;
   EXPECT_NE(
       message_of(accelerator).find("accelerator_segmentation_batch_size must be at most 1024"),
       std::string::npos);

@@ -65,7 +65,7 @@ ModelSessionPlan with_session_tuning(ModelSessionPlan plan, bool accelerator_flo
   return plan;
 }
 
-std::size_t largest_call(const runtime::RouteDecision& decision) {
+std::size_t largest_call(const runtime::PlacementDecision& decision) {
   std::size_t largest = 1;
   for (const auto& slice : decision.plan) largest = std::max(largest, slice.bucket);
   return largest;
@@ -87,9 +87,9 @@ struct ModelJob {
 
 // The accelerator `choice` resolves to on this machine, if any (without saying anything).
 std::optional<runtime::ProviderId> usable_accelerator(
-    const runtime::ProviderChoice& choice, const ProviderRouting& routing,
+    const runtime::ProviderChoice& choice, const ProviderPlacement& placement,
     const std::vector<runtime::ProviderStatus>& statuses) {
-  if (routing.force == runtime::ForceMode::kCpu ||
+  if (placement.force == runtime::ForceMode::kCpu ||
       (!choice.automatic && choice.provider == runtime::ProviderId::kCpu)) {
     return std::nullopt;
   }
@@ -105,15 +105,15 @@ std::vector<runtime::InputShape> embedding_shapes(std::size_t batch) {
   return {{"feats", {static_cast<std::int64_t>(batch), kFbankFrames, kFbankBins}}};
 }
 
-runtime::RouteDecision route_one(const ModelJob& job, const ProviderRouting& routing,
-                                 std::size_t items, const runtime::CompileCache& cache,
-                                 const runtime::CostModelStore& costs,
-                                 const std::vector<runtime::ProviderStatus>& statuses,
-                                 runtime::OnceNotices& notices) {
-  runtime::ModelRouteRequest request;
+runtime::PlacementDecision place_one(const ModelJob& job, const ProviderPlacement& placement,
+                                     std::size_t items, const runtime::CompileCache& cache,
+                                     const runtime::CostModelStore& costs,
+                                     const std::vector<runtime::ProviderStatus>& statuses,
+                                     runtime::OnceNotices& notices) {
+  runtime::ModelPlacementRequest request;
   request.choice = job.choice;
-  request.options = routing.options;
-  request.force = routing.force;
+  request.options = placement.options;
+  request.force = placement.force;
   request.model = job.model;
   request.shapes_for_batch = job.shapes;
   request.items = items;
@@ -122,7 +122,7 @@ runtime::RouteDecision route_one(const ModelJob& job, const ProviderRouting& rou
       file_bytes(job.model), job.input_bytes_per_item, job.output_bytes_per_item);
   // The digest keys compiled graphs and cost constants: only worth reading the file for when an
   // accelerator is in play (an explicit but unavailable one throws here, with its reason).
-  if (usable_accelerator(job.choice, routing, statuses)) {
+  if (usable_accelerator(job.choice, placement, statuses)) {
     if (!job.loaded_sha256.empty()) {
       request.model_sha256 = job.loaded_sha256;
     } else {
@@ -132,14 +132,14 @@ runtime::RouteDecision route_one(const ModelJob& job, const ProviderRouting& rou
               : sha256_file(job.model);
     }
   }
-  return runtime::route_model(request, cache, costs, statuses, notices);
+  return runtime::place_model(request, cache, costs, statuses, notices);
 }
 
 // --segmentation-sessions (`wanted`): fewer when that many sessions of `batch` chunks would not
 // fit in the device's free memory (said once), one on a static-shape provider.
 int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int wanted,
-                     const ProviderRouting& routing, std::size_t batch,
-                     const RoutingEnvironment& environment, runtime::OnceNotices& notices) {
+                     const ProviderPlacement& placement, std::size_t batch,
+                     const PlacementEnvironment& environment, runtime::OnceNotices& notices) {
   // A static-shape provider compiles each bucket per session: several sessions would compile
   // the same graph at once into one cache entry. Several sessions were measured on CUDA only.
   if (runtime::traits(provider).static_shapes || wanted <= 1) return 1;
@@ -148,7 +148,7 @@ int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int want
           ? *environment.device_memory
           : runtime::query_device_memory(
                 provider,
-                runtime::device_id_option(runtime::effective_options(provider, routing.options)));
+                runtime::device_id_option(runtime::effective_options(provider, placement.options)));
   const std::uintmax_t per_session =
       runtime::estimate_memory_need(file_bytes(job.model), job.input_bytes_per_item,
                                     job.output_bytes_per_item)
@@ -227,7 +227,7 @@ void check_step_fits(const DiarizationConfig& config, double audio_seconds) {
 
 ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                                      const DiarizationConfig& config,
-                                     const RoutingEnvironment& environment) {
+                                     const PlacementEnvironment& environment) {
   ModelSessionPlan plan;
   SegmentationConfig& segmentation = plan.segmentation;
   segmentation.threads = automatic_segmentation_workers(config.threads);
@@ -249,45 +249,45 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   embedding.session.release_cpu_arena_after_run = true;
   embedding.session.provider = config.embedding_provider;
   embedding.session.provider_options = config.embedding_provider_options;
-  if (!config.routing) {
+  if (!config.placement) {
     check_cpu_batches_fit(plan, config);
     return with_session_tuning(std::move(plan), config.accelerator_float16);
   }
 
-  const ProviderRouting& routing = *config.routing;
+  const ProviderPlacement& placement = *config.placement;
   const auto& statuses =
       environment.statuses != nullptr ? *environment.statuses : runtime::provider_statuses();
   runtime::OnceNotices& notices =
       environment.notices != nullptr ? *environment.notices : runtime::notices();
   const std::filesystem::path root =
-      runtime::CompileCache::root_or_default(routing.compile_cache_root);
+      runtime::CompileCache::root_or_default(placement.compile_cache_root);
   const runtime::CompileCache cache(root);
   const runtime::CostModelStore costs(root, runtime::CostModelStore::this_machine_id());
-  check_step_fits(config, routing.longest_audio_seconds > 0.0 ? routing.longest_audio_seconds
-                                                              : routing.expected_audio_seconds);
-  const std::size_t chunks = expected_chunks(routing.expected_audio_seconds, config.step_seconds);
+  check_step_fits(config, placement.longest_audio_seconds > 0.0 ? placement.longest_audio_seconds
+                                                                : placement.expected_audio_seconds);
+  const std::size_t chunks = expected_chunks(placement.expected_audio_seconds, config.step_seconds);
 
   const ModelJob segmentation_job{models.segmentation,
-                                  routing.segmentation_choice.value_or(routing.choice),
+                                  placement.segmentation_choice.value_or(placement.choice),
                                   runtime::Buckets::powers_of_two(std::max<std::size_t>(
-                                      1, routing.accelerator_segmentation_batch_size)),
+                                      1, placement.accelerator_segmentation_batch_size)),
                                   &segmentation_shapes,
                                   kSamplesPerChunk * sizeof(float),
                                   kSegmentationFrames * kPowersetClasses * sizeof(float),
                                   true,
                                   {}};
-  const auto segmentation_route =
-      route_one(segmentation_job, routing, chunks, cache, costs, statuses, notices);
-  if (segmentation_route.on_accelerator) {
-    segmentation.provider = segmentation_route.provider;
-    segmentation.provider_options = routing.options;
+  const auto segmentation_placement =
+      place_one(segmentation_job, placement, chunks, cache, costs, statuses, notices);
+  if (segmentation_placement.on_accelerator) {
+    segmentation.provider = segmentation_placement.provider;
+    segmentation.provider_options = placement.options;
     // Whole batches are the parallelism, from a few sessions at once, as many as fit.
     segmentation.threads = 1;
-    segmentation.batch_size = largest_call(segmentation_route);
+    segmentation.batch_size = largest_call(segmentation_placement);
     segmentation.accelerator_sessions = fitting_sessions(
-        segmentation_job, segmentation_route.provider, config.segmentation_accelerator_sessions,
-        routing, segmentation.batch_size, environment, notices);
-    if (runtime::traits(segmentation_route.provider).static_shapes) {
+        segmentation_job, segmentation_placement.provider, config.segmentation_accelerator_sessions,
+        placement, segmentation.batch_size, environment, notices);
+    if (runtime::traits(segmentation_placement.provider).static_shapes) {
       segmentation.batch_buckets = segmentation_job.buckets.capped(segmentation.batch_size);
     }
     segmentation.compile_cache_root = root;
@@ -295,11 +295,11 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
     segmentation.provider = runtime::ProviderId::kCpu;
     segmentation.provider_options.clear();
   }
-  plan.segmentation_route = segmentation_route;
+  plan.segmentation_placement = segmentation_placement;
 
   ModelJob embedding_job{
       models.embedding,
-      routing.embedding_choice.value_or(routing.choice),
+      placement.embedding_choice.value_or(placement.choice),
       runtime::Buckets::powers_of_two(std::max<std::size_t>(1, config.embedding_batch_size)),
       &embedding_shapes,
       kFbankFrames * kFbankBins * sizeof(float),
@@ -307,7 +307,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       false,
       {}};
   bool embedding_pooled = false;  // the accelerator will run the pooled graph (shared mode)
-  const auto embedding_accelerator = usable_accelerator(embedding_job.choice, routing, statuses);
+  const auto embedding_accelerator = usable_accelerator(embedding_job.choice, placement, statuses);
   if (embedding_accelerator && runtime::traits(*embedding_accelerator).static_shapes) {
     // A static-shape provider loads the graphs of stages/embedding_graphs.h, never the file
     // itself: the cache hits that count are theirs.
@@ -341,16 +341,16 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
       }
     }
   }
-  const auto embedding_route =
-      route_one(embedding_job, routing, chunks, cache, costs, statuses, notices);
-  if (embedding_route.on_accelerator) {
-    embedding.session.provider = embedding_route.provider;
-    embedding.session.provider_options = routing.options;
+  const auto embedding_placement =
+      place_one(embedding_job, placement, chunks, cache, costs, statuses, notices);
+  if (embedding_placement.on_accelerator) {
+    embedding.session.provider = embedding_placement.provider;
+    embedding.session.provider_options = placement.options;
     // Pooled in the graph the calls are whole passes; the trunk's batch size stays as it is.
     if (!embedding_pooled) {
-      embedding.batch_size = std::min(embedding.batch_size, largest_call(embedding_route));
+      embedding.batch_size = std::min(embedding.batch_size, largest_call(embedding_placement));
     }
-    if (runtime::traits(embedding_route.provider).static_shapes) {
+    if (runtime::traits(embedding_placement.provider).static_shapes) {
       embedding.batch_buckets = runtime::Buckets::powers_of_two(embedding.batch_size);
     }
     embedding.compile_cache_root = root;
@@ -358,12 +358,12 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
     embedding.session.provider = runtime::ProviderId::kCpu;
     embedding.session.provider_options.clear();
   }
-  plan.embedding_route = embedding_route;
+  plan.embedding_placement = embedding_placement;
   check_cpu_batches_fit(plan, config);
   return with_session_tuning(std::move(plan), config.accelerator_float16);
 }
 
-void ProviderRouting::validate() const {
+void ProviderPlacement::validate() const {
   const bool named_cpu = !choice.automatic && choice.provider == runtime::ProviderId::kCpu;
   if ((named_cpu || force == runtime::ForceMode::kCpu) && !options.empty()) {
     std::vector<std::string> given;

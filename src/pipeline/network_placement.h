@@ -1,7 +1,7 @@
 #pragma once
 // Where the pipeline's two networks run. `--provider` (and --force-gpu / --force-cpu) apply to
 // both; `--segmentation-provider` / `--embedding-provider` override one. Each model gets its own
-// decision from runtime::route_model (resolving auto, compiled buckets in the cache for
+// decision from runtime::place_model (resolving auto, compiled buckets in the cache for
 // static-shape providers, the cost model, the free device memory: a smaller batch or the CPU,
 // said once), and the decision becomes that model's session settings. Building the settings
 // touches no session, so the whole decision is tested on the CPU with synthetic providers.
@@ -14,7 +14,7 @@
 #include "runtime/cost_model.h"
 #include "runtime/device_memory.h"
 #include "runtime/notice.h"
-#include "runtime/placement_rule.h"
+#include "runtime/placement.h"
 #include "runtime/provider.h"
 #include "runtime/provider_discovery.h"
 #include "stages/embedding.h"
@@ -26,7 +26,7 @@ struct DiarizationModels;
 struct DiarizationConfig;
 
 // What the user asked for (the CLI's provider flags).
-struct ProviderRouting {
+struct ProviderPlacement {
   runtime::ProviderChoice choice;  // --provider; auto by default
   runtime::ForceMode force = runtime::ForceMode::kNone;
   runtime::ProviderOptions options;  // --provider-option, for whichever accelerator is used
@@ -34,7 +34,7 @@ struct ProviderRouting {
   std::optional<runtime::ProviderChoice> embedding_choice;     // --embedding-provider
   // Audio length the cost model weighs (the job is not known when the models load); the CLI
   // passes a single input's duration when the container tells it. A run into an output folder
-  // keeps this default (corpus::fingerprinted_routing).
+  // keeps this default (corpus::fingerprinted_placement).
   double expected_audio_seconds = 3600.0;
   // The longest recording the run knows of (0: none known): the step is checked against its
   // memory need instead of expected_audio_seconds'. The cost model does not weigh it.
@@ -52,7 +52,7 @@ struct ProviderRouting {
 };
 
 // Where this process's facts come from; tests pass synthetic statuses and a temporary cache.
-struct RoutingEnvironment {
+struct PlacementEnvironment {
   const std::vector<runtime::ProviderStatus>* statuses = nullptr;  // null: provider_statuses()
   runtime::OnceNotices* notices = nullptr;                         // null: runtime::notices()
   // Free memory of the accelerator; null: asked of the device (runtime/device_memory.h).
@@ -62,17 +62,17 @@ struct RoutingEnvironment {
 struct ModelSessionPlan {
   SegmentationConfig segmentation;
   EmbeddingConfig embedding;
-  // Set when the pipeline routed the models (DiarizationConfig::routing); their `reason` is what
+  // Set when the pipeline routed the models (DiarizationConfig::placement); their `reason` is what
   // the log says about each model.
-  std::optional<runtime::RouteDecision> segmentation_route;
-  std::optional<runtime::RouteDecision> embedding_route;
+  std::optional<runtime::PlacementDecision> segmentation_placement;
+  std::optional<runtime::PlacementDecision> embedding_placement;
 };
 
-// The segmentation and embedding settings for `config`: with config.routing set, each model is
+// The segmentation and embedding settings for `config`: with config.placement set, each model is
 // routed (may throw parley::Error for a strict request that cannot be met, naming the flag);
 // without it, config's explicit segmentation_provider / embedding_provider are used as they are.
 ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                                      const DiarizationConfig& config,
-                                     const RoutingEnvironment& environment = {});
+                                     const PlacementEnvironment& environment = {});
 
 }  // namespace parley::pipeline

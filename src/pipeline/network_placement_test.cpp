@@ -62,12 +62,12 @@ class ModelRoutingTest : public ::testing::Test {
                            runtime::ForceMode force = runtime::ForceMode::kNone) const {
     DiarizationConfig config;
     config.threads = 4;
-    ProviderRouting routing;
-    routing.choice = ProviderChoice::parse(provider);
-    routing.force = force;
-    routing.compile_cache_root = root_ / "cache";
-    routing.expected_audio_seconds = 3600.0;
-    config.routing = routing;
+    ProviderPlacement placement;
+    placement.choice = ProviderChoice::parse(provider);
+    placement.force = force;
+    placement.compile_cache_root = root_ / "cache";
+    placement.expected_audio_seconds = 3600.0;
+    config.placement = placement;
     return config;
   }
 
@@ -110,8 +110,8 @@ TEST_F(ModelRoutingTest, WithoutRoutingTheExplicitProvidersAreUsedAsGiven) {
   config.threads = 3;
   config.segmentation_batch_size = 2;
   const auto sessions = plan(config, gpu_statuses_);
-  EXPECT_FALSE(sessions.segmentation_route);
-  EXPECT_FALSE(sessions.embedding_route);
+  EXPECT_FALSE(sessions.segmentation_placement);
+  EXPECT_FALSE(sessions.embedding_placement);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.segmentation.threads, 3);
   EXPECT_EQ(sessions.segmentation.batch_size, 2u);
@@ -125,15 +125,15 @@ TEST_F(ModelRoutingTest, WithoutRoutingTheExplicitProvidersAreUsedAsGiven) {
 
 TEST_F(ModelRoutingTest, AutoWithoutGpuRunsBothOnTheCpuAndSaysSoOnce) {
   const auto sessions = plan(routed("auto"), cpu_statuses_);
-  ASSERT_TRUE(sessions.segmentation_route);
-  ASSERT_TRUE(sessions.embedding_route);
+  ASSERT_TRUE(sessions.segmentation_placement);
+  ASSERT_TRUE(sessions.embedding_placement);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.segmentation.threads, 4);  // CPU workers, the CPU's batch
   EXPECT_EQ(sessions.segmentation.batch_size, automatic_segmentation_batch(4));
   EXPECT_FALSE(sessions.segmentation.batch_buckets);
-  EXPECT_NE(sessions.segmentation_route->reason.find("CPU"), std::string::npos);
-  EXPECT_NE(sessions.embedding_route->reason.find("CPU"), std::string::npos);
+  EXPECT_NE(sessions.segmentation_placement->reason.find("CPU"), std::string::npos);
+  EXPECT_NE(sessions.embedding_placement->reason.find("CPU"), std::string::npos);
   // Without a GPU on the machine the CPU is no news: no notice (a debug line only).
   EXPECT_TRUE(said_.empty()) << said_.front();
   // A GPU that no provider drives is worth one notice for both models.
@@ -156,7 +156,7 @@ TEST_F(ModelRoutingTest, NamedUnavailableProviderIsAClearError) {
 
 TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentation) {
   DiarizationConfig config = routed("cuda");
-  config.routing->options = {{"device_id", "0"}};
+  config.placement->options = {{"device_id", "0"}};
   const auto sessions = plan(config, gpu_statuses_);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCuda);
   EXPECT_EQ(sessions.segmentation.provider_options.at("device_id"), "0");
@@ -167,9 +167,9 @@ TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentati
   EXPECT_EQ(sessions.embedding.session.provider_options.at("device_id"), "0");
   EXPECT_EQ(sessions.embedding.batch_size, 32u);
   EXPECT_EQ(sessions.embedding.session.optimization, runtime::GraphOptimization::kExtended);
-  EXPECT_NE(sessions.segmentation_route->reason.find("cuda (provider cuda requested)"),
+  EXPECT_NE(sessions.segmentation_placement->reason.find("cuda (provider cuda requested)"),
             std::string::npos)
-      << sessions.segmentation_route->reason;
+      << sessions.segmentation_placement->reason;
   EXPECT_TRUE(said_.empty());
 }
 
@@ -180,7 +180,7 @@ TEST_F(ModelRoutingTest, Float16OnlyWhereAModelRunsOnTheGpu) {
   auto sessions = plan(config, gpu_statuses_);
   EXPECT_TRUE(sessions.segmentation.float16);
   EXPECT_TRUE(sessions.embedding.trunk_float16);
-  config.routing->embedding_choice = ProviderChoice::parse("cpu");
+  config.placement->embedding_choice = ProviderChoice::parse("cpu");
   sessions = plan(config, gpu_statuses_);
   EXPECT_TRUE(sessions.segmentation.float16);
   EXPECT_FALSE(sessions.embedding.trunk_float16);
@@ -197,7 +197,7 @@ TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {
   DiarizationConfig config = routed("cuda");
   auto sessions_with = [&](std::optional<runtime::DeviceMemory> memory) {
     said_.clear();
-    RoutingEnvironment environment{&gpu_statuses_, &notices_, &memory};
+    PlacementEnvironment environment{&gpu_statuses_, &notices_, &memory};
     return plan_model_sessions(models_, config, environment).segmentation.accelerator_sessions;
   };
   constexpr std::uintmax_t kGiB = 1024ull * 1024 * 1024;
@@ -216,17 +216,18 @@ TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {
 
 TEST_F(ModelRoutingTest, PerModelChoiceOverridesTheCommonOne) {
   DiarizationConfig config = routed("cuda");
-  config.routing->segmentation_choice = ProviderChoice::parse("cpu");
+  config.placement->segmentation_choice = ProviderChoice::parse("cpu");
   const auto sessions = plan(config, gpu_statuses_);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.segmentation.threads, 4);
-  EXPECT_NE(sessions.segmentation_route->reason.find("provider cpu requested"), std::string::npos);
+  EXPECT_NE(sessions.segmentation_placement->reason.find("provider cpu requested"),
+            std::string::npos);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCuda);
 }
 
 TEST_F(ModelRoutingTest, ShortJobsUseSmallerSegmentationBatches) {
   DiarizationConfig config = routed("cuda");
-  config.routing->expected_audio_seconds = 15.0;  // 6 chunks
+  config.placement->expected_audio_seconds = 15.0;  // 6 chunks
   const auto sessions = plan(config, gpu_statuses_);
   EXPECT_EQ(sessions.segmentation.batch_size, 6u);
 }
@@ -244,16 +245,16 @@ TEST_F(ModelRoutingTest, StaticShapeProviderPadsToBucketsThroughTheCache) {
   EXPECT_EQ(sessions.embedding.batch_buckets->to_string(), "1,2,4,8,16,32");
   EXPECT_EQ(sessions.embedding.batch_size, 32u);
   // Nothing compiled yet: a named provider compiles first and says how to do it ahead of time.
-  EXPECT_NE(sessions.segmentation_route->reason.find("warm-cache"), std::string::npos)
-      << sessions.segmentation_route->reason;
+  EXPECT_NE(sessions.segmentation_placement->reason.find("warm-cache"), std::string::npos)
+      << sessions.segmentation_placement->reason;
 }
 
 TEST_F(ModelRoutingTest, AutoLeavesUncompiledStaticShapesOnTheCpu) {
   const auto sessions = plan(routed("auto"), migraphx_only());
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
-  EXPECT_NE(sessions.segmentation_route->reason.find("not compiled"), std::string::npos)
-      << sessions.segmentation_route->reason;
+  EXPECT_NE(sessions.segmentation_placement->reason.find("not compiled"), std::string::npos)
+      << sessions.segmentation_placement->reason;
 }
 
 // Under auto a static-shape provider takes the embedding only when the graphs the pipeline
@@ -278,17 +279,18 @@ TEST_F(ModelRoutingTest, AutoChecksTheEmbeddingGraphsThePipelineLoads) {
   for (const auto& shapes : targets->trunk_shapes) publish(targets->trunk.sha256, shapes);
   const auto exact_plan = plan(exact, statuses);
   EXPECT_EQ(exact_plan.embedding.session.provider, ProviderId::kMigraphx)
-      << exact_plan.embedding_route->reason;
+      << exact_plan.embedding_placement->reason;
   EXPECT_EQ(exact_plan.embedding.compile_cache_root, root_ / "cache");
   const auto shared_before = plan(shared, statuses);
   EXPECT_EQ(shared_before.embedding.session.provider, ProviderId::kCpu);
-  EXPECT_NE(shared_before.embedding_route->reason.find("256 are not compiled"), std::string::npos)
-      << shared_before.embedding_route->reason;
+  EXPECT_NE(shared_before.embedding_placement->reason.find("256 are not compiled"),
+            std::string::npos)
+      << shared_before.embedding_placement->reason;
 
   publish(targets->pooled->sha256, targets->pooled_shapes);
   const auto shared_after = plan(shared, statuses);
   EXPECT_EQ(shared_after.embedding.session.provider, ProviderId::kMigraphx)
-      << shared_after.embedding_route->reason;
+      << shared_after.embedding_placement->reason;
   EXPECT_EQ(shared_after.embedding.batch_size, 32u);
 }
 
@@ -362,7 +364,7 @@ TEST_F(ModelRoutingTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
   if (memory == 0) GTEST_SKIP() << "the system does not say how much memory it has";
   DiarizationConfig config = routed("cpu");
   config.step_seconds = 0.01;
-  config.routing->expected_audio_seconds = 3600.0;  // 360,000 chunks: about 5.5 GiB
+  config.placement->expected_audio_seconds = 3600.0;  // 360,000 chunks: about 5.5 GiB
   const std::uintmax_t need = 360000u * (16u << 10);
   if (need > memory) {
     EXPECT_THROW(plan(config, cpu_statuses_), Error);
@@ -370,7 +372,7 @@ TEST_F(ModelRoutingTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
     EXPECT_NO_THROW(plan(config, cpu_statuses_));
   }
   // A year of audio at 10 ms holds more than any machine.
-  config.routing->expected_audio_seconds = 365.0 * 24 * 3600;
+  config.placement->expected_audio_seconds = 365.0 * 24 * 3600;
   try {
     plan(config, cpu_statuses_);
     FAIL() << "a year at a 10 ms step was accepted";
@@ -380,7 +382,7 @@ TEST_F(ModelRoutingTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
     EXPECT_NE(message.find("use a step of at least"), std::string::npos) << message;
   }
   config.step_seconds = 1.0;
-  config.routing->expected_audio_seconds = 10 * 3600.0;  // ten hours at 1 s: about 560 MiB
+  config.placement->expected_audio_seconds = 10 * 3600.0;  // ten hours at 1 s: about 560 MiB
   EXPECT_NO_THROW(plan(config, cpu_statuses_));
 }
 

@@ -1,4 +1,4 @@
-#include "runtime/placement_rule.h"
+#include "runtime/placement.h"
 
 #include <gtest/gtest.h>
 
@@ -33,8 +33,8 @@ struct Case {
   std::string reason_part;
 };
 
-RouteRequest request_for(const Case& c) {
-  RouteRequest request;
+PlacementRequest request_for(const Case& c) {
+  PlacementRequest request;
   request.choice = ProviderChoice::parse(c.provider);
   request.force = c.force;
   request.accelerator = c.accelerator;
@@ -53,7 +53,7 @@ const auto kMig = ProviderId::kMigraphx;
 const auto kCuda = ProviderId::kCuda;
 const std::vector<std::size_t> kAll = {1, 2, 4, 8};
 
-TEST(Routing, DecisionTable) {
+TEST(Placement, DecisionTable) {
   const std::vector<Case> cases = {
       {"force-cpu wins over everything", "auto", ForceMode::kCpu, kMig, 20, kAll, true, 0, false, 8,
        "CPU (forced)"},
@@ -130,7 +130,7 @@ TEST(Routing, DecisionTable) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const auto decision = route(request_for(c));
+    const auto decision = place(request_for(c));
     EXPECT_EQ(decision.on_accelerator, c.on_accelerator) << decision.reason;
     EXPECT_EQ(decision.provider, c.on_accelerator ? *c.accelerator : ProviderId::kCpu);
     ASSERT_FALSE(decision.plan.empty());
@@ -146,19 +146,19 @@ TEST(Routing, DecisionTable) {
   }
 }
 
-TEST(Routing, CpuPlansAreNotPadded) {
+TEST(Placement, CpuPlansAreNotPadded) {
   Case c{"", "cpu", ForceMode::kNone, std::nullopt, 11, {}, false, 0, false, 8, ""};
-  for (const auto& slice : route(request_for(c)).plan) EXPECT_EQ(slice.padding(), 0u);
+  for (const auto& slice : place(request_for(c)).plan) EXPECT_EQ(slice.padding(), 0u);
   Case gpu{"", "auto", ForceMode::kNone, kMig, 11, kAll, false, 0, true, 8, ""};
-  const auto plan = route(request_for(gpu)).plan;
+  const auto plan = place(request_for(gpu)).plan;
   EXPECT_EQ(plan.back().bucket, 4u);
   EXPECT_EQ(plan.back().count, 3u);
 }
 
-TEST(Routing, StrictRequestsFailWithTheReason) {
+TEST(Placement, StrictRequestsFailWithTheReason) {
   Case no_gpu{"", "auto", ForceMode::kGpu, std::nullopt, 4, {}, false, 0, false, 4, ""};
   try {
-    route(request_for(no_gpu));
+    place(request_for(no_gpu));
     FAIL() << "expected an error";
   } catch (const Error& error) {
     const std::string message = error.what();
@@ -167,20 +167,20 @@ TEST(Routing, StrictRequestsFailWithTheReason) {
   }
   Case no_memory{"", "migraphx", ForceMode::kNone, kMig, 4, kAll, false, 50, false, 4, ""};
   try {
-    route(request_for(no_memory));
+    place(request_for(no_memory));
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("even a batch of 1"), std::string::npos);
   }
 }
 
-TEST(Routing, FallbackAndShrinkAreAnnounced) {
+TEST(Placement, FallbackAndShrinkAreAnnounced) {
   Case fallback{"", "auto", ForceMode::kNone, std::nullopt, 4, {}, false, 0, false, 4, ""};
-  EXPECT_NE(route(request_for(fallback)).notice.find("running on the CPU"), std::string::npos);
+  EXPECT_NE(place(request_for(fallback)).notice.find("running on the CPU"), std::string::npos);
   Case shrink{"", "auto", ForceMode::kNone, kMig, 20, kAll, true, 180, true, 4, ""};
-  EXPECT_NE(route(request_for(shrink)).notice.find("batches of 4"), std::string::npos);
+  EXPECT_NE(place(request_for(shrink)).notice.find("batches of 4"), std::string::npos);
   Case plain{"", "auto", ForceMode::kNone, kMig, 20, kAll, true, 0, true, 8, ""};
-  EXPECT_TRUE(route(request_for(plain)).notice.empty());
+  EXPECT_TRUE(place(request_for(plain)).notice.empty());
 }
 
 }  // namespace

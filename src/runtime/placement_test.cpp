@@ -35,8 +35,8 @@ class ModelRouterTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  ModelRouteRequest request(std::size_t items) const {
-    ModelRouteRequest r;
+  ModelPlacementRequest request(std::size_t items) const {
+    ModelPlacementRequest r;
     r.model = "/models/embedding.onnx";
     r.model_sha256 = "0123abcd";
     r.shapes_for_batch = [](std::size_t batch) {
@@ -68,14 +68,14 @@ TEST_F(ModelRouterTest, ColdShapesRunOnTheCpuUntilCompiled) {
   CompileCache cache(root_);
   CostModelStore costs(root_, "test-host");
   OnceNotices quiet(nullptr);
-  auto decision = route_model(request(20), cache, costs, gpu_statuses_, quiet);
+  auto decision = place_model(request(20), cache, costs, gpu_statuses_, quiet);
   EXPECT_FALSE(decision.on_accelerator);
   EXPECT_NE(decision.reason.find("not compiled for migraphx yet"), std::string::npos)
       << decision.reason;
   for (std::size_t batch : {1, 2, 4, 8}) compile(cache, batch);
   EXPECT_EQ(compiled_batches(cache, find_status(gpu_statuses_, ProviderId::kMigraphx), request(1)),
             (std::vector<std::size_t>{1, 2, 4, 8}));
-  decision = route_model(request(20), cache, costs, gpu_statuses_, quiet);
+  decision = place_model(request(20), cache, costs, gpu_statuses_, quiet);
   EXPECT_TRUE(decision.on_accelerator) << decision.reason;
   EXPECT_EQ(decision.provider, ProviderId::kMigraphx);
 }
@@ -91,13 +91,13 @@ TEST_F(ModelRouterTest, StoredCostsKeepSmallJobsOnTheCpu) {
   constants.gpu_session_load_seconds = 0.5;
   costs.put(ProviderId::kMigraphx, "0123abcd", "embedding", constants);
   OnceNotices quiet(nullptr);
-  EXPECT_FALSE(route_model(request(2), cache, costs, gpu_statuses_, quiet).on_accelerator);
-  EXPECT_TRUE(route_model(request(40), cache, costs, gpu_statuses_, quiet).on_accelerator);
+  EXPECT_FALSE(place_model(request(2), cache, costs, gpu_statuses_, quiet).on_accelerator);
+  EXPECT_TRUE(place_model(request(40), cache, costs, gpu_statuses_, quiet).on_accelerator);
   auto forced = request(2);
   forced.force = ForceMode::kGpu;
-  EXPECT_TRUE(route_model(forced, cache, costs, gpu_statuses_, quiet).on_accelerator);
+  EXPECT_TRUE(place_model(forced, cache, costs, gpu_statuses_, quiet).on_accelerator);
   forced.force = ForceMode::kCpu;
-  EXPECT_FALSE(route_model(forced, cache, costs, gpu_statuses_, quiet).on_accelerator);
+  EXPECT_FALSE(place_model(forced, cache, costs, gpu_statuses_, quiet).on_accelerator);
 }
 
 TEST_F(ModelRouterTest, NoGpuFallsBackOnceOrFailsWhenForced) {
@@ -107,22 +107,22 @@ TEST_F(ModelRouterTest, NoGpuFallsBackOnceOrFailsWhenForced) {
   OnceNotices recording([&](const std::string& message) { said.push_back(message); });
   // Without a GPU, running on the CPU is no news (debug level only, not a notice).
   for (int call = 0; call < 3; ++call) {
-    EXPECT_FALSE(route_model(request(20), cache, costs, cpu_statuses_, recording).on_accelerator);
+    EXPECT_FALSE(place_model(request(20), cache, costs, cpu_statuses_, recording).on_accelerator);
   }
   EXPECT_TRUE(said.empty());
   // A GPU that no provider drives is said once.
   for (int call = 0; call < 3; ++call) {
     EXPECT_FALSE(
-        route_model(request(20), cache, costs, unused_gpu_statuses_, recording).on_accelerator);
+        place_model(request(20), cache, costs, unused_gpu_statuses_, recording).on_accelerator);
   }
   EXPECT_EQ(said.size(), 1u);
   auto forced = request(20);
   forced.force = ForceMode::kGpu;
-  EXPECT_THROW(route_model(forced, cache, costs, cpu_statuses_, recording), Error);
+  EXPECT_THROW(place_model(forced, cache, costs, cpu_statuses_, recording), Error);
   auto named = request(20);
   named.choice = ProviderChoice::parse("amdgpu");
   try {
-    route_model(named, cache, costs, cpu_statuses_, recording);
+    place_model(named, cache, costs, cpu_statuses_, recording);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("execution provider migraphx: unavailable"),

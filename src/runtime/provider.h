@@ -1,6 +1,6 @@
 #pragma once
 // Execution providers by one canonical name each, and the traits table that the rest of the
-// runtime (attach, discovery, shape planning, compiled-graph cache, routing) reads. Adding a
+// runtime (attach, discovery, shape planning, compiled-graph cache, placement) reads. Adding a
 // provider means adding one row to the table in provider.cpp.
 #include <map>
 #include <optional>
@@ -47,7 +47,7 @@ struct ProviderTraits {
   std::string_view device_kind;             // what it runs on, for humans
   std::string_view device_vendor;           // "nvidia", "amd", "apple", "intel", "any", "cpu"
   std::vector<std::string_view> platforms;  // "linux", "macos", "windows"
-  bool accelerator = false;    // runs off the host CPU (routing treats it as "the GPU")
+  bool accelerator = false;    // runs off the host CPU (placement treats it as "the GPU")
   bool static_shapes = false;  // compiles one graph per input shape: pad inputs to buckets
   bool graph_capture = false;  // can replay a captured graph (CUDA graphs and the like)
   std::string_view graph_capture_option;  // provider option that turns it on

@@ -413,7 +413,7 @@ ProviderResolution resolve_provider(const ProviderChoice& choice,
         "automatic provider choice: this machine has a GPU but no GPU provider can use it, "
         "running on the CPU (`parley providers` says why and what to install)");
   } else {
-    // Once per process, as the warning is: routing resolves the provider per model and call.
+    // Once per process, as the warning is: placement resolves the provider per model and call.
     static OnceNotices debug_once([](const std::string& message) { spdlog::debug("{}", message); });
     debug_once.say(fmt::format("automatic provider choice: no GPU here, running on the CPU ({})",
                                resolution.problem));

@@ -194,7 +194,7 @@ TEST(AcceleratorModel, BucketPaddedCallsEqualOneChunkCalls) {
 namespace parley::pipeline {
 namespace {
 
-// The segmentation stage, `parley warm-cache` and the routing must name the same bytes: the
+// The segmentation stage, `parley warm-cache` and the placement must name the same bytes: the
 // rewritten model is kept once under its digest; a model the rewrite leaves alone is not copied.
 TEST(AcceleratorModel, RewrittenModelFileIsKeptOnceUnderItsDigest) {
   PARLEY_REQUIRE_SHARED(model_path, "models/segmentation-3.0-fp16.onnx");

@@ -127,7 +127,7 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
   std::vector<std::int64_t> input_dims;
   if (config_.batch_buckets || runtime::traits(config_.session.provider).static_shapes) {
     // One compiled graph per shape: the trunk is opened from a file under its digest, where
-    // `parley warm-cache` compiled it and the routing looked for it.
+    // `parley warm-cache` compiled it and the placement looked for it.
     compile_cache_root_ = runtime::CompileCache::root_or_default(config_.compile_cache_root);
     shaped_sessions_ =
         std::make_unique<runtime::ShapedSessionPool>(compile_cache_root_, config_.session);

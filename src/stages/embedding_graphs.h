@@ -5,7 +5,7 @@
 // (the shared mode on an accelerator, graph/pooled_trunk_graph.h) at its one pass shape. Both
 // are kept as content-addressed files under <compile cache root>/models, because the
 // compiled-graph cache is keyed by a model file's digest. The EmbeddingExtractor opens them,
-// `parley warm-cache` compiles them ahead of time and the routing looks them up in the cache,
+// `parley warm-cache` compiles them ahead of time and the placement looks them up in the cache,
 // all through these functions, so the three agree on the bytes and the shapes.
 #include <cstddef>
 #include <filesystem>

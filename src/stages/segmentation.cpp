@@ -171,7 +171,7 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   auto first = std::make_unique<Worker>();
   if (static_shapes_) {
     // The compiled-graph cache is keyed by a model file's digest: the rewritten model is kept on
-    // disk under its own digest, where warm-cache and the routing look for it too.
+    // disk under its own digest, where warm-cache and the placement look for it too.
     const auto root = runtime::CompileCache::root_or_default(config_.compile_cache_root);
     const auto file = models::accelerator_model_file(model_path_, root / "models");
     compiled_model_ = {file.path, file.sha256, model_path_.string()};

@@ -109,7 +109,7 @@ void check_receptive_field(const models::TimeReceptiveField& field,
 // not over its last axis (kGraph then fails when the trunk is made).
 bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config,
                                  const EmbeddingExtractor& extractor);
-// The same decision before the extractor exists (the routing): the embedding model on an
+// The same decision before the extractor exists (the placement): the embedding model on an
 // accelerator or not, and whether it can pool in the graph at all.
 bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config, bool on_accelerator,
                                  bool model_can_pool_in_graph);
@@ -123,7 +123,7 @@ bool shared_trunk_features_in_graph(const SharedTrunkConfig& config,
 
 // The shape of every pass a SharedTrunk pools in the graph (graph/pooled_trunk_graph.h): all its
 // passes have one input length, so a static-shape provider compiles one graph. `parley
-// warm-cache` and the routing use it to name the graph the pipeline will load.
+// warm-cache` and the placement use it to name the graph the pipeline will load.
 struct PooledPassShape {
   std::size_t frames = 0;        // fbank frames of a pass (SharedTrunk::graph_pass_frames())
   std::size_t trunk_frames = 0;  // frames / time_stride

@@ -485,7 +485,7 @@ TEST(SharedTrunk, FeaturesInTheGraphEqualFeaturesOnTheHost) {
 
 // What a static-shape provider gets, forced on the CPU: the pooled graph opened from its
 // content-addressed file through the compiled-graph cache for the one pass shape that
-// pooled_pass_shape() names (what warm-cache compiles and the routing looks up), with the same
+// pooled_pass_shape() names (what warm-cache compiles and the placement looks up), with the same
 // embeddings as the session that takes every shape.
 TEST(SharedTrunk, PooledPassShapeIsTheOneShapeTheGraphPassesOpen) {
   const auto audio = synthetic_recording(23 * kSampleRate + 321);
