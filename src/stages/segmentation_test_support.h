@@ -21,7 +21,10 @@
 #include "frames/sliding_window.h"
 #include "stages/segmentation.h"
 
-namespace parley::pipeline::testing {
+namespace parley::testing {
+
+// The stage and frame types these helpers take and give.
+using namespace ::parley::pipeline;  // NOLINT(google-build-using-namespace)
 
 // pyannote's chunking of `audio` (10 s every 1 s, last chunk zero-padded).
 inline ChunkPlan chunk_plan(const std::vector<float>& audio) {
@@ -104,13 +107,13 @@ inline std::filesystem::path derived_model(const std::string& tool,
   return output;
 }
 
-}  // namespace parley::pipeline::testing
+}  // namespace parley::testing
 
 // Resolves a model derived by a tools/*.py script into `var`, or skips the test.
 #define PARLEY_REQUIRE_DERIVED_MODEL(var, tool, source, output_name)                    \
   std::string var##_why;                                                                \
   const std::filesystem::path var =                                                     \
-      ::parley::pipeline::testing::derived_model(tool, source, output_name, var##_why); \
+      ::parley::testing::derived_model(tool, source, output_name, var##_why); \
   if (var.empty()) GTEST_SKIP() << var##_why;
 
 // The float32 segmentation model with its SincNet filters folded (the shipped float16 export
