@@ -33,6 +33,7 @@ SOURCE_SUFFIXES = (".cpp", ".c", ".h")
 TARGET_KEYWORDS = {"STATIC", "SHARED", "MODULE", "OBJECT", "INTERFACE", "EXCLUDE_FROM_ALL",
                    "PUBLIC", "PRIVATE", "ALIAS", "IMPORTED", "GLOBAL", "WIN32", "MACOSX_BUNDLE"}
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([A-Za-z0-9_]+)/([^"]+)"')
+LOCAL_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"/]+)"')
 CALL_RE = re.compile(r"\b(parley_module|parley_test|add_library|add_executable|"
                      r"target_link_libraries)\s*\(", re.IGNORECASE)
 
@@ -209,6 +210,11 @@ def main(argv):
             if match and (src / match.group(1)).is_dir():
                 # not <...>, "parley/parley.h" (include/) or a name without a module folder
                 found.append((number, f"{match.group(1)}/{match.group(2)}"))
+                continue
+            local = LOCAL_INCLUDE_RE.match(line)
+            if local and (path.parent / local.group(1)).is_file():
+                # a header beside the includer, named without its folder
+                found.append((number, (path.parent / local.group(1)).relative_to(src).as_posix()))
     includers = {}
     for relative, found in includes.items():
         for _, header in found:

@@ -110,9 +110,9 @@ inline std::filesystem::path derived_model(const std::string& tool,
 }  // namespace parley::testing
 
 // Resolves a model derived by a tools/*.py script into `var`, or skips the test.
-#define PARLEY_REQUIRE_DERIVED_MODEL(var, tool, source, output_name)                    \
-  std::string var##_why;                                                                \
-  const std::filesystem::path var =                                                     \
+#define PARLEY_REQUIRE_DERIVED_MODEL(var, tool, source, output_name)          \
+  std::string var##_why;                                                      \
+  const std::filesystem::path var =                                           \
       ::parley::testing::derived_model(tool, source, output_name, var##_why); \
   if (var.empty()) GTEST_SKIP() << var##_why;
 
