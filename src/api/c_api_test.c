@@ -9,7 +9,7 @@
 
 #include <parley/parley.h>
 
-#include "c_test_check.h"
+#include "c_api_test_support.h"
 
 static char path_buffer[4][1024];
 static const char* join(int slot, const char* folder, const char* name) {

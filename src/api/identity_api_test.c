@@ -8,7 +8,7 @@
 
 #include <parley/parley.h>
 
-#include "c_test_check.h"
+#include "c_api_test_support.h"
 
 int main(int argc, char** argv) {
   if (argc != 4) {

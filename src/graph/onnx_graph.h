@@ -49,8 +49,9 @@ StatisticsPoolingSplit split_before_statistics_pooling(const std::string& model_
 bool has_float16_constants(const std::string& model_bytes, const std::string& model_name);
 
 // Whether the graph builds SincNet-style filters at run time (a Sin node) from float16 tensors.
-// A float16 export of pyannote's segmentation does: its first-layer filters come out off by up
-// to 1.5 % of their peak, and tools/fold_sincnet_filters.py (which leaves no Sin node) fixes it.
+// A float16 export of pyannote's segmentation does: its first-layer filters come out visibly
+// off (docs/segmentation.md), and tools/fold_sincnet_filters.py (which leaves no Sin node) fixes
+// it.
 bool computes_filters_in_float16(const std::string& model_bytes, const std::string& model_name);
 
 }  // namespace parley::models

@@ -252,7 +252,7 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
   const std::span<const float> recordings[] = {samples};
   const std::vector<DiarizationIntermediates> intermediates =
       segment_and_embed(recordings, times, progress, passed, needed);
-  // Clustering's peak (its distances, about 150 MB for a long recording) would otherwise stack on
+  // Clustering's peak (its distances, large for a long recording) would otherwise stack on
   // what the model stages freed.
   release_freed_heap();
   if (save_directory) write_model_intermediates(*save_directory, intermediates.front(), uri);

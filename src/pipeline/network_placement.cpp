@@ -45,8 +45,8 @@ std::uintmax_t file_bytes(const std::filesystem::path& path) {
 // On an accelerator ONNX Runtime's own CPU threads have nothing to compute; after every call
 // they would only spin on the cores where fbank and pooling run. One intra-op thread there.
 // On the CPU the embedding trunk gets ONNX Runtime's layout optimizations (NCHWc convolution
-// kernels): on AVX-512 about a third less trunk time, embeddings within cosine 0.9999999 of
-// the default level and the same RTTM (docs/benchmarks.md, "Toward the hardware limit").
+// kernels): less trunk time, embeddings equal to the default level's within rounding, and the
+// same RTTM (docs/benchmarks.md, "Toward the hardware limit", has the figures).
 // Segmentation keeps the default: its 1-D convolutions and LSTMs gain nothing there.
 // Float16 where the config asks for it and the model runs on a dynamic-shape accelerator.
 ModelSessionPlan with_session_tuning(ModelSessionPlan plan, bool accelerator_float16) {
