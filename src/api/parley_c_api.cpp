@@ -627,7 +627,7 @@ namespace {
 
 // One of the result writer's formats: what a batch writes into an output folder.
 std::string output_format(const char* format, const char* function) {
-  const std::string text = format != nullptr ? format : "";
+  std::string text = format != nullptr ? format : "";
   if (!parley::pipeline::is_result_format(text)) {
     invalid(fmt::format("{}: format must be one of {} (got \"{}\")", function,
                         fmt::join(parley::pipeline::result_format_names(), ", "), text));
@@ -640,7 +640,7 @@ std::string output_name(const char* name, const std::filesystem::path& path, con
   // (a long one cut, with digits): a batch never sees its whole list, so a clash is refused
   // at submission instead (parley_batch::submit).
   if (name == nullptr || *name == '\0') return parley::corpus::unique_output_names({path}).front();
-  const std::string text = name;
+  std::string text = name;
   if (text.find('/') != std::string::npos || text == "." || text == ".." ||
       text.size() > parley::corpus::kMaxOutputNameBytes) {
     invalid(fmt::format(
