@@ -69,15 +69,22 @@ Voiceprint voiceprint_from_samples(pipeline::Diarizer& diarizer, std::span<const
   return voiceprint;
 }
 
-Voiceprint voiceprint_from_result_json(std::string_view document, std::string_view speaker,
-                                       std::string_view model_digest,
-                                       std::string_view embedding_mode) {
-  nlohmann::json parsed;
+namespace {
+
+nlohmann::json parse_result(std::string_view document) {
   try {
-    parsed = nlohmann::json::parse(document);
+    return nlohmann::json::parse(document);
   } catch (const nlohmann::json::exception& error) {
     fail("not a diarization result in JSON: {}", error.what());
   }
+}
+
+}  // namespace
+
+Voiceprint voiceprint_from_result_json(std::string_view document, std::string_view speaker,
+                                       std::string_view model_digest,
+                                       std::string_view embedding_mode) {
+  const nlohmann::json parsed = parse_result(document);
   const auto embeddings = parsed.find("speaker_embeddings");
   if (!parsed.is_object() || embeddings == parsed.end() || !embeddings->is_object()) {
     fail("the result has no speaker_embeddings (the JSON result of a diarization holds them)");
@@ -119,12 +126,7 @@ Voiceprint voiceprint_from_result_json(std::string_view document, std::string_vi
 Voiceprint voiceprint_from_one_speaker_json(std::string_view document, std::string_view uri,
                                             std::string_view model_digest,
                                             std::string_view embedding_mode) {
-  nlohmann::json parsed;
-  try {
-    parsed = nlohmann::json::parse(document);
-  } catch (const nlohmann::json::exception& error) {
-    fail("not a diarization result in JSON: {}", error.what());
-  }
+  const nlohmann::json parsed = parse_result(document);
   const auto embeddings = parsed.find("speaker_embeddings");
   if (!parsed.is_object() || embeddings == parsed.end() || !embeddings->is_object() ||
       embeddings->empty()) {

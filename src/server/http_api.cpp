@@ -202,6 +202,18 @@ void close_connection(httplib::Response& response) {
   GuardedServer::close_after_answer();
 }
 
+// `handler` with its refusals written as JSON errors.
+template <typename Handler>
+auto guarded(Handler handler) {
+  return [handler](const httplib::Request& request, httplib::Response& response) {
+    try {
+      handler(request, response);
+    } catch (const HttpError& error) {
+      write_error(response, error);
+    }
+  };
+}
+
 // A JSON request (a voiceprint from a job, a rename) and a library export to import.
 constexpr std::size_t kMaxJsonBytes = 64 * 1024;
 constexpr std::size_t kMaxLibraryJsonBytes = std::size_t{64} << 20;
@@ -509,16 +521,6 @@ void HttpApi::add_routes() {
                  response.status, response.body.size());
   });
 
-  // Every handler's refusals become JSON errors.
-  const auto guarded = [](auto handler) {
-    return [handler](const httplib::Request& request, httplib::Response& response) {
-      try {
-        handler(request, response);
-      } catch (const HttpError& error) {
-        write_error(response, error);
-      }
-    };
-  };
   const auto job_id = [](const httplib::Request& request) {
     const std::string id = request.matches[1];
     if (!is_job_id(id)) refuse(404, "not_found", "no such job (ids are 32 hex digits)");
@@ -1502,16 +1504,6 @@ void HttpApi::import_voiceprints(const std::string& body, httplib::Response& res
 
 void HttpApi::add_voiceprint_routes() {
   httplib::Server& server = server_;
-  // Every handler's refusals become JSON errors.
-  const auto guarded = [](auto handler) {
-    return [handler](const httplib::Request& request, httplib::Response& response) {
-      try {
-        handler(request, response);
-      } catch (const HttpError& error) {
-        write_error(response, error);
-      }
-    };
-  };
   const auto guarded_body = [](auto handler) {
     return [handler](const httplib::Request& request, httplib::Response& response,
                      const httplib::ContentReader& reader) {
