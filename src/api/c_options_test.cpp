@@ -94,4 +94,25 @@ TEST(COptions, EveryCOptionIsAFieldWithTheTablesDefault) {
   EXPECT_EQ(c_options, defaults.size());
 }
 
+// The C face hands its params to the engine as option values (pipeline/option_values.h): its
+// messages are the engine's, in the table's words, as every face's.
+TEST(COptions, ParamsAreCheckedByTheEngineInOptionNames) {
+  parley_params params = parley_default_params();
+  parley_diarizer* diarizer = nullptr;
+  const auto message = [&] {
+    EXPECT_EQ(parley_diarizer_new(&params, &diarizer), PARLEY_ERROR_INVALID_ARGUMENT);
+    return std::string(parley_last_error());
+  };
+  params.step = 11.0;
+  EXPECT_EQ(message(), "step: must be 0.1 to 10 (got 11)");
+  params.step = 1.0;
+  params.threads = -1;
+  EXPECT_EQ(message(), "threads: must be at least 0 (got -1)");
+  params.threads = 0;
+  params.device_id = 1;
+  const char* options[] = {"device_id=0", nullptr};
+  params.provider_options = options;
+  EXPECT_EQ(message(), "device_id: set twice (in device_id and in provider_options); keep one");
+}
+
 }  // namespace

@@ -50,6 +50,7 @@
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/option_table.h"
+#include "pipeline/option_values.h"
 #include "pipeline/result_writer.h"
 
 struct parley_diarizer {
@@ -241,54 +242,19 @@ DiarizationModels model_paths(const parley_params& params) {
                      [&] { return parley::pipeline::locate_models(explicit_paths, models_dir); });
 }
 
-// The provider request with the command line's rules (runtime/provider.h, cli/provider_options).
-parley::pipeline::ProviderPlacement provider_routing(const parley_params& params) {
-  namespace runtime = parley::runtime;
-  return with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
-    parley::pipeline::ProviderPlacement placement;
-    placement.choice = runtime::ProviderChoice::parse(params.provider ? params.provider : "auto");
-    std::vector<std::string> option_texts;
-    for (const char* const* option = params.provider_options; option && *option; ++option) {
-      option_texts.emplace_back(*option);
-    }
-    placement.options = runtime::parse_provider_options(option_texts);
-    if (params.device_id < -1) {
-      invalid(fmt::format("device_id must be -1 (the default device) or a device number (got {})",
-                          params.device_id));
-    }
-    if (params.device_id >= 0) {
-      if (placement.options.contains("device_id")) {
-        invalid("device_id is set twice (in device_id and in provider_options); keep one");
-      }
-      placement.options["device_id"] = std::to_string(params.device_id);
-    }
-    placement.validate();  // device_id is one of the options here: the engine's check covers it
-    return placement;
-  });
-}
-
-DiarizationConfig diarization_config(const parley_params& params) {
-  DiarizationConfig config;
-  const auto& step = parley::pipeline::diarization_option("step");
-  if (!(params.step >= *step.minimum && params.step <= *step.maximum)) {
-    invalid(fmt::format("step must be between {} and {} seconds (got {}); 1 is pyannote's",
-                        *step.minimum, *step.maximum, params.step));
-  }
-  config.step_seconds = params.step;
-  // 0 is the C spelling of "all cores"; the upper bound is the engine's (config.validate()).
-  if (params.threads < 0) {
-    invalid(fmt::format("threads must be 0 (all cores) to {} (got {})",
-                        parley::pipeline::max_threads(), params.threads));
-  }
-  config.threads = params.threads > 0
-                       ? params.threads
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+// The params as option values by the table's names: the C face hands the engine what every face
+// hands it (pipeline/option_values.h), so its checks and messages are the CLI's. The enums are
+// C's own spelling of two choices, checked here.
+nlohmann::json option_values(const parley_params& params) {
+  nlohmann::json values = nlohmann::json::object();
+  values["step"] = params.step;
+  values["threads"] = params.threads;
   switch (params.embedding_mode) {
     case PARLEY_EMBEDDING_SHARED:
-      config.embedding_mode = parley::pipeline::EmbeddingMode::kShared;
+      values["embedding_mode"] = "shared";
       break;
     case PARLEY_EMBEDDING_EXACT:
-      config.embedding_mode = parley::pipeline::EmbeddingMode::kExact;
+      values["embedding_mode"] = "exact";
       break;
     default:
       invalid(
@@ -298,10 +264,10 @@ DiarizationConfig diarization_config(const parley_params& params) {
   }
   switch (params.clustering) {
     case PARLEY_CLUSTERING_VBX:
-      config.clustering.method = parley::cluster::ClusteringMethod::kVbx;
+      values["clustering"] = "vbx";
       break;
     case PARLEY_CLUSTERING_AHC:
-      config.clustering.method = parley::cluster::ClusteringMethod::kAhc;
+      values["clustering"] = "ahc";
       break;
     default:
       invalid(
@@ -309,8 +275,21 @@ DiarizationConfig diarization_config(const parley_params& params) {
                       "(got {})",
                       static_cast<int>(params.clustering)));
   }
-  config.placement = provider_routing(params);
-  with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] { config.validate(); });
+  if (params.provider) values["provider"] = params.provider;
+  nlohmann::json option_texts = nlohmann::json::array();
+  for (const char* const* option = params.provider_options; option && *option; ++option) {
+    option_texts.push_back(*option);
+  }
+  if (!option_texts.empty()) values["provider_options"] = std::move(option_texts);
+  values["device_id"] = params.device_id;
+  return values;
+}
+
+DiarizationConfig diarization_config(const parley_params& params) {
+  DiarizationConfig config;
+  const nlohmann::json values = option_values(params);
+  with_status(PARLEY_ERROR_INVALID_ARGUMENT,
+              [&] { parley::pipeline::apply_options(values, config); });
   return config;
 }
 

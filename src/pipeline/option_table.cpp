@@ -355,11 +355,20 @@ void OptionSpec::check_value(const nlohmann::json& value) const {
     case OptionType::kInteger: {
       if (!value.is_number()) fail("{}: expects a number (got {})", name, value.dump());
       const double number = value.get<double>();
-      if (!std::isfinite(number)) fail("{}: expects a number (got {})", name, value.dump());
+      if (!std::isfinite(number)) {
+        // NaN and infinity are in no range: said as the range, where there is one.
+        const std::string problem = range_problem(*this, number, fmt::format("{}", number));
+        fail("{}: {}", name,
+             problem.empty() || std::isnan(number)
+                 ? (minimum && maximum
+                        ? fmt::format("must be {} to {} (got {})", *minimum, *maximum, number)
+                        : fmt::format("expects a number (got {})", number))
+                 : problem);
+      }
       if (type == OptionType::kInteger && number != std::floor(number)) {
         fail("{}: expects a whole number (got {})", name, value.dump());
       }
-      if (auto problem = range_problem(*this, number, value.dump()); !problem.empty()) {
+      if (auto problem = range_problem(*this, number, fmt::format("{}", number)); !problem.empty()) {
         fail("{}: {}", name, problem);
       }
       return;
