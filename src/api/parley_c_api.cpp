@@ -73,6 +73,23 @@ struct parley_result {
   std::string json;
 };
 
+// Named options (parley_options_set): values by the table's names, and their JSON with the
+// defaults filled in, which parley_options_values_json hands out.
+struct parley_options {
+  nlohmann::json values = nlohmann::json::object();
+  std::string json;
+
+  void refresh() {
+    nlohmann::json all = nlohmann::json::object();
+    for (const auto& spec : parley::pipeline::diarization_options()) {
+      if (!spec.faces.c) continue;
+      const auto found = values.find(spec.name);
+      all[spec.name] = found != values.end() ? *found : spec.default_value;
+    }
+    json = all.dump();
+  }
+};
+
 namespace {
 
 using parley::pipeline::DiarizationConfig;
@@ -318,6 +335,19 @@ std::vector<std::string> model_warnings(const DiarizationModels& paths) {
     warnings.push_back(parley::models::speed_twin_warning(paths.embedding));
   }
   return warnings;
+}
+
+// A diarizer for `paths` and `config`: what parley_diarizer_new and _new_from share.
+std::unique_ptr<parley_diarizer> new_diarizer(const DiarizationModels& paths,
+                                              DiarizationConfig config) {
+  auto handle = std::make_unique<parley_diarizer>();
+  handle->embedding_model = paths.embedding;
+  with_status(PARLEY_ERROR_MODELS, [&] {
+    handle->warnings = model_warnings(paths);
+    handle->speed_twin = !handle->warnings.empty();
+    handle->diarizer = std::make_unique<parley::pipeline::Diarizer>(paths, std::move(config));
+  });
+  return handle;
 }
 
 // `samples` at `sample_rate` as the 16 kHz the models take.
@@ -738,15 +768,77 @@ parley_status parley_diarizer_new(const parley_params* params, parley_diarizer**
     *diarizer = nullptr;
     require(params, "parley_diarizer_new", "params");
     DiarizationConfig config = diarization_config(*params);
-    const DiarizationModels paths = model_paths(*params);
-    auto handle = std::make_unique<parley_diarizer>();
-    handle->embedding_model = paths.embedding;
-    with_status(PARLEY_ERROR_MODELS, [&] {
-      handle->warnings = model_warnings(paths);
-      handle->speed_twin = !handle->warnings.empty();
-      handle->diarizer = std::make_unique<parley::pipeline::Diarizer>(paths, std::move(config));
+    *diarizer = new_diarizer(model_paths(*params), std::move(config)).release();
+  });
+}
+
+parley_status parley_options_new(const parley_params* params, parley_options** options) {
+  return guarded([&] {
+    require(options, "parley_options_new", "options");
+    *options = nullptr;
+    auto handle = std::make_unique<parley_options>();
+    if (params != nullptr) {
+      handle->values = option_values(*params);
+      for (const auto& [name, value] : {std::pair{"models_dir", params->models_dir},
+                                        std::pair{"segmentation_model", params->segmentation_model},
+                                        std::pair{"embedding_model", params->embedding_model},
+                                        std::pair{"plda_dir", params->plda_dir}}) {
+        if (value != nullptr && *value != '\0') handle->values[name] = value;
+      }
+      with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+        for (const auto& [name, value] : handle->values.items()) {
+          parley::pipeline::diarization_option(name).check_value(value);
+        }
+      });
+    }
+    handle->refresh();
+    *options = handle.release();
+  });
+}
+
+void parley_options_free(parley_options* options) {
+  quietly([&] { delete options; });
+}
+
+parley_status parley_options_set(parley_options* options, const char* name, const char* value) {
+  return guarded([&] {
+    require(options, "parley_options_set", "options");
+    require(name, "parley_options_set", "name");
+    with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+      const parley::pipeline::OptionSpec& spec = parley::pipeline::diarization_option(name);
+      if (!spec.faces.c) {
+        parley::fail("{}: not an option of the C API (parley_options_json lists them)", name);
+      }
+      if (value == nullptr) {
+        options->values.erase(spec.name);
+      } else if (spec.type == parley::pipeline::OptionType::kList) {
+        auto& list = options->values[spec.name];
+        if (!list.is_array()) list = nlohmann::json::array();
+        list.push_back(spec.parse(value).at(0));
+      } else {
+        options->values[spec.name] = spec.parse(value);
+      }
     });
-    *diarizer = handle.release();
+    options->refresh();
+  });
+}
+
+const char* parley_options_values_json(const parley_options* options) {
+  return options == nullptr ? "" : options->json.c_str();
+}
+
+parley_status parley_diarizer_new_from(const parley_options* options, parley_diarizer** diarizer) {
+  return guarded([&] {
+    set_up_logging();
+    require(diarizer, "parley_diarizer_new_from", "diarizer");
+    *diarizer = nullptr;
+    require(options, "parley_diarizer_new_from", "options");
+    DiarizationConfig config;
+    with_status(PARLEY_ERROR_INVALID_ARGUMENT,
+                [&] { parley::pipeline::apply_options(options->values, config); });
+    const DiarizationModels paths = with_status(
+        PARLEY_ERROR_MODELS, [&] { return parley::pipeline::locate_models(options->values); });
+    *diarizer = new_diarizer(paths, std::move(config)).release();
   });
 }
 
