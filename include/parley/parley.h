@@ -143,6 +143,24 @@ typedef struct parley_diarizer parley_diarizer;
 PARLEY_API parley_status parley_diarizer_new(const parley_params* params,
                                              parley_diarizer** diarizer);
 PARLEY_API void parley_diarizer_free(parley_diarizer* diarizer);
+
+/* Options by name, as the option table names them (parley_options_json: every option whose
+ * faces.c is set), so that an option added to the table needs no change to this header.
+ * Values are texts as the command line spells them ("2", "ahc", "true"/"on"); each is checked
+ * when set, and the engine's message (in option names) is in parley_last_error(). A list option
+ * (provider_options) gains one item per call. A NULL value puts the option back to its default.
+ * parley_options_new starts from `params` (NULL: the defaults). */
+typedef struct parley_options parley_options;
+PARLEY_API parley_status parley_options_new(const parley_params* params, parley_options** options);
+PARLEY_API void parley_options_free(parley_options* options);
+PARLEY_API parley_status parley_options_set(parley_options* options, const char* name,
+                                            const char* value);
+/* Every C option's value, {name: value} (the table's default where none was set). Owned by
+ * `options`, valid until its next set or free. */
+PARLEY_API const char* parley_options_values_json(const parley_options* options);
+/* parley_diarizer_new from named options. */
+PARLEY_API parley_status parley_diarizer_new_from(const parley_options* options,
+                                                  parley_diarizer** diarizer);
 /* Things to tell the user about the models, once (every result repeats them): for example that
  * the embedding model is the speed twin. */
 PARLEY_API size_t parley_diarizer_warning_count(const parley_diarizer* diarizer);

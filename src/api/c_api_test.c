@@ -89,7 +89,7 @@ static void rejects_bad_params(const char* models) {
   for (size_t i = 0; i < sizeof steps / sizeof steps[0]; ++i) {
     params.step_seconds = steps[i];
     CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
-    CHECK(strstr(parley_last_error(), "step must be between 0.1 and 10 seconds") != NULL);
+    CHECK(strstr(parley_last_error(), "step: must be 0.1 to 10") != NULL);
   }
   params.step_seconds = 1.0;
   params.embedding_model = "/no/such/model.onnx";

@@ -94,4 +94,78 @@ TEST(COptions, EveryCOptionIsAFieldWithTheTablesDefault) {
   EXPECT_EQ(c_options, defaults.size());
 }
 
+// The C face hands its params to the engine as option values (pipeline/option_values.h): its
+// messages are the engine's, in the table's words, as every face's.
+TEST(COptions, ParamsAreCheckedByTheEngineInOptionNames) {
+  parley_params params = parley_default_params();
+  parley_diarizer* diarizer = nullptr;
+  const auto message = [&] {
+    EXPECT_EQ(parley_diarizer_new(&params, &diarizer), PARLEY_ERROR_INVALID_ARGUMENT);
+    return std::string(parley_last_error());
+  };
+  params.step = 11.0;
+  EXPECT_EQ(message(), "step: must be 0.1 to 10 (got 11)");
+  params.step = 1.0;
+  params.threads = -1;
+  EXPECT_EQ(message(), "threads: must be at least 0 (got -1)");
+  params.threads = 0;
+  params.device_id = 1;
+  const char* options[] = {"device_id=0", nullptr};
+  params.provider_options = options;
+  EXPECT_EQ(message(), "device_id: set twice (in device_id and in provider_options); keep one");
+}
+
+// Named options: every C option is accepted by name, the values' JSON starts at the table's
+// defaults, and a diarizer made from them is checked by the engine as every face's.
+TEST(COptions, NamedOptionsTakeEveryCOption) {
+  parley_options* options = nullptr;
+  ASSERT_EQ(parley_options_new(nullptr, &options), PARLEY_OK);
+  const auto table = nlohmann::json::parse(parley_options_json());
+  const auto values = nlohmann::json::parse(parley_options_values_json(options));
+  std::size_t c_options = 0;
+  for (const auto& option : table) {
+    const std::string name = option["name"];
+    if (option["faces"]["c"].is_null()) {
+      EXPECT_FALSE(values.contains(name)) << name;
+      EXPECT_EQ(parley_options_set(options, name.c_str(), "1"), PARLEY_ERROR_INVALID_ARGUMENT)
+          << name;
+      continue;
+    }
+    ++c_options;
+    EXPECT_EQ(values.at(name), option["default"]) << name;
+    const std::string type = option["type"];
+    const std::string text = type == "number" || type == "integer" ? "1"
+                             : type == "choice"                    ? option["choices"][0]
+                             : type == "flag"                      ? "on"
+                             : type == "list"                      ? "device_id=0"
+                                                                   : "x";
+    EXPECT_EQ(parley_options_set(options, name.c_str(), text.c_str()), PARLEY_OK)
+        << name << ": " << parley_last_error();
+    EXPECT_EQ(parley_options_set(options, name.c_str(), nullptr), PARLEY_OK) << name;
+  }
+  EXPECT_GT(c_options, 0u);
+  EXPECT_EQ(nlohmann::json::parse(parley_options_values_json(options)), values);
+  EXPECT_EQ(parley_options_set(options, "step", "11"), PARLEY_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(parley_last_error(), "step: must be 0.1 to 10 (got 11)");
+  EXPECT_EQ(parley_options_set(options, "step", "2"), PARLEY_OK);
+  EXPECT_EQ(nlohmann::json::parse(parley_options_values_json(options))["step"], 2.0);
+  parley_options_free(options);
+
+  // From params: their values, checked as the engine checks them.
+  parley_params params = parley_default_params();
+  params.step = 2.0;
+  ASSERT_EQ(parley_options_new(&params, &options), PARLEY_OK);
+  EXPECT_EQ(nlohmann::json::parse(parley_options_values_json(options))["step"], 2.0);
+  ASSERT_EQ(parley_options_set(options, "threads", "0"), PARLEY_OK);
+  ASSERT_EQ(parley_options_set(options, "force_cpu", "x"), PARLEY_ERROR_INVALID_ARGUMENT);
+  parley_diarizer* diarizer = nullptr;
+  ASSERT_EQ(parley_options_set(options, "provider_options", "device_id=0"), PARLEY_OK);
+  ASSERT_EQ(parley_options_set(options, "device_id", "1"), PARLEY_OK);
+  EXPECT_EQ(parley_diarizer_new_from(options, &diarizer), PARLEY_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(parley_last_error(),
+               "device_id: set twice (in device_id and in provider_options); keep one");
+  EXPECT_EQ(diarizer, nullptr);
+  parley_options_free(options);
+}
+
 }  // namespace

@@ -50,6 +50,7 @@
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/option_table.h"
+#include "pipeline/option_values.h"
 #include "pipeline/result_writer.h"
 
 struct parley_diarizer {
@@ -70,6 +71,23 @@ struct parley_result {
   // a returned result is never written again (any thread may read it at once).
   std::string rttm;
   std::string json;
+};
+
+// Named options (parley_options_set): values by the table's names, and their JSON with the
+// defaults filled in, which parley_options_values_json hands out.
+struct parley_options {
+  nlohmann::json values = nlohmann::json::object();
+  std::string json;
+
+  void refresh() {
+    nlohmann::json all = nlohmann::json::object();
+    for (const auto& spec : parley::pipeline::diarization_options()) {
+      if (!spec.faces.c) continue;
+      const auto found = values.find(spec.name);
+      all[spec.name] = found != values.end() ? *found : spec.default_value;
+    }
+    json = all.dump();
+  }
 };
 
 namespace {
@@ -241,54 +259,19 @@ DiarizationModels model_paths(const parley_params& params) {
                      [&] { return parley::pipeline::locate_models(explicit_paths, models_dir); });
 }
 
-// The provider request with the command line's rules (runtime/provider.h, cli/provider_options).
-parley::pipeline::ProviderPlacement provider_routing(const parley_params& params) {
-  namespace runtime = parley::runtime;
-  return with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
-    parley::pipeline::ProviderPlacement placement;
-    placement.choice = runtime::ProviderChoice::parse(params.provider ? params.provider : "auto");
-    std::vector<std::string> option_texts;
-    for (const char* const* option = params.provider_options; option && *option; ++option) {
-      option_texts.emplace_back(*option);
-    }
-    placement.options = runtime::parse_provider_options(option_texts);
-    if (params.device_id < -1) {
-      invalid(fmt::format("device_id must be -1 (the default device) or a device number (got {})",
-                          params.device_id));
-    }
-    if (params.device_id >= 0) {
-      if (placement.options.contains("device_id")) {
-        invalid("device_id is set twice (in device_id and in provider_options); keep one");
-      }
-      placement.options["device_id"] = std::to_string(params.device_id);
-    }
-    placement.validate();  // device_id is one of the options here: the engine's check covers it
-    return placement;
-  });
-}
-
-DiarizationConfig diarization_config(const parley_params& params) {
-  DiarizationConfig config;
-  const auto& step = parley::pipeline::diarization_option("step");
-  if (!(params.step >= *step.minimum && params.step <= *step.maximum)) {
-    invalid(fmt::format("step must be between {} and {} seconds (got {}); 1 is pyannote's",
-                        *step.minimum, *step.maximum, params.step));
-  }
-  config.step_seconds = params.step;
-  // 0 is the C spelling of "all cores"; the upper bound is the engine's (config.validate()).
-  if (params.threads < 0) {
-    invalid(fmt::format("threads must be 0 (all cores) to {} (got {})",
-                        parley::pipeline::max_threads(), params.threads));
-  }
-  config.threads = params.threads > 0
-                       ? params.threads
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+// The params as option values by the table's names: the C face hands the engine what every face
+// hands it (pipeline/option_values.h), so its checks and messages are the CLI's. The enums are
+// C's own spelling of two choices, checked here.
+nlohmann::json option_values(const parley_params& params) {
+  nlohmann::json values = nlohmann::json::object();
+  values["step"] = params.step;
+  values["threads"] = params.threads;
   switch (params.embedding_mode) {
     case PARLEY_EMBEDDING_SHARED:
-      config.embedding_mode = parley::pipeline::EmbeddingMode::kShared;
+      values["embedding_mode"] = "shared";
       break;
     case PARLEY_EMBEDDING_EXACT:
-      config.embedding_mode = parley::pipeline::EmbeddingMode::kExact;
+      values["embedding_mode"] = "exact";
       break;
     default:
       invalid(
@@ -298,10 +281,10 @@ DiarizationConfig diarization_config(const parley_params& params) {
   }
   switch (params.clustering) {
     case PARLEY_CLUSTERING_VBX:
-      config.clustering.method = parley::cluster::ClusteringMethod::kVbx;
+      values["clustering"] = "vbx";
       break;
     case PARLEY_CLUSTERING_AHC:
-      config.clustering.method = parley::cluster::ClusteringMethod::kAhc;
+      values["clustering"] = "ahc";
       break;
     default:
       invalid(
@@ -309,8 +292,21 @@ DiarizationConfig diarization_config(const parley_params& params) {
                       "(got {})",
                       static_cast<int>(params.clustering)));
   }
-  config.placement = provider_routing(params);
-  with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] { config.validate(); });
+  if (params.provider) values["provider"] = params.provider;
+  nlohmann::json option_texts = nlohmann::json::array();
+  for (const char* const* option = params.provider_options; option && *option; ++option) {
+    option_texts.push_back(*option);
+  }
+  if (!option_texts.empty()) values["provider_options"] = std::move(option_texts);
+  values["device_id"] = params.device_id;
+  return values;
+}
+
+DiarizationConfig diarization_config(const parley_params& params) {
+  DiarizationConfig config;
+  const nlohmann::json values = option_values(params);
+  with_status(PARLEY_ERROR_INVALID_ARGUMENT,
+              [&] { parley::pipeline::apply_options(values, config); });
   return config;
 }
 
@@ -339,6 +335,19 @@ std::vector<std::string> model_warnings(const DiarizationModels& paths) {
     warnings.push_back(parley::models::speed_twin_warning(paths.embedding));
   }
   return warnings;
+}
+
+// A diarizer for `paths` and `config`: what parley_diarizer_new and _new_from share.
+std::unique_ptr<parley_diarizer> new_diarizer(const DiarizationModels& paths,
+                                              DiarizationConfig config) {
+  auto handle = std::make_unique<parley_diarizer>();
+  handle->embedding_model = paths.embedding;
+  with_status(PARLEY_ERROR_MODELS, [&] {
+    handle->warnings = model_warnings(paths);
+    handle->speed_twin = !handle->warnings.empty();
+    handle->diarizer = std::make_unique<parley::pipeline::Diarizer>(paths, std::move(config));
+  });
+  return handle;
 }
 
 // `samples` at `sample_rate` as the 16 kHz the models take.
@@ -759,15 +768,77 @@ parley_status parley_diarizer_new(const parley_params* params, parley_diarizer**
     *diarizer = nullptr;
     require(params, "parley_diarizer_new", "params");
     DiarizationConfig config = diarization_config(*params);
-    const DiarizationModels paths = model_paths(*params);
-    auto handle = std::make_unique<parley_diarizer>();
-    handle->embedding_model = paths.embedding;
-    with_status(PARLEY_ERROR_MODELS, [&] {
-      handle->warnings = model_warnings(paths);
-      handle->speed_twin = !handle->warnings.empty();
-      handle->diarizer = std::make_unique<parley::pipeline::Diarizer>(paths, std::move(config));
+    *diarizer = new_diarizer(model_paths(*params), std::move(config)).release();
+  });
+}
+
+parley_status parley_options_new(const parley_params* params, parley_options** options) {
+  return guarded([&] {
+    require(options, "parley_options_new", "options");
+    *options = nullptr;
+    auto handle = std::make_unique<parley_options>();
+    if (params != nullptr) {
+      handle->values = option_values(*params);
+      for (const auto& [name, value] : {std::pair{"models_dir", params->models_dir},
+                                        std::pair{"segmentation_model", params->segmentation_model},
+                                        std::pair{"embedding_model", params->embedding_model},
+                                        std::pair{"plda_dir", params->plda_dir}}) {
+        if (value != nullptr && *value != '\0') handle->values[name] = value;
+      }
+      with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+        for (const auto& [name, value] : handle->values.items()) {
+          parley::pipeline::diarization_option(name).check_value(value);
+        }
+      });
+    }
+    handle->refresh();
+    *options = handle.release();
+  });
+}
+
+void parley_options_free(parley_options* options) {
+  quietly([&] { delete options; });
+}
+
+parley_status parley_options_set(parley_options* options, const char* name, const char* value) {
+  return guarded([&] {
+    require(options, "parley_options_set", "options");
+    require(name, "parley_options_set", "name");
+    with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+      const parley::pipeline::OptionSpec& spec = parley::pipeline::diarization_option(name);
+      if (!spec.faces.c) {
+        parley::fail("{}: not an option of the C API (parley_options_json lists them)", name);
+      }
+      if (value == nullptr) {
+        options->values.erase(spec.name);
+      } else if (spec.type == parley::pipeline::OptionType::kList) {
+        auto& list = options->values[spec.name];
+        if (!list.is_array()) list = nlohmann::json::array();
+        list.push_back(spec.parse(value).at(0));
+      } else {
+        options->values[spec.name] = spec.parse(value);
+      }
     });
-    *diarizer = handle.release();
+    options->refresh();
+  });
+}
+
+const char* parley_options_values_json(const parley_options* options) {
+  return options == nullptr ? "" : options->json.c_str();
+}
+
+parley_status parley_diarizer_new_from(const parley_options* options, parley_diarizer** diarizer) {
+  return guarded([&] {
+    set_up_logging();
+    require(diarizer, "parley_diarizer_new_from", "diarizer");
+    *diarizer = nullptr;
+    require(options, "parley_diarizer_new_from", "options");
+    DiarizationConfig config;
+    with_status(PARLEY_ERROR_INVALID_ARGUMENT,
+                [&] { parley::pipeline::apply_options(options->values, config); });
+    const DiarizationModels paths = with_status(
+        PARLEY_ERROR_MODELS, [&] { return parley::pipeline::locate_models(options->values); });
+    *diarizer = new_diarizer(paths, std::move(config)).release();
   });
 }
 

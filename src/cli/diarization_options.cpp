@@ -17,6 +17,7 @@
 #include "corpus/run_record.h"
 #include "frames/output.h"
 #include "pipeline/option_table.h"
+#include "pipeline/option_values.h"
 #include "pipeline/result_writer.h"
 #include "runtime/provider_discovery.h"
 
@@ -214,38 +215,60 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
 
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
                                            const DiarizationFlags& flags) {
-  return pipeline::locate_models(
-      {engine.segmentation_model, engine.embedding_model, engine.plda_dir},
-      flags.models_dir ? std::optional<std::filesystem::path>(*flags.models_dir) : std::nullopt);
+  return pipeline::locate_models(table_values(engine, flags));
+}
+
+nlohmann::json table_values(const EngineFlags& engine, const DiarizationFlags& flags) {
+  nlohmann::json values = nlohmann::json::object();
+  const auto text = [&values](const char* name, const std::string& value) {
+    if (!value.empty()) values[name] = value;
+  };
+  const auto count = [&values](const char* name, auto value) {
+    if (value > 0) values[name] = value;  // 0: automatic, the table's null
+  };
+  text("provider", engine.provider.provider);
+  if (!engine.provider.provider_options.empty()) {
+    values["provider_options"] = engine.provider.provider_options;
+  }
+  values["force_gpu"] = engine.provider.force_gpu;
+  values["force_cpu"] = engine.provider.force_cpu;
+  text("segmentation_provider", engine.model_providers.segmentation_provider);
+  text("embedding_provider", engine.model_providers.embedding_provider);
+  count("segmentation_batch", engine.model_providers.accelerator_segmentation_batch);
+  count("segmentation_sessions", engine.model_providers.accelerator_segmentation_sessions);
+  values["gpu_float16"] = engine.model_providers.accelerator_float16;
+  values["step"] = engine.step;
+  text("embedding_mode", engine.embedding_mode);
+  text("embedding_features", engine.embedding_features);
+  values["threads"] = engine.threads;
+  values["embedding_batch"] = engine.embedding_batch;
+  values["no_streaming"] = engine.no_streaming;
+  values["sincnet_per_chunk"] = engine.sincnet_per_chunk;
+  text("segmentation_model", engine.segmentation_model);
+  text("embedding_model", engine.embedding_model);
+  text("plda_dir", engine.plda_dir);
+  text("clustering", flags.clustering);
+  if (flags.ahc_threshold) values["ahc_threshold"] = *flags.ahc_threshold;
+  if (flags.num_speakers) values["num_speakers"] = *flags.num_speakers;
+  if (flags.min_speakers) values["min_speakers"] = *flags.min_speakers;
+  if (flags.max_speakers) values["max_speakers"] = *flags.max_speakers;
+  if (flags.models_dir) values["models_dir"] = *flags.models_dir;
+  values["exclusive"] = flags.exclusive;
+  text("format", flags.format);
+  return values;
 }
 
 pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                                                const DiarizationFlags& flags,
                                                double expected_audio_seconds) {
+  // The engine's one way from option values to a configuration (pipeline/option_values.h); its
+  // messages name options, which main.cpp turns into flags.
+  // The provider flags first, for their messages in flag names.
+  provider_selection(engine.provider);
   pipeline::DiarizationConfig config;
-  config.step_seconds = engine.step;
-  config.threads = engine.threads > 0
-                       ? engine.threads
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  config.streaming = !engine.no_streaming;
-  config.share_segmentation_convolution = !engine.sincnet_per_chunk;
-  config.embedding_mode = pipeline::parse_embedding_mode(engine.embedding_mode);
-  config.shared_trunk.features = pipeline::parse_shared_trunk_features(engine.embedding_features);
-  config.embedding_batch_size = engine.embedding_batch;
-  apply_diarization_flags(flags, config);
-  const ProviderSelection selection = provider_selection(engine.provider);
-  config.placement = provider_routing(selection.choice, selection.force, selection.options,
-                                      engine.model_providers, expected_audio_seconds);
-  if (engine.model_providers.accelerator_segmentation_batch > 0) {
-    config.segmentation_batch_size = engine.model_providers.accelerator_segmentation_batch;
-  }
-  if (engine.model_providers.accelerator_segmentation_sessions > 0) {
-    config.segmentation_accelerator_sessions =
-        engine.model_providers.accelerator_segmentation_sessions;
-  }
-  config.accelerator_float16 = engine.model_providers.accelerator_float16;
-  // Again with the batch and session counts set: their bounds are checked before any work.
-  config.validate();
+  pipeline::apply_options(table_values(engine, flags), config);
+  if (expected_audio_seconds > 0.0)
+    config.placement->expected_audio_seconds = expected_audio_seconds;
   return config;
 }
 
@@ -271,34 +294,6 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
   add_table_option(command, "segmentation_batch", flags.accelerator_segmentation_batch);
   add_table_option(command, "segmentation_sessions", flags.accelerator_segmentation_sessions);
   add_table_option(command, "gpu_float16", flags.accelerator_float16);
-}
-
-pipeline::ProviderPlacement provider_routing(const runtime::ProviderChoice& choice,
-                                             runtime::ForceMode force,
-                                             const runtime::ProviderOptions& options,
-                                             const ModelProviderFlags& flags,
-                                             double expected_audio_seconds) {
-  pipeline::ProviderPlacement placement;
-  placement.choice = choice;
-  placement.force = force;
-  placement.options = options;
-  if (flags.accelerator_segmentation_batch > 0) {
-    placement.accelerator_segmentation_batch_size = flags.accelerator_segmentation_batch;
-  }
-  if (expected_audio_seconds > 0.0) placement.expected_audio_seconds = expected_audio_seconds;
-  auto per_model = [force](const std::string& text,
-                           const char* flag) -> std::optional<runtime::ProviderChoice> {
-    if (text.empty()) return std::nullopt;
-    const auto parsed = parse_provider_flag(flag, text);
-    const bool names_cpu = !parsed.automatic && parsed.provider == runtime::ProviderId::kCpu;
-    if (force == runtime::ForceMode::kCpu && !parsed.automatic && !names_cpu) {
-      fail("--force-cpu contradicts {} {}; drop one of them", flag, parsed.to_string());
-    }
-    return parsed;
-  };
-  placement.segmentation_choice = per_model(flags.segmentation_provider, "--segmentation-provider");
-  placement.embedding_choice = per_model(flags.embedding_provider, "--embedding-provider");
-  return placement;
 }
 
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {

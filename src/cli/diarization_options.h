@@ -96,9 +96,13 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine);
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
                                            const DiarizationFlags& flags);
 
-// The pipeline configuration the flags describe: step, embedding mode, threads, streaming,
-// clustering, speaker counts and the provider placement of both models; `expected_audio_seconds` is
-// the longest input (0: unknown), which the placement weighs.
+// The flags as option values by the table's names (pipeline/option_values.h): what every face
+// hands the engine.
+nlohmann::json table_values(const EngineFlags& engine, const DiarizationFlags& flags);
+
+// The pipeline configuration the flags describe (pipeline::apply_options of table_values): step,
+// embedding mode, threads, streaming, clustering, speaker counts and the provider placement of both
+// models; `expected_audio_seconds` is the longest input (0: unknown), which the placement weighs.
 pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                                                const DiarizationFlags& flags,
                                                double expected_audio_seconds = 0.0);
@@ -116,15 +120,6 @@ struct ModelProviders {
 };
 ModelProviders model_providers(const pipeline::DiarizationModels& models,
                                const pipeline::DiarizationConfig& config);
-
-// The pipeline's placement request from --provider, --provider-option, --force-gpu/--force-cpu and
-// the per-model flags; `expected_audio_seconds` is the longest input (0: unknown). Throws naming
-// the flag when they contradict each other.
-pipeline::ProviderPlacement provider_routing(const runtime::ProviderChoice& choice,
-                                             runtime::ForceMode force,
-                                             const runtime::ProviderOptions& options,
-                                             const ModelProviderFlags& flags,
-                                             double expected_audio_seconds);
 
 // Applies the clustering and speaker-count flags to `config`.
 void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config);

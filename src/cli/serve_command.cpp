@@ -96,9 +96,15 @@ void run_serve(ServeArguments& arguments) {
     if (error) fail("--allow-paths {}: {}", config.allow_paths.string(), error.message());
     config.allow_paths = absolute;
   }
-  config.step_seconds = arguments.engine.step;
-  config.clustering = arguments.flags.clustering;
-  config.embedding_mode = arguments.engine.embedding_mode;
+  // The engine's settings as option values, once: the server's fixed settings, the engine's
+  // configuration and its layout are all read from them.
+  nlohmann::json values = table_values(arguments.engine, arguments.flags);
+  if (!arguments.devices.empty()) values["devices"] = arguments.devices;
+  if (arguments.engines > 0) values["engines"] = arguments.engines;
+  values["jobs"] = arguments.jobs;
+  config.step_seconds = values.at("step").get<double>();
+  config.clustering = values.at("clustering").get<std::string>();
+  config.embedding_mode = values.at("embedding_mode").get<std::string>();
   config.validate();
 
   // SIGTERM and SIGINT are taken by one thread (below), never by the engine's or the server's.
@@ -119,9 +125,7 @@ void run_serve(ServeArguments& arguments) {
   server::JobStore store(config.state_dir);
   const std::size_t requeued = store.requeue_running();
   const corpus::EngineLayout layout =
-      corpus::plan_engine_layout(paths, diarization,
-                                 layout_request(arguments.devices, arguments.engines,
-                                                arguments.jobs, arguments.engine.model_providers));
+      corpus::plan_engine_layout(paths, diarization, corpus::layout_request(values));
   const auto engine_owner = corpus::make_corpus_engine(paths, layout);
   corpus::CorpusEngine& engine = *engine_owner;
   server::Metrics metrics;

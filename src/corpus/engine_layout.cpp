@@ -13,6 +13,26 @@
 
 namespace parley::corpus {
 
+EngineLayoutRequest layout_request(const nlohmann::json& values) {
+  const auto value = [&values](std::string_view name) -> nlohmann::json {
+    const auto found = values.find(name);
+    if (found == values.end() || found->is_null()) return nullptr;
+    pipeline::diarization_option(name).check_value(*found);
+    return *found;
+  };
+  EngineLayoutRequest request;
+  if (const auto devices = value("devices"); !devices.is_null()) {
+    request.device_list = devices.get<std::string>();
+  }
+  if (const auto engines = value("engines"); !engines.is_null()) {
+    request.engines_per_device = engines.get<int>();
+  }
+  if (const auto jobs = value("jobs"); !jobs.is_null()) request.jobs = jobs.get<int>();
+  request.segmentation_layout_automatic =
+      value("segmentation_batch").is_null() && value("segmentation_sessions").is_null();
+  return request;
+}
+
 std::vector<int> parse_devices(const std::string& text, runtime::ProviderId provider) {
   if (text.empty()) return {};
   if (!runtime::traits(provider).accelerator) {

@@ -28,6 +28,11 @@ struct EngineLayoutRequest {
   bool segmentation_layout_automatic = true;
 };
 
+// The request the option values name (pipeline/option_values.h's {name: value}): devices,
+// engines, jobs, and whether segmentation_batch or segmentation_sessions was chosen. Fails
+// "{option}: {problem}" on a value of the wrong type or out of bounds.
+EngineLayoutRequest layout_request(const nlohmann::json& values);
+
 // GPU numbers from `text` ("0,2" or "all"), for models on `provider`; none for an empty text.
 // Fails, naming the field device_list, on the CPU, on a malformed list, or when "all" finds none.
 std::vector<int> parse_devices(const std::string& text, runtime::ProviderId provider);

@@ -57,6 +57,27 @@ TEST(EngineLayout, RefusesDevicesOnTheCpuAndTooManyEngines) {
   EXPECT_THROW(plan_engine_layout({}, cpu_config(1), too_many), Error);
 }
 
+TEST(EngineLayout, RequestFromOptionValues) {
+  const EngineLayoutRequest defaults = layout_request(nlohmann::json::object());
+  EXPECT_EQ(defaults.device_list, "");
+  EXPECT_EQ(defaults.engines_per_device, 0);
+  EXPECT_EQ(defaults.jobs, pipeline::kDefaultCorpusJobs);
+  EXPECT_TRUE(defaults.segmentation_layout_automatic);
+  const EngineLayoutRequest given = layout_request(
+      {{"devices", "0,1"}, {"engines", 2}, {"jobs", 3}, {"segmentation_sessions", 2}});
+  EXPECT_EQ(given.device_list, "0,1");
+  EXPECT_EQ(given.engines_per_device, 2);
+  EXPECT_EQ(given.jobs, 3);
+  EXPECT_FALSE(given.segmentation_layout_automatic);
+  EXPECT_FALSE(layout_request({{"segmentation_batch", 8}}).segmentation_layout_automatic);
+  try {
+    layout_request({{"jobs", 0}});
+    ADD_FAILURE() << "jobs 0 accepted";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "jobs: must be 1 to 256 (got 0)");
+  }
+}
+
 TEST(ParseDevices, ListsOfNumbers) {
   EXPECT_TRUE(parse_devices("", runtime::ProviderId::kCuda).empty());
   EXPECT_EQ(parse_devices("0,2", runtime::ProviderId::kCuda), (std::vector<int>{0, 2}));

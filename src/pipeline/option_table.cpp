@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -194,7 +196,96 @@ std::vector<OptionSpec> make_options() {
                "it (the CLI's default is then txt, POST /v1/diarize's json)",
                {true, true, false, false, true}, "--format"));
   }
+  // What each option sets; a row without an entry here fails every run (and the table's tests).
+  const std::vector<std::pair<OptionTarget, std::vector<std::string_view>>> targets = {
+      {OptionTarget::kModels, {"models_dir", "segmentation_model", "embedding_model", "plda_dir"}},
+      {OptionTarget::kPlacement,
+       {"provider", "provider_options", "device_id", "segmentation_provider", "embedding_provider",
+        "force_gpu", "force_cpu"}},
+      {OptionTarget::kOutput,
+       {"step", "embedding_mode", "clustering", "ahc_threshold", "num_speakers", "min_speakers",
+        "max_speakers", "gpu_float16", "sincnet_per_chunk", "embedding_features"}},
+      {OptionTarget::kExecution,
+       {"threads", "embedding_batch", "segmentation_batch", "segmentation_sessions",
+        "no_streaming"}},
+      {OptionTarget::kLayout, {"devices", "engines", "jobs"}},
+      {OptionTarget::kFace, {"exclusive", "format"}},
+  };
+  for (OptionSpec& spec : options) {
+    const auto entry = std::find_if(targets.begin(), targets.end(), [&spec](const auto& target) {
+      return std::find(target.second.begin(), target.second.end(), spec.name) !=
+             target.second.end();
+    });
+    if (entry == targets.end()) fail("option table: '{}' has no target", spec.name);
+    spec.target = entry->first;
+  }
   return options;
+}
+
+std::string shown(std::string_view text) {
+  return std::string(text.size() <= 24 ? text : text.substr(0, 21)) +
+         (text.size() <= 24 ? "" : "...");
+}
+
+std::string range_problem(const OptionSpec& spec, double value, std::string_view text) {
+  if ((spec.minimum && value < *spec.minimum) || (spec.maximum && value > *spec.maximum)) {
+    if (spec.minimum && spec.maximum) {
+      return fmt::format("must be {} to {} (got {})", *spec.minimum, *spec.maximum, text);
+    }
+    return spec.minimum ? fmt::format("must be at least {} (got {})", *spec.minimum, text)
+                        : fmt::format("must be at most {} (got {})", *spec.maximum, text);
+  }
+  return "";
+}
+
+// `text` as the option's value into `value`, or what is wrong with it.
+std::string parse_text(const OptionSpec& spec, std::string_view text, nlohmann::json& value) {
+  switch (spec.type) {
+    case OptionType::kNumber:
+    case OptionType::kInteger: {
+      double number = 0.0;
+      const char* end = text.data() + text.size();
+      const auto [rest, error] = std::from_chars(text.data(), end, number);
+      if (error != std::errc() || rest != end || !std::isfinite(number)) {
+        return fmt::format("expects a number (got '{}')", shown(text));
+      }
+      if (spec.type == OptionType::kInteger && number != std::floor(number)) {
+        return fmt::format("expects a whole number (got '{}')", shown(text));
+      }
+      if (auto problem = range_problem(spec, number, shown(text)); !problem.empty()) {
+        return problem;
+      }
+      value = spec.type == OptionType::kInteger ? nlohmann::json(static_cast<std::int64_t>(number))
+                                                : nlohmann::json(number);
+      return "";
+    }
+    case OptionType::kChoice:
+      if (std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) {
+        return fmt::format("expected one of {} (got '{}')", fmt::join(spec.choices, ", "),
+                           shown(text));
+      }
+      value = std::string(text);
+      return "";
+    case OptionType::kFlag:
+      if (text == "true" || text == "1" || text == "on") {
+        value = true;
+      } else if (text == "false" || text == "0" || text == "off") {
+        value = false;
+      } else {
+        return fmt::format("expected true or false (got '{}')", shown(text));
+      }
+      return "";
+    case OptionType::kText:
+    case OptionType::kPath:
+      if (text.empty()) return "is empty (leave it out for the default)";
+      value = std::string(text);
+      return "";
+    case OptionType::kList:
+      if (text.empty()) return "is empty (leave it out for none)";
+      value = nlohmann::json::array({std::string(text)});
+      return "";
+  }
+  return "";
 }
 
 }  // namespace
@@ -244,46 +335,64 @@ nlohmann::json OptionSpec::to_json() const {
   return nlohmann::json::parse(spec.dump());
 }
 
+nlohmann::json OptionSpec::parse(std::string_view text) const {
+  nlohmann::json value;
+  if (auto problem = parse_text(*this, text, value); !problem.empty()) {
+    fail("{}: {}", name, problem);
+  }
+  return value;
+}
+
 std::string OptionSpec::check(std::string_view text) const {
-  const auto shown = [&text] {
-    return std::string(text.size() <= 24 ? text : text.substr(0, 21)) +
-           (text.size() <= 24 ? "" : "...");
-  };
+  nlohmann::json value;
+  return parse_text(*this, text, value);
+}
+
+void OptionSpec::check_value(const nlohmann::json& value) const {
+  if (value.is_null()) return;
   switch (type) {
     case OptionType::kNumber:
     case OptionType::kInteger: {
-      double value = 0.0;
-      const char* end = text.data() + text.size();
-      const auto [rest, error] = std::from_chars(text.data(), end, value);
-      if (error != std::errc() || rest != end || !std::isfinite(value)) {
-        return fmt::format("expects a number (got '{}')", shown());
+      if (!value.is_number()) fail("{}: expects a number (got {})", name, value.dump());
+      const double number = value.get<double>();
+      if (!std::isfinite(number)) {
+        // NaN and infinity are in no range: said as the range, where there is one.
+        const std::string problem = range_problem(*this, number, fmt::format("{}", number));
+        fail("{}: {}", name,
+             problem.empty() || std::isnan(number)
+                 ? (minimum && maximum
+                        ? fmt::format("must be {} to {} (got {})", *minimum, *maximum, number)
+                        : fmt::format("expects a number (got {})", number))
+                 : problem);
       }
-      if (type == OptionType::kInteger && value != std::floor(value)) {
-        return fmt::format("expects a whole number (got '{}')", shown());
+      if (type == OptionType::kInteger && number != std::floor(number)) {
+        fail("{}: expects a whole number (got {})", name, value.dump());
       }
-      if ((minimum && value < *minimum) || (maximum && value > *maximum)) {
-        if (minimum && maximum) {
-          return fmt::format("must be {} to {} (got {})", *minimum, *maximum, shown());
-        }
-        return minimum ? fmt::format("must be at least {} (got {})", *minimum, shown())
-                       : fmt::format("must be at most {} (got {})", *maximum, shown());
+      if (auto problem = range_problem(*this, number, fmt::format("{}", number)); !problem.empty()) {
+        fail("{}: {}", name, problem);
       }
-      return "";
+      return;
     }
     case OptionType::kChoice:
-      if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
-        return fmt::format("expected one of {} (got '{}')", fmt::join(choices, ", "), shown());
+      if (!value.is_string() ||
+          std::find(choices.begin(), choices.end(), value.get<std::string>()) == choices.end()) {
+        fail("{}: expected one of {} (got {})", name, fmt::join(choices, ", "), value.dump());
       }
-      return "";
+      return;
     case OptionType::kFlag:
-      if (text == "true" || text == "false" || text == "1" || text == "0") return "";
-      return fmt::format("expected true or false (got '{}')", shown());
+      if (!value.is_boolean()) fail("{}: expected true or false (got {})", name, value.dump());
+      return;
     case OptionType::kText:
     case OptionType::kPath:
+      if (!value.is_string()) fail("{}: expects text (got {})", name, value.dump());
+      return;
     case OptionType::kList:
-      return "";
+      if (!value.is_array() || !std::all_of(value.begin(), value.end(),
+                                            [](const auto& item) { return item.is_string(); })) {
+        fail("{}: expects a list of texts (got {})", name, value.dump());
+      }
+      return;
   }
-  return "";
 }
 
 std::span<const OptionSpec> diarization_options() {

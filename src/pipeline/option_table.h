@@ -32,6 +32,12 @@ enum class OptionType {
   kList,     // repeatable text ("key=value")
 };
 
+// What an option sets: the output (OutputSettings), how the run goes (ExecutionSettings), where
+// the models run (ProviderPlacement), how a corpus run is laid out (corpus::EngineLayoutRequest),
+// which model files load, or only how a face writes its result (format, exclusive).
+// pipeline/option_values.h applies the first three to a DiarizationConfig.
+enum class OptionTarget { kOutput, kExecution, kPlacement, kLayout, kModels, kFace };
+
 struct OptionFaces {
   bool cli = false;
   bool server = false;
@@ -49,6 +55,7 @@ struct OptionSpec {
   std::vector<std::string> choices;
   std::string help;
   OptionFaces faces;
+  OptionTarget target = OptionTarget::kFace;
   std::string cli_flag;      // "--step"; the CLI's spelling of `name`
   std::string c_name;        // the parley_params / parley_run_options field (`name` when empty)
   std::string config_field;  // the configuration field set, as library messages name it
@@ -58,6 +65,13 @@ struct OptionSpec {
   std::string_view type_name() const;
   // The option as parley_options_json describes it.
   nlohmann::json to_json() const;
+  // `text` as this option's typed value: a number, a whole number, one of the choices, a flag
+  // (true/false/1/0/on/off; "on" is what an HTML checkbox sends), text or a path, or a list of
+  // one item. Fails "{name}: {problem}" (an empty text is refused, never taken for false).
+  nlohmann::json parse(std::string_view text) const;
+  // Fails "{name}: {problem}" unless `value` is of this option's type and within its bounds or
+  // choices; null (the default) passes. For faces that hand typed values (C fields, Python).
+  void check_value(const nlohmann::json& value) const;
   // "" when `text` is a valid value of this option, else what is wrong ("must be 0.1 to 10 (got
   // 11)", "expected one of vbx, ahc (got 'x')"); the caller prefixes the name it knows it by.
   std::string check(std::string_view text) const;

@@ -64,5 +64,22 @@ TEST(OptionTable, JsonSaysWhichFacesOfferEachOption) {
   EXPECT_EQ((*step)["aliases"], nlohmann::json::array({"step_seconds"}));
 }
 
+TEST(OptionTable, EachOptionSaysWhatItSets) {
+  EXPECT_EQ(diarization_option("step").target, OptionTarget::kOutput);
+  EXPECT_EQ(diarization_option("threads").target, OptionTarget::kExecution);
+  EXPECT_EQ(diarization_option("force_cpu").target, OptionTarget::kPlacement);
+  EXPECT_EQ(diarization_option("jobs").target, OptionTarget::kLayout);
+  EXPECT_EQ(diarization_option("plda_dir").target, OptionTarget::kModels);
+  EXPECT_EQ(diarization_option("format").target, OptionTarget::kFace);
+  // The server fixes its engine when it starts: what sets the engine is no form field, apart
+  // from the output settings it takes per request and checks against its own.
+  for (const OptionSpec& spec : diarization_options()) {
+    if (spec.target == OptionTarget::kExecution || spec.target == OptionTarget::kPlacement ||
+        spec.target == OptionTarget::kModels || spec.target == OptionTarget::kLayout) {
+      EXPECT_FALSE(spec.faces.server) << spec.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace parley::pipeline

@@ -152,25 +152,6 @@ std::string safe_extension(const std::string& filename) {
   return extension;
 }
 
-// A speaker count within the option table's bounds (1 to 1000).
-int parse_count(const std::string& field, const std::string& value) {
-  const pipeline::OptionSpec& spec = pipeline::diarization_option(field);
-  int number = 0;
-  const auto [end, status] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (status != std::errc() || end != value.data() + value.size() || !spec.check(value).empty()) {
-    refuse(422, "invalid_option",
-           fmt::format("{}: expected a whole number from {} to {} (got '{}')", field,
-                       spec.minimum.value_or(1), spec.maximum.value_or(1), valid_utf8(value)));
-  }
-  return number;
-}
-
-bool parse_flag(const std::string& field, const std::string& value) {
-  if (value == "true" || value == "1" || value == "on") return true;
-  if (value == "false" || value == "0" || value == "off" || value.empty()) return false;
-  refuse(422, "invalid_option", fmt::format("{}: expected true or false (got '{}')", field, value));
-}
-
 std::size_t parse_index(const httplib::Request& request, const char* name, std::size_t fallback,
                         std::size_t maximum) {
   if (!request.has_param(name)) return fallback;
@@ -953,51 +934,49 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
   const Form form(std::move(parts));
 
   const auto field = [&](const char* name) { return form.value(name); };
+  // A form field as the option table types it (pipeline/option_table.h): the same grammar and
+  // messages as every face; an empty field is refused, not taken for false.
+  const auto option = [&](const char* name) -> std::optional<nlohmann::json> {
+    const auto value = field(name);
+    if (!value) return std::nullopt;
+    try {
+      return pipeline::diarization_option(name).parse(*value);
+    } catch (const Error& error) {
+      refuse(422, "invalid_option", valid_utf8(error.what()));
+    }
+  };
 
   Job job;
   cluster::SpeakerCountConstraints speakers;
-  if (auto value = field("num_speakers"))
-    speakers.num_speakers = parse_count("num_speakers", *value);
-  if (auto value = field("min_speakers"))
-    speakers.min_speakers = parse_count("min_speakers", *value);
-  if (auto value = field("max_speakers"))
-    speakers.max_speakers = parse_count("max_speakers", *value);
+  for (const char* name : {"num_speakers", "min_speakers", "max_speakers", "exclusive"}) {
+    if (auto value = option(name)) job.options[name] = *value;
+  }
+  if (job.options.contains("num_speakers")) speakers.num_speakers = job.options["num_speakers"];
+  if (job.options.contains("min_speakers")) speakers.min_speakers = job.options["min_speakers"];
+  if (job.options.contains("max_speakers")) speakers.max_speakers = job.options["max_speakers"];
   try {
     speakers.validate();
   } catch (const Error& error) {
     refuse(422, "invalid_option", error.what());
   }
-  if (speakers.num_speakers) job.options["num_speakers"] = *speakers.num_speakers;
-  if (speakers.min_speakers) job.options["min_speakers"] = *speakers.min_speakers;
-  if (speakers.max_speakers) job.options["max_speakers"] = *speakers.max_speakers;
-  if (auto value = field("exclusive")) job.options["exclusive"] = parse_flag("exclusive", *value);
   // The engine's model settings are fixed when the server starts.
-  if (auto value = field("step")) {
-    double step = 0.0;
-    const auto [end, status] = std::from_chars(value->data(), value->data() + value->size(), step);
-    if (status != std::errc() || end != value->data() + value->size() ||
-        step != config_.step_seconds) {
-      refuse(422, "setting_fixed",
-             fmt::format("step: the server runs with step {} (a server's model settings are fixed "
-                         "when it starts; got '{}')",
-                         config_.step_seconds, *value));
-    }
+  if (auto value = option("step"); value && value->get<double>() != config_.step_seconds) {
+    refuse(422, "setting_fixed",
+           fmt::format("step: the server runs with step {} (a server's model settings are fixed "
+                       "when it starts; got {})",
+                       config_.step_seconds, value->dump()));
   }
   for (const auto& [name, fixed] : {std::pair{"clustering", config_.clustering},
                                     std::pair{"embedding_mode", config_.embedding_mode}}) {
-    if (auto value = field(name); value && *value != fixed) {
+    if (auto value = option(name); value && *value != fixed) {
       refuse(422, "setting_fixed",
              fmt::format("{}: the server runs with {} {} (a server's model settings are fixed when "
-                         "it starts; got '{}')",
-                         name, name, fixed, *value));
+                         "it starts; got {})",
+                         name, name, fixed, value->get<std::string>()));
     }
   }
-  const std::string format = field("format").value_or(wait ? "json" : "rttm");
-  const auto formats = result_formats();
-  if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
-    refuse(422, "invalid_option",
-           fmt::format("format '{}': expected one of {}", format, fmt::join(formats, ", ")));
-  }
+  const std::string format =
+      option("format").value_or(nlohmann::json(wait ? "json" : "rttm")).get<std::string>();
   // A voiceprint is the centroid of the recording (or its range) diarized as one speaker, as
   // identity::voiceprint_from_samples makes it; the queue's engine runs it as a job.
   std::string name;

@@ -204,6 +204,19 @@ status, error = error_of(request(server, "/v1/jobs", "POST", gzip.compress(bomb)
 check(status == 413 and error["code"] == "too_large", f"gzip bomb: {status} {error}")
 check(request(server, "/v1/health")[0] == 200, "the server is well after the large bodies")
 
+# Form fields are typed by the option table, with its grammar and messages: a checkbox's "on"
+# is true; an empty field is refused rather than taken for false.
+status, _, answer = upload(server, clips[7], exclusive="on")
+check(status == 202, f"exclusive=on: {status} {answer!r}")
+wait_done(server, json.loads(answer)["id"])
+for fields, message in (({"exclusive": "maybe"}, "exclusive: expected true or false (got 'maybe')"),
+                        ({"exclusive": ""}, "exclusive: expected true or false (got '')"),
+                        ({"step": "abc"}, "step: expects a number (got 'abc')"),
+                        ({"num_speakers": "0"}, "num_speakers: must be 1 to 1000 (got 0)")):
+    status, error = error_of(upload(server, clips[7], **fields))
+    check(status == 422 and error["code"] == "invalid_option" and error["message"] == message,
+          f"{fields}: {status} {error}")
+
 # --- S3: a server file swapped for a link to outside the allowed folder after the 202. The job
 # waits behind others, so the swap comes before it runs: it fails (or, had it been opened
 # already, diarizes the file that was inside), and never reads the outside file.

@@ -199,7 +199,7 @@ status, error = error_of(request(server, "/v1/jobs", "POST", b"{}", {"Content-Ty
 check(status == 415, f"not a form: {status}")
 # Speaker counts within the option table's bounds, as every face takes them (1 to 1000).
 for fields, word in (({"num_speakers": "0"}, "num_speakers"), ({"step": "3"}, "step 1"),
-                     ({"max_speakers": "1001"}, "from 1 to 1000"),
+                     ({"max_speakers": "1001"}, "1 to 1000"),
                      ({"clustering": "vbx"}, "ahc"), ({"embedding_mode": "exact"}, "shared"),
                      ({"min_speakers": "3", "max_speakers": "2"}, "speakers"),
                      ({"colour": "red"}, "colour"), ({"exclusive": "maybe"}, "exclusive")):
