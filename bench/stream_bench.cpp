@@ -64,6 +64,7 @@ struct Fed {
   std::vector<double> latencies;  // final events' wall latencies
   pipeline::DiarizationResult result;
   double wall = 0.0;
+  StageTimes stages;  // the stream's seconds by stage
 };
 
 // Feeds `audio` in 20 ms blocks, at real-time pace or as fast as possible.
@@ -92,6 +93,7 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   // Events of the stream's end wait for no more audio: they are not live latencies.
   fed.result = diarizer.finish();
   diarizer.take_events();
+  fed.stages = diarizer.stage_times();
   fed.wall = std::chrono::duration<double>(Clock::now() - start).count();
   return fed;
 }
@@ -188,12 +190,14 @@ int main(int argc, char** argv) {
 
     // Compute per second of audio, as fast as possible (default settings).
     double audio_seconds = 0.0, wall = 0.0, cpu = 0.0;
+    StageTimes stages;
     for (std::size_t r = 0; r < audios.size(); ++r) {
       const double cpu_before = process_cpu_seconds();
       const Fed fast = feed(models, stream::StreamConfig{}, audios[r], false);
       cpu += process_cpu_seconds() - cpu_before;
       audio_seconds += static_cast<double>(audios[r].size()) / 16000.0;
       wall += fast.wall;
+      for (const auto& [stage, seconds] : fast.stages.entries()) stages.add(stage, seconds);
       // Agreement with the offline pipeline.
       Silent silent;
       const pipeline::DiarizationResult batch = offline.diarize(audios[r], "r", silent);
@@ -220,6 +224,14 @@ int main(int argc, char** argv) {
         "compute: {:.1f} s of audio in {:.2f} s with {} thread(s): real-time factor {:.3f}, "
         "{:.1f} real-time streams per {} thread(s) at most\n",
         audio_seconds, wall, options.threads, rtf, 1.0 / rtf, options.threads);
+    // Where the time goes, per second of audio: what a change to one stage can save.
+    std::string split;
+    for (const auto& [stage, seconds] : stages.entries()) {
+      split +=
+          fmt::format("{}{} {:.3f}", split.empty() ? "" : ", ", stage, seconds / audio_seconds);
+    }
+    fmt::print("compute per second of audio: CPU {:.3f} s, wall {:.3f} s; by stage (s/s): {}\n",
+               cpu / audio_seconds, wall / audio_seconds, split);
 
     if (!options.skip_realtime) {
       for (const double latency : options.latencies) {

@@ -211,6 +211,10 @@ class Diarizer {
   std::vector<DiarizationIntermediates> segment_and_embed(
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
       ProgressSink& progress, const SamplesPassed& passed = {}, const SamplesNeeded& needed = {});
+  // How the embedding time of the last recording embedded in shared mode divides ("embedding
+  // features", "embedding trunk", "embedding pooling"); empty in exact mode. The live
+  // diarizer's per-stage figures (stream_bench).
+  const StageTimes& shared_trunk_times() const;
 
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while
