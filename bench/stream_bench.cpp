@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,7 @@ struct Options {
   std::vector<double> latencies{2.0, 0.5};
   double memory_hours = 3.0;
   bool skip_realtime = false;
+  std::string events_path;  // the as-fast-as-possible runs' events, one JSON line each
 };
 
 class Silent : public ProgressSink {
@@ -64,7 +66,8 @@ struct Fed {
   std::vector<double> latencies;  // final events' wall latencies
   pipeline::DiarizationResult result;
   double wall = 0.0;
-  StageTimes stages;  // the stream's seconds by stage
+  StageTimes stages;                // the stream's seconds by stage
+  std::vector<std::string> events;  // as JSON lines, without the wall latencies
 };
 
 // Feeds `audio` in 20 ms blocks, at real-time pace or as fast as possible.
@@ -75,9 +78,11 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   const std::size_t block = 320;
   const Clock::time_point start = Clock::now();
   auto take = [&] {
-    for (const stream::StreamEvent& e : diarizer.take_events()) {
+    for (stream::StreamEvent e : diarizer.take_events()) {
       if (e.kind != stream::StreamEvent::Kind::kTurnUpdate)
         fed.latencies.push_back(e.latency_seconds);
+      e.latency_seconds = 0.0;  // wall time: differs between any two runs
+      fed.events.push_back(e.to_json());
     }
   };
   for (std::size_t at = 0; at < audio.size(); at += block) {
@@ -92,7 +97,10 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   }
   // Events of the stream's end wait for no more audio: they are not live latencies.
   fed.result = diarizer.finish();
-  diarizer.take_events();
+  for (stream::StreamEvent e : diarizer.take_events()) {
+    e.latency_seconds = 0.0;
+    fed.events.push_back(e.to_json());
+  }
   fed.stages = diarizer.stage_times();
   fed.wall = std::chrono::duration<double>(Clock::now() - start).count();
   return fed;
@@ -170,6 +178,8 @@ int main(int argc, char** argv) {
   app.add_option("--memory-hours", options.memory_hours, "length of the memory run (hours)")
       ->capture_default_str();
   app.add_flag("--skip-realtime", options.skip_realtime, "no real-time-paced runs");
+  app.add_option("--events", options.events_path,
+                 "write the as-fast-as-possible runs' events here (to compare builds)");
   CLI11_PARSE(app, argc, argv);
   try {
     pipeline::DiarizationConfig config;
@@ -191,6 +201,11 @@ int main(int argc, char** argv) {
     // Compute per second of audio, as fast as possible (default settings).
     double audio_seconds = 0.0, wall = 0.0, cpu = 0.0;
     StageTimes stages;
+    std::ofstream events_file;
+    if (!options.events_path.empty()) {
+      events_file.open(options.events_path);
+      if (!events_file) fail("cannot write {}", options.events_path);
+    }
     for (std::size_t r = 0; r < audios.size(); ++r) {
       const double cpu_before = process_cpu_seconds();
       const Fed fast = feed(models, stream::StreamConfig{}, audios[r], false);
@@ -198,6 +213,7 @@ int main(int argc, char** argv) {
       audio_seconds += static_cast<double>(audios[r].size()) / 16000.0;
       wall += fast.wall;
       for (const auto& [stage, seconds] : fast.stages.entries()) stages.add(stage, seconds);
+      for (const std::string& line : fast.events) events_file << line << '\n';
       // Agreement with the offline pipeline.
       Silent silent;
       const pipeline::DiarizationResult batch = offline.diarize(audios[r], "r", silent);

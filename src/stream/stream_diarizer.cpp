@@ -27,6 +27,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kModelRate = 16000.0;
 constexpr std::int64_t kFrameStepSamples = 270;  // segmentation-3.0's frame step at 16 kHz
+// A window is one chunk: on the CPU its segmentation call has 2 rows, not the whole batch (the
+// rest are padding). 2 rows give the same bits as any larger batch; 1 row takes other kernels.
+constexpr std::size_t kSegmentationRows = 2;
 
 // pipeline::ProgressSink that reports nowhere: a window is far too short to draw progress for.
 class NoProgress : public ProgressSink {
@@ -61,7 +64,7 @@ class DiarizerWindowModel : public WindowModel {
     NoProgress progress;
     const auto start = Clock::now();
     std::vector<pipeline::DiarizationIntermediates> out =
-        diarizer_.segment_and_embed(recordings, times, progress);
+        diarizer_.segment_and_embed(recordings, times, progress, {}, {}, kSegmentationRows);
     const double total = std::chrono::duration<double>(Clock::now() - start).count();
     add_model_stages(times.front(), total, stages);
     pipeline::DiarizationIntermediates& one = out.front();
