@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,7 @@ struct Options {
   std::vector<double> latencies{2.0, 0.5};
   double memory_hours = 3.0;
   bool skip_realtime = false;
+  std::string events_path;  // the as-fast-as-possible runs' events, one JSON line each
 };
 
 class Silent : public ProgressSink {
@@ -64,6 +66,8 @@ struct Fed {
   std::vector<double> latencies;  // final events' wall latencies
   pipeline::DiarizationResult result;
   double wall = 0.0;
+  StageTimes stages;                // the stream's seconds by stage
+  std::vector<std::string> events;  // as JSON lines, without the wall latencies
 };
 
 // Feeds `audio` in 20 ms blocks, at real-time pace or as fast as possible.
@@ -74,9 +78,11 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   const std::size_t block = 320;
   const Clock::time_point start = Clock::now();
   auto take = [&] {
-    for (const stream::StreamEvent& e : diarizer.take_events()) {
+    for (stream::StreamEvent e : diarizer.take_events()) {
       if (e.kind != stream::StreamEvent::Kind::kTurnUpdate)
         fed.latencies.push_back(e.latency_seconds);
+      e.latency_seconds = 0.0;  // wall time: differs between any two runs
+      fed.events.push_back(e.to_json());
     }
   };
   for (std::size_t at = 0; at < audio.size(); at += block) {
@@ -91,7 +97,11 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   }
   // Events of the stream's end wait for no more audio: they are not live latencies.
   fed.result = diarizer.finish();
-  diarizer.take_events();
+  for (stream::StreamEvent e : diarizer.take_events()) {
+    e.latency_seconds = 0.0;
+    fed.events.push_back(e.to_json());
+  }
+  fed.stages = diarizer.stage_times();
   fed.wall = std::chrono::duration<double>(Clock::now() - start).count();
   return fed;
 }
@@ -168,6 +178,8 @@ int main(int argc, char** argv) {
   app.add_option("--memory-hours", options.memory_hours, "length of the memory run (hours)")
       ->capture_default_str();
   app.add_flag("--skip-realtime", options.skip_realtime, "no real-time-paced runs");
+  app.add_option("--events", options.events_path,
+                 "write the as-fast-as-possible runs' events here (to compare builds)");
   CLI11_PARSE(app, argc, argv);
   try {
     pipeline::DiarizationConfig config;
@@ -188,12 +200,20 @@ int main(int argc, char** argv) {
 
     // Compute per second of audio, as fast as possible (default settings).
     double audio_seconds = 0.0, wall = 0.0, cpu = 0.0;
+    StageTimes stages;
+    std::ofstream events_file;
+    if (!options.events_path.empty()) {
+      events_file.open(options.events_path);
+      if (!events_file) fail("cannot write {}", options.events_path);
+    }
     for (std::size_t r = 0; r < audios.size(); ++r) {
       const double cpu_before = process_cpu_seconds();
       const Fed fast = feed(models, stream::StreamConfig{}, audios[r], false);
       cpu += process_cpu_seconds() - cpu_before;
       audio_seconds += static_cast<double>(audios[r].size()) / 16000.0;
       wall += fast.wall;
+      for (const auto& [stage, seconds] : fast.stages.entries()) stages.add(stage, seconds);
+      for (const std::string& line : fast.events) events_file << line << '\n';
       // Agreement with the offline pipeline.
       Silent silent;
       const pipeline::DiarizationResult batch = offline.diarize(audios[r], "r", silent);
@@ -220,6 +240,14 @@ int main(int argc, char** argv) {
         "compute: {:.1f} s of audio in {:.2f} s with {} thread(s): real-time factor {:.3f}, "
         "{:.1f} real-time streams per {} thread(s) at most\n",
         audio_seconds, wall, options.threads, rtf, 1.0 / rtf, options.threads);
+    // Where the time goes, per second of audio: what a change to one stage can save.
+    std::string split;
+    for (const auto& [stage, seconds] : stages.entries()) {
+      split +=
+          fmt::format("{}{} {:.3f}", split.empty() ? "" : ", ", stage, seconds / audio_seconds);
+    }
+    fmt::print("compute per second of audio: CPU {:.3f} s, wall {:.3f} s; by stage (s/s): {}\n",
+               cpu / audio_seconds, wall / audio_seconds, split);
 
     if (!options.skip_realtime) {
       for (const double latency : options.latencies) {

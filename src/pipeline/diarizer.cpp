@@ -188,6 +188,7 @@ struct Diarizer::Models {
   // Shared mode: the map of the recording being embedded (made at its first chunk range, freed
   // after its last).
   std::unique_ptr<SharedTrunk> shared_trunk;
+  StageTimes shared_trunk_times;  // the split of the last shared-mode recording
   std::optional<cluster::Plda> plda;
 };
 
@@ -279,8 +280,10 @@ DiarizationResult Diarizer::cluster(
 
 std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
     std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-    ProgressSink& progress, const SamplesPassed& passed, const SamplesNeeded& needed) {
+    ProgressSink& progress, const SamplesPassed& passed, const SamplesNeeded& needed,
+    std::size_t segmentation_cpu_rows) {
   SegmentEmbedSettings settings;
+  settings.segmentation_cpu_rows = segmentation_cpu_rows;
   settings.chunk_seconds = kChunkSeconds;
   settings.step_seconds = config_.step_seconds;
   settings.streaming = config_.streaming;
@@ -340,6 +343,8 @@ const NdArray<float>& require_finite_for_speech(const NdArray<float>& embeddings
 
 }  // namespace
 
+const StageTimes& Diarizer::shared_trunk_times() const { return models_->shared_trunk_times; }
+
 NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
                                            std::size_t first_chunk,
                                            const NdArray<float>& range_segmentations) {
@@ -368,6 +373,10 @@ NdArray<float> Diarizer::embed_chunk_range_unchecked(std::span<const float> samp
           "pooling {:.2f} s",
           trunk.trunk_passes(), trunk.trunk_input_frames(), trunk.feature_seconds(),
           trunk.trunk_seconds(), trunk.pooling_seconds());
+      models_->shared_trunk_times = {};
+      models_->shared_trunk_times.add("embedding features", trunk.feature_seconds());
+      models_->shared_trunk_times.add("embedding trunk", trunk.trunk_seconds());
+      models_->shared_trunk_times.add("embedding pooling", trunk.pooling_seconds());
       models_->shared_trunk.reset();
     }
     return embedded;

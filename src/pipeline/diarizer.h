@@ -207,10 +207,17 @@ class Diarizer {
   // (pipeline/segment_embed_scheduler.h, which says when the result equals diarizing each
   // alone). `times[i]` receives recording i's share of
   // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
-  // `needed` as for diarize().
+  // `needed` as for diarize(). `segmentation_cpu_rows` > 0: on the CPU, segmentation calls of
+  // that many rows instead of the whole batch (SegmentationModel::plan_calls), for callers whose
+  // recordings are always one chunk.
   std::vector<DiarizationIntermediates> segment_and_embed(
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
-      ProgressSink& progress, const SamplesPassed& passed = {}, const SamplesNeeded& needed = {});
+      ProgressSink& progress, const SamplesPassed& passed = {}, const SamplesNeeded& needed = {},
+      std::size_t segmentation_cpu_rows = 0);
+  // How the embedding time of the last recording embedded in shared mode divides ("embedding
+  // features", "embedding trunk", "embedding pooling"); empty in exact mode. The live
+  // diarizer's per-stage figures (stream_bench).
+  const StageTimes& shared_trunk_times() const;
 
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while

@@ -148,7 +148,8 @@ std::vector<DiarizationIntermediates> SegmentEmbedScheduler::run(std::vector<Sta
                   r, work[r].samples,
                   work[r].plan.chunk_offset(
                       static_cast<std::int64_t>(chunk - work[r].first_chunk))};
-            });
+            },
+            settings_.segmentation_cpu_rows);
       }
       queue.close();
     } catch (...) {

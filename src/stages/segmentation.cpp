@@ -250,10 +250,14 @@ std::size_t SegmentationModel::accelerator_chunks_in_flight() const {
   return effective_batch_size() * static_cast<std::size_t>(std::max(calls, 1));
 }
 
-std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk_count) const {
-  const std::size_t batch_size = effective_batch_size();
+std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk_count,
+                                                               std::size_t cpu_rows) const {
+  std::size_t batch_size = effective_batch_size();
   if (config_.batch_buckets && signature_.batch_is_dynamic) {
     return runtime::plan_batches(chunk_count, *config_.batch_buckets, batch_size);
+  }
+  if (cpu_rows > 0 && config_.provider == runtime::ProviderId::kCpu) {
+    batch_size = std::min(batch_size, cpu_rows);
   }
   // On the CPU every call is padded to the whole batch: a row's result does not depend on the
   // other rows of a matrix product, but a call of one chunk takes the matrix-vector kernels.
@@ -282,9 +286,10 @@ std::vector<runtime::BatchSlice> plan_padded_calls(std::size_t chunk_count, std:
 
 NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource& source,
                                       const ProgressCallback& progress,
-                                      const BatchCallback& on_batch, const ChunkLocator& locate) {
+                                      const BatchCallback& on_batch, const ChunkLocator& locate,
+                                      std::size_t cpu_rows) {
   const std::size_t samples = config_.samples_per_chunk;
-  const std::vector<runtime::BatchSlice> calls = plan_calls(chunk_count);
+  const std::vector<runtime::BatchSlice> calls = plan_calls(chunk_count, cpu_rows);
   const std::size_t batch_count = calls.size();
   std::vector<NdArray<float>> batch_outputs(batch_count);
 

@@ -147,7 +147,12 @@ class SegmentationModel {
   // that feeds fewer leaves the device padding or idle (the corpus engine waits for this many).
   std::size_t accelerator_chunks_in_flight() const;
   // The calls run() makes for `chunk_count` chunks (padded to buckets when configured).
-  std::vector<runtime::BatchSlice> plan_calls(std::size_t chunk_count) const;
+  // `cpu_rows` > 0: on the CPU (no buckets), calls of at most that many chunks (capped at the
+  // batch), each padded to it, for a caller whose runs are always that short (the live
+  // diarizer's one window) and need not pay for the whole batch's padding rows. A chunk's
+  // result is then that of a call of `cpu_rows` rows.
+  std::vector<runtime::BatchSlice> plan_calls(std::size_t chunk_count,
+                                              std::size_t cpu_rows = 0) const;
   // The model as the sessions load it: rewritten for an accelerator, else the file's bytes
   // (empty when the file is loaded directly).
   const std::string& rewritten_model() const { return rewritten_model_; }
@@ -157,9 +162,10 @@ class SegmentationModel {
   // ([0, frames, classes]). One run at a time per SegmentationModel (its workers' sessions and
   // buffers are reused). Without `locate`, or for chunks whose start is not a multiple of the
   // convolution's stride, each chunk's first convolution is its own.
+  // `cpu_rows` as for plan_calls().
   NdArray<float> run(std::size_t chunk_count, const ChunkSource& source,
                      const ProgressCallback& progress = {}, const BatchCallback& on_batch = {},
-                     const ChunkLocator& locate = {});
+                     const ChunkLocator& locate = {}, std::size_t cpu_rows = 0);
   // Whether the first convolution is shared (share_first_convolution, a CPU session and a
   // model that starts that way).
   bool shares_first_convolution() const { return first_convolution_ != nullptr; }

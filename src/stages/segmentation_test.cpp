@@ -396,6 +396,37 @@ TEST(SegmentationDynamicBatch, CpuBatchResultDoesNotDependOnTheOtherChunksOfTheC
   EXPECT_GE(agreement.fraction(), 0.999);
 }
 
+// The live diarizer segments one window per run: capping the CPU rows at 2 drops the padding
+// rows of a larger batch without changing a bit (2 rows keep the matrix kernels).
+TEST(SegmentationDynamicBatch, CpuRowsCapDropsPaddingRowsWithTheSameBits) {
+  PARLEY_REQUIRE_SHARED(fixed_model, kFp16Model);
+  PARLEY_REQUIRE_SHARED(clip, kClip);
+  PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, fixed_model);
+  const auto audio = parley::audio::load_mono_16k(clip);
+  SegmentationConfig config;
+  config.batch_size = 4;
+  SegmentationModel model(folded, config);
+  const auto one = model.plan_calls(1, 2);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one.front().count, 1u);
+  EXPECT_EQ(one.front().bucket, 2u) << "one window, one padding row";
+  EXPECT_EQ(model.plan_calls(1).front().bucket, 4u);
+  EXPECT_EQ(model.plan_calls(5, 2).size(), 3u);
+  EXPECT_EQ(model.plan_calls(5, 8).size(), 2u) << "the cap never exceeds the batch";
+
+  const auto whole = model.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions));
+  const auto capped =
+      model.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions), {}, {}, {}, 2);
+  EXPECT_TRUE(bitwise_equal(whole, capped));
+  for (std::size_t i = 0; i < kChunkPositions.size(); ++i) {
+    const std::vector<std::size_t> alone{kChunkPositions[i]};
+    const auto single = model.run(1, chunk_source(audio, alone), {}, {}, {}, 2);
+    const std::size_t row = whole.size() / whole.dim(0);
+    EXPECT_EQ(std::memcmp(single.data(), whole.data() + i * row, row * sizeof(float)), 0)
+        << "chunk " << i;
+  }
+}
+
 TEST(SegmentationDynamicBatch, Float32UpcastRunsBatched) {
   PARLEY_REQUIRE_SHARED(fixed_model, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);

@@ -27,6 +27,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kModelRate = 16000.0;
 constexpr std::int64_t kFrameStepSamples = 270;  // segmentation-3.0's frame step at 16 kHz
+// A window is one chunk: on the CPU its segmentation call has 2 rows, not the whole batch (the
+// rest are padding). 2 rows give the same bits as any larger batch; 1 row takes other kernels.
+constexpr std::size_t kSegmentationRows = 2;
 
 // pipeline::ProgressSink that reports nowhere: a window is far too short to draw progress for.
 class NoProgress : public ProgressSink {
@@ -46,6 +49,11 @@ class DiarizerWindowModel : public WindowModel {
   explicit DiarizerWindowModel(pipeline::Diarizer& diarizer) : diarizer_(diarizer) {}
 
   WindowAnalysis analyze(std::span<const float> window) const override {
+    StageTimes ignored;
+    return analyze_timed(window, ignored);
+  }
+
+  WindowAnalysis analyze_timed(std::span<const float> window, StageTimes& stages) const override {
     if (window.size() != window_samples()) {
       fail("stream window: {} samples given, {} expected", window.size(), window_samples());
     }
@@ -54,8 +62,11 @@ class DiarizerWindowModel : public WindowModel {
     std::vector<StageTimes> times(1);
     const std::span<const float> recordings[] = {window};
     NoProgress progress;
+    const auto start = Clock::now();
     std::vector<pipeline::DiarizationIntermediates> out =
-        diarizer_.segment_and_embed(recordings, times, progress);
+        diarizer_.segment_and_embed(recordings, times, progress, {}, {}, kSegmentationRows);
+    const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    add_model_stages(times.front(), total, stages);
     pipeline::DiarizationIntermediates& one = out.front();
     const std::size_t frames = one.segmentations.dim(1);
     const std::size_t speakers = one.segmentations.dim(2);
@@ -70,6 +81,23 @@ class DiarizerWindowModel : public WindowModel {
   pipeline::Diarizer* batch_diarizer() const override { return &diarizer_; }
 
  private:
+  // segment_and_embed's stages, its embedding split as the shared trunk measured it (when it
+  // ran), and the rest of the call (scheduling, copies) as "model other".
+  void add_model_stages(const StageTimes& times, double total, StageTimes& stages) const {
+    const StageTimes& split = diarizer_.shared_trunk_times();
+    double split_total = 0.0;
+    for (const auto& [stage, seconds] : split.entries()) split_total += seconds;
+    for (const auto& [stage, seconds] : times.entries()) {
+      if (stage == "embedding" && !split.entries().empty()) {
+        for (const auto& [part, part_seconds] : split.entries()) stages.add(part, part_seconds);
+        stages.add("embedding other", std::max(0.0, seconds - split_total));
+      } else {
+        stages.add(stage, seconds);
+      }
+    }
+    stages.add("model other", std::max(0.0, total - times.total()));
+  }
+
   std::unique_ptr<pipeline::Diarizer> owned_;
   pipeline::Diarizer& diarizer_;
 };
@@ -190,6 +218,7 @@ struct StreamDiarizer::Impl {
   std::int64_t received = 0;     // 16 kHz samples received so far
   std::uint64_t pushed = 0;      // samples pushed, at config.sample_rate
   std::size_t steps = 0;
+  StageTimes stage_times;  // seconds by stage over all steps (StreamDiarizer::stage_times)
 
   // Per-frame aggregation of the frames not final yet: frame first_open + i is accumulator i.
   struct FrameSum {
@@ -307,13 +336,18 @@ struct StreamDiarizer::Impl {
     std::copy(step.begin(), step.end(), window.end() - static_cast<std::ptrdiff_t>(step_samples));
     processed += static_cast<std::int64_t>(step_samples);
     ++steps;
-    const WindowAnalysis analysis = model.analyze(window);
+    const WindowAnalysis analysis = model.analyze_timed(window, stage_times);
     if (analysis.segmentation.rank() != 2 || analysis.segmentation.dim(0) != window_frames ||
         analysis.embeddings.rank() != 2 ||
         analysis.embeddings.dim(0) != analysis.segmentation.dim(1)) {
       fail("stream model gave a window analysis of unexpected shape");
     }
-    const std::vector<std::optional<std::size_t>> speakers = identify(analysis);
+    std::vector<std::optional<std::size_t>> speakers;
+    {
+      const ScopedStageTimer timer(stage_times, "clustering");
+      speakers = identify(analysis);
+    }
+    const ScopedStageTimer timer(stage_times, "aggregation");
     aggregate(analysis.segmentation, speakers);
     finalize_until(static_cast<double>(processed) / kModelRate - config.latency_seconds, now);
     if (config.provisional) provisional_events(now);
@@ -731,6 +765,8 @@ void StreamDiarizer::set_event_callback(std::function<void(const StreamEvent&)> 
 pipeline::DiarizationResult StreamDiarizer::finish(const std::string& uri) {
   return impl_->finish(uri);
 }
+
+const StageTimes& StreamDiarizer::stage_times() const { return impl_->stage_times; }
 
 StreamState StreamDiarizer::state() const {
   StreamState s;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/ndarray.h"
+#include "core/stage_timer.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::stream {
@@ -72,6 +73,11 @@ class WindowModel {
   // Segmentation and embeddings of one window of exactly window_samples() 16 kHz samples.
   // Called from many streams' threads at once: implementations are thread safe.
   virtual WindowAnalysis analyze(std::span<const float> window) const = 0;
+  // analyze(), adding its seconds to `times` by stage (models that know no stages: "model").
+  virtual WindowAnalysis analyze_timed(std::span<const float> window, StageTimes& times) const {
+    const ScopedStageTimer timer(times, "model");
+    return analyze(window);
+  }
   virtual std::size_t window_samples() const { return 160000; }  // 10 s at 16 kHz
   // Frames per window and their time axis (segmentation-3.0's 589 frames of 270 samples).
   virtual std::size_t window_frames() const { return 589; }
@@ -179,6 +185,9 @@ class StreamDiarizer {
   pipeline::DiarizationResult finish(const std::string& uri = "stream");
 
   StreamState state() const;
+  // Seconds spent so far by stage: the model's stages (WindowModel::analyze_timed), then
+  // "clustering" (local speakers to stream speakers) and "aggregation" (frames, turns, events).
+  const StageTimes& stage_times() const;
   double audio_seconds() const;  // audio pushed so far (at config().sample_rate)
 
  private:

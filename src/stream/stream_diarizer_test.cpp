@@ -107,6 +107,27 @@ TEST(StreamDiarizer, EventsDoNotDependOnChunkSizes) {
   expect_same_events(whole.events, stream_in_chunks(models, config, audio, {12345, 160001}).events);
 }
 
+TEST(StreamDiarizer, StageTimesSplitEveryStep) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  StreamDiarizer diarizer(models, StreamConfig{});
+  EXPECT_TRUE(diarizer.stage_times().entries().empty());
+  diarizer.push(std::vector<float>(8000, 0.1F));  // one step of 0.5 s
+  const auto names = [&] {
+    std::vector<std::string> result;
+    for (const auto& [stage, seconds] : diarizer.stage_times().entries()) {
+      EXPECT_GE(seconds, 0.0) << stage;
+      result.push_back(stage);
+    }
+    return result;
+  };
+  const std::vector<std::string> expected{"model", "clustering", "aggregation"};
+  EXPECT_EQ(names(), expected);
+  const double after_one = diarizer.stage_times().total();
+  diarizer.push(std::vector<float>(16000, 0.2F));
+  EXPECT_EQ(names(), expected);
+  EXPECT_GT(diarizer.stage_times().total(), after_one);
+}
+
 TEST(StreamDiarizer, ResampledInputDoesNotDependOnChunkSizes) {
   const StreamModels models(std::make_unique<LevelModel>());
   StreamConfig config;
