@@ -75,8 +75,12 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   const Clock::time_point start = Clock::now();
   auto take = [&] {
     for (const stream::StreamEvent& e : diarizer.take_events()) {
-      if (e.kind != stream::StreamEvent::Kind::kTurnUpdate)
-        fed.latencies.push_back(e.latency_seconds);
+      if (e.kind == stream::StreamEvent::Kind::kTurnUpdate) continue;
+      // From when the audio at the decisive time was due (real-time schedule) to now: a stream
+      // that falls behind shows it here, where the push's own arrival time would hide it.
+      const double decisive = e.kind == stream::StreamEvent::Kind::kTurnStart ? e.start : e.end;
+      const double now = std::chrono::duration<double>(Clock::now() - start).count();
+      fed.latencies.push_back(realtime ? now - decisive : e.latency_seconds);
     }
   };
   for (std::size_t at = 0; at < audio.size(); at += block) {
@@ -217,9 +221,9 @@ int main(int argc, char** argv) {
     }
     const double rtf = wall / audio_seconds;
     fmt::print(
-        "compute: {:.1f} s of audio in {:.2f} s with {} thread(s): real-time factor {:.3f}, "
-        "{:.1f} real-time streams per {} thread(s) at most\n",
-        audio_seconds, wall, options.threads, rtf, 1.0 / rtf, options.threads);
+        "compute: {:.1f} s of audio in {:.2f} s wall, {:.2f} s CPU, {} thread(s): real-time "
+        "factor {:.3f} wall, {:.3f} CPU: {:.1f} real-time streams per core at most\n",
+        audio_seconds, wall, cpu, options.threads, rtf, cpu / audio_seconds, audio_seconds / cpu);
 
     if (!options.skip_realtime) {
       for (const double latency : options.latencies) {
