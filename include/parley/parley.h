@@ -382,12 +382,12 @@ PARLEY_API void parley_identification_free(parley_identification* identification
  * take turns); do not call parley_diarize_* on that diarizer while its streams run. */
 
 typedef struct parley_stream_params {
-  double sample_rate;   /* Hz of the pushed samples (1000 to 768000; resampled to 16 kHz) */
-  double step;          /* seconds the 10 s window moves between model runs (0.1-5; 0.5) */
-  double latency;       /* seconds after which a frame's speaker is final (0.5-5, >= step; 2) */
-  int max_speakers;     /* most speakers the stream creates (1 to 1000; 20) */
+  double sample_rate;     /* Hz of the pushed samples (1000 to 768000; resampled to 16 kHz) */
+  double step;            /* seconds the 10 s window moves between model runs (0.1-5; 0.5) */
+  double latency;         /* seconds after which a frame's speaker is final (0.5-5, >= step; 2) */
+  int max_speakers;       /* most speakers the stream creates (1 to 1000; 20) */
   double match_threshold; /* cosine distance under which a voice matches a speaker (0-2; 0.7) */
-  int provisional;      /* nonzero: also PARLEY_STREAM_TURN_UPDATE events for frames not final */
+  int provisional;        /* nonzero: also PARLEY_STREAM_TURN_UPDATE events for frames not final */
   /* nonzero: parley_stream_finish diarizes the whole stream as parley_diarize_samples does (the
    * audio waits in a temporary file) and returns that under the live speaker numbers. */
   int final_recluster;
