@@ -368,7 +368,8 @@ void OptionSpec::check_value(const nlohmann::json& value) const {
       if (type == OptionType::kInteger && number != std::floor(number)) {
         fail("{}: expects a whole number (got {})", name, value.dump());
       }
-      if (auto problem = range_problem(*this, number, fmt::format("{}", number)); !problem.empty()) {
+      if (auto problem = range_problem(*this, number, fmt::format("{}", number));
+          !problem.empty()) {
         fail("{}: {}", name, problem);
       }
       return;
