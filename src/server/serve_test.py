@@ -131,6 +131,7 @@ check(status == 202, f"a job with max_speakers: {status} {body!r}")
 capped_job = wait_done(server, json.loads(body)["id"])
 check(capped_job["state"] == "done" and result(server, capped_job["id"]) == capped and
       capped != expected["sample"], "max_speakers=1 gives the CLI's --max-speakers 1 RTTM")
+check(request(server, f"/v1/jobs/{capped_job['id']}", "DELETE")[0] == 204, "remove it again")
 # Every face writes every format: without a transcript srt and vtt are cues naming the speaker.
 status, _, body = request(server, f"/v1/jobs/{job['id']}/result?format=srt")
 check(status == 200 and b" --> " in body and b"SPEAKER_0" in body, f"srt without a transcript: {status}")
