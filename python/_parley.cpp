@@ -2,8 +2,9 @@
 // as every binding is. The GIL is released while parley works; the progress callback takes it
 // back, and checks for signals (Ctrl-C) on the way. Failures raise parley.Error (its subclasses
 // parley.Cancelled when a progress callback stopped the run, parley.InvalidArgument for a wrong
-// argument) with the C API's one-line message. The parley package checks argument types and
-// ranges before they come here; paths come as bytes (os.fsencode), so any file name works.
+// argument) with the C API's one-line message. The parley package checks argument types before
+// they come here (the engine checks the values of the options: parley_options_set); paths come
+// as bytes (os.fsencode), so any file name works.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
