@@ -2,8 +2,9 @@
 // as every binding is. The GIL is released while parley works; the progress callback takes it
 // back, and checks for signals (Ctrl-C) on the way. Failures raise parley.Error (its subclasses
 // parley.Cancelled when a progress callback stopped the run, parley.InvalidArgument for a wrong
-// argument) with the C API's one-line message. The parley package checks argument types and
-// ranges before they come here; paths come as bytes (os.fsencode), so any file name works.
+// argument) with the C API's one-line message. The parley package checks argument types before
+// they come here (the engine checks the values of the options: parley_options_set); paths come
+// as bytes (os.fsencode), so any file name works.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -139,60 +140,49 @@ class Result {
   ResultHandle handle_;
 };
 
-// What a Pipeline is made with (parley.Pipeline's arguments), as parley_params.
-struct Settings {
-  std::optional<std::string> models_dir;
-  std::string provider;
-  std::vector<std::string> provider_options;  // "key=value"
-  int device_id = -1;
-  double step = 1.0;
-  std::string embedding_mode;
-  std::string clustering;
-  int threads = 0;
-};
-
-// `settings` as parley_params; they point into `settings` and `option_pointers`.
-parley_params make_params(const Settings& settings, std::vector<const char*>& option_pointers) {
-  parley_params params = parley_default_params();
-  params.models_dir = settings.models_dir ? settings.models_dir->c_str() : nullptr;
-  params.provider = settings.provider.c_str();
-  for (const auto& option : settings.provider_options) option_pointers.push_back(option.c_str());
-  option_pointers.push_back(nullptr);
-  params.provider_options = option_pointers.data();
-  params.device_id = settings.device_id;
-  params.step = settings.step;
-  if (settings.embedding_mode == "shared") {
-    params.embedding_mode = PARLEY_EMBEDDING_SHARED;
-  } else if (settings.embedding_mode == "exact") {
-    params.embedding_mode = PARLEY_EMBEDDING_EXACT;
-  } else {
+// A path or name for the C API, which takes NUL-terminated text.
+std::string without_nul(const py::bytes& bytes, const char* what) {
+  std::string value = bytes;
+  if (value.find('\0') != std::string::npos) {
     throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
-                      "embedding_mode must be 'shared' or 'exact' "
-                      "(got '" +
-                          settings.embedding_mode + "')");
+                      std::string("the ") + what +
+                          " holds a NUL character, which no file name can; pass the file's real "
+                          "name");
   }
-  if (settings.clustering == "vbx") {
-    params.clustering = PARLEY_CLUSTERING_VBX;
-  } else if (settings.clustering == "ahc") {
-    params.clustering = PARLEY_CLUSTERING_AHC;
-  } else {
-    throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
-                      "clustering must be 'vbx' or 'ahc' (got '" + settings.clustering + "')");
-  }
-  params.threads = settings.threads;
-  return params;
+  return value;
 }
 
-// Calls `make` (parley_diarizer_new or parley_batch_new) without the GIL.
+// What a Pipeline is made with (parley.Pipeline's arguments): the C API's named options
+// (parley_options), set one by one as texts the option table parses, so that their checks and
+// messages are the engine's, as every face's.
+class Settings {
+ public:
+  Settings() { check(parley_options_new(nullptr, &handle_)); }
+  ~Settings() { parley_options_free(handle_); }
+  Settings(const Settings&) = delete;
+  Settings& operator=(const Settings&) = delete;
+
+  // `value` as the command line spells it (None: the default); a list option gains one item.
+  void set(const std::string& name, const std::optional<py::bytes>& value) {
+    const std::optional<std::string> text =
+        value ? std::optional<std::string>(without_nul(*value, name.c_str())) : std::nullopt;
+    check(parley_options_set(handle_, name.c_str(), text ? text->c_str() : nullptr));
+  }
+  std::string values_json() const { return parley_options_values_json(handle_); }
+  const parley_options* handle() const { return handle_; }
+
+ private:
+  parley_options* handle_ = nullptr;
+};
+
+// Calls `make` (parley_diarizer_new_from or parley_batch_new_from) without the GIL.
 template <typename Handle>
-Handle* create(const Settings& settings, parley_status (*make)(const parley_params*, Handle**)) {
-  std::vector<const char*> option_pointers;
-  const parley_params params = make_params(settings, option_pointers);
+Handle* create(const Settings& settings, parley_status (*make)(const parley_options*, Handle**)) {
   Handle* handle = nullptr;
   parley_status status;
   {
     py::gil_scoped_release release;
-    status = make(&params, &handle);
+    status = make(settings.handle(), &handle);
   }
   check(status);
   return handle;
@@ -250,7 +240,7 @@ struct ProgressBridge {
 class Diarizer {
  public:
   explicit Diarizer(const Settings& settings)
-      : handle_(create<parley_diarizer>(settings, parley_diarizer_new)) {}
+      : handle_(create<parley_diarizer>(settings, parley_diarizer_new_from)) {}
   ~Diarizer() { parley_diarizer_free(handle_); }
   Diarizer(const Diarizer&) = delete;
   Diarizer& operator=(const Diarizer&) = delete;
@@ -347,18 +337,6 @@ class Diarizer {
   std::atomic<std::thread::id> running_thread_;
 };
 
-// A path or name for the C API, which takes NUL-terminated text.
-std::string without_nul(const py::bytes& bytes, const char* what) {
-  std::string value = bytes;
-  if (value.find('\0') != std::string::npos) {
-    throw ParleyError(PARLEY_ERROR_INVALID_ARGUMENT,
-                      std::string("the ") + what +
-                          " holds a NUL character, which no file name can; pass the file's real "
-                          "name");
-  }
-  return value;
-}
-
 // The lines of a newline-terminated list the C API hands out (NULL: its failure).
 std::vector<py::bytes> lines_of(const char* listed) {
   if (listed == nullptr) check(PARLEY_ERROR_INVALID_ARGUMENT);
@@ -374,7 +352,7 @@ std::vector<py::bytes> lines_of(const char* listed) {
 class Batch {
  public:
   explicit Batch(const Settings& settings)
-      : handle_(create<parley_batch>(settings, parley_batch_new)) {}
+      : handle_(create<parley_batch>(settings, parley_batch_new_from)) {}
   ~Batch() {
     py::gil_scoped_release release;
     parley_batch_free(handle_);
@@ -495,15 +473,13 @@ bool run_finished(const Settings& settings, const py::bytes& path_bytes,
   const std::string out_dir = without_nul(out_dir_bytes, "out_dir");
   const std::optional<std::string> name =
       name_bytes ? std::optional<std::string>(without_nul(*name_bytes, "name")) : std::nullopt;
-  std::vector<const char*> option_pointers;
-  const parley_params params = make_params(settings, option_pointers);
   const parley_run_options options = run_options(num_speakers, min_speakers, max_speakers);
   int finished = 0;
   parley_status status;
   {
     py::gil_scoped_release release;
-    status = parley_run_finished(&params, &options, path.c_str(), out_dir.c_str(), format.c_str(),
-                                 name ? name->c_str() : nullptr, &finished);
+    status = parley_run_finished_from(settings.handle(), &options, path.c_str(), out_dir.c_str(),
+                                      format.c_str(), name ? name->c_str() : nullptr, &finished);
   }
   check(status);
   return finished != 0;
@@ -678,21 +654,9 @@ PYBIND11_MODULE(_parley, module) {
       .def("json", &Result::json);
 
   py::class_<Settings>(module, "Settings")
-      .def(py::init([](std::optional<std::string> models_dir, std::string provider,
-                       std::vector<std::string> provider_options, int device_id, double step,
-                       std::string embedding_mode, std::string clustering, int threads) {
-             return Settings{std::move(models_dir),
-                             std::move(provider),
-                             std::move(provider_options),
-                             device_id,
-                             step,
-                             std::move(embedding_mode),
-                             std::move(clustering),
-                             threads};
-           }),
-           py::kw_only(), py::arg("models_dir"), py::arg("provider"), py::arg("provider_options"),
-           py::arg("device_id"), py::arg("step"), py::arg("embedding_mode"), py::arg("clustering"),
-           py::arg("threads"));
+      .def(py::init<>())
+      .def("set", &Settings::set, py::arg("name"), py::arg("value"))
+      .def("values_json", &Settings::values_json);
 
   py::class_<Diarizer>(module, "Diarizer")
       .def(py::init<const Settings&>(), py::arg("settings"))

@@ -253,6 +253,10 @@ PARLEY_API void parley_result_free(parley_result* result);
 typedef struct parley_batch parley_batch;
 
 PARLEY_API parley_status parley_batch_new(const parley_params* params, parley_batch** batch);
+/* parley_batch_new from named options (parley_options): their devices, engines and jobs lay the
+ * engine out as `parley diarize --devices --engines --jobs` does (parley_batch_new takes the
+ * defaults of those). */
+PARLEY_API parley_status parley_batch_new_from(const parley_options* options, parley_batch** batch);
 /* Queue a recording; `index` (may be NULL) receives its number (0, 1, ... in submission order).
  * Only the speaker counts of `options` apply; NULL: defaults. */
 PARLEY_API parley_status parley_batch_submit_file(parley_batch* batch, const char* path,
@@ -319,6 +323,12 @@ PARLEY_API parley_status parley_run_finished(const parley_params* params,
                                              const parley_run_options* options, const char* path,
                                              const char* out_dir, const char* format,
                                              const char* name, int* finished);
+/* parley_run_finished from named options (parley_options): the same answer for the same
+ * settings. */
+PARLEY_API parley_status parley_run_finished_from(const parley_options* options,
+                                                  const parley_run_options* run, const char* path,
+                                                  const char* out_dir, const char* format,
+                                                  const char* name, int* finished);
 /* One output name per path, each followed by a newline (names never hold one), as
  * `parley diarize --out-dir` names them: the file's name without its extension, and where that
  * would not tell recordings apart, '-' and hex digits of the absolute path's sha256. Each file

@@ -381,34 +381,63 @@ class Diarization:
                 f"{len(self.turns)} turns, {self.duration:.1f} s>")
 
 
-def _settings(models_dir: Optional[Union[str, "os.PathLike[str]"]] = None, provider: str = "auto",
-              provider_options: Optional[dict[str, Any]] = None, step: float = 1.0,
-              embedding_mode: str = "shared", clustering: str = "vbx",
-              threads: int = 0, device_id: int = -1) -> "_parley.Settings":
-    """The C API's settings for :class:`Pipeline`'s arguments (parley.distributed feeds a
-    corpus engine with the same)."""
-    if provider_options is None:
-        provider_options = {}
-    if not isinstance(provider_options, dict):
-        raise ArgumentTypeError(f"provider_options must be a dict (got "
-                                f"{type(provider_options).__name__})")
-    options = []
-    for key, value in provider_options.items():
-        key = _text("a provider_options key", key)
-        if "=" in key or not key:
-            raise InvalidArgument(f"provider_options key {key!r} is empty or holds '='")
-        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
-            raise ArgumentTypeError(f"provider_options[{key!r}] must be a string or a number "
-                                    f"(got {type(value).__name__})")
-        options.append(f"{key}={_text(f'provider_options[{key!r}]', str(value))}")
-    return _parley.Settings(
-        models_dir=None if models_dir is None else _path("models_dir", models_dir),
-        provider=_text("provider", provider), provider_options=options,
-        device_id=_integer("device_id", device_id, -1, _INT_MAX),
-        step=_number("step", step, 0.1, 10.0),
-        embedding_mode=_text("embedding_mode", embedding_mode),
-        clustering=_text("clustering", clustering),
-        threads=_integer("threads", threads, 0, _INT_MAX))
+def _option_text(option: dict[str, Any], value: Any) -> bytes:
+    """`value` of a table option (parley.options()) as the text the C API parses: Python checks
+    the type, the engine the value (its bounds, choices and message are every face's)."""
+    name, kind = option["name"], option["type"]
+    if kind == "flag":
+        if ((isinstance(value, numbers.Integral) and int(value) in (0, 1))
+                or type(value).__name__ in ("bool_", "bool")):  # numpy's bool is not Integral
+            return b"true" if bool(value) else b"false"
+        raise ArgumentTypeError(f"{name} must be True or False (got {value!r})")
+    if kind in ("number", "integer"):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            word = "an integer" if kind == "integer" else "a number"
+            raise ArgumentTypeError(f"{name} must be {word} (got {type(value).__name__})")
+        if isinstance(value, numbers.Integral):
+            return str(int(value)).encode()
+        number = _float(name, value)
+        # A whole number as the command line writes it ("11", not "11.0"): the same message.
+        if math.isfinite(number) and number.is_integer() and abs(number) < 2**53:
+            return str(int(number)).encode()
+        return repr(number).encode()
+    if kind == "path":
+        return _path(name, value)
+    return _text(name, value).encode("utf-8")
+
+
+def _settings(**values: Any) -> "_parley.Settings":
+    """The C API's named options for :class:`Pipeline`'s arguments (parley.distributed feeds a
+    corpus engine with the same), by the option table's names. None: the default, for the
+    options whose default is none."""
+    table = {option["name"]: option for option in options() if option["faces"]["python"]}
+    settings = _parley.Settings()
+    for name, value in values.items():
+        option = table.get(name)
+        if option is None:
+            raise ArgumentTypeError(f"no option {name!r}; expected some of {', '.join(table)}")
+        if value is None and option["default"] is None:
+            continue
+        if name == "provider_options":
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ArgumentTypeError(f"provider_options must be a dict (got "
+                                        f"{type(value).__name__})")
+            for key, item in value.items():
+                key = _text("a provider_options key", key)
+                if "=" in key or not key:
+                    raise InvalidArgument(f"provider_options key {key!r} is empty or holds '='")
+                if isinstance(item, bool) or not isinstance(item, (str, numbers.Real)):
+                    raise ArgumentTypeError(f"provider_options[{key!r}] must be a string or a "
+                                            f"number (got {type(item).__name__})")
+                text = _text(f"provider_options[{key!r}]", str(item))
+                settings.set(name, f"{key}={text}".encode("utf-8"))
+            continue
+        if value is None:
+            raise ArgumentTypeError(f"{name} must be a {option['type']} (got None)")
+        settings.set(name, _option_text(option, value))
+    return settings
 
 
 class Pipeline:
@@ -427,13 +456,19 @@ class Pipeline:
         threads: CPU threads; 0: all cores. Results do not depend on it.
         device_id: the accelerator to run on (CUDA device number, ...); -1: the provider's
             default. The same as ``provider_options={"device_id": N}``.
+        embedding_features: where the shared mode computes fbank features: "auto", "host" or
+            "graph" (``parley diarize --embedding-features``).
+        devices, engines, jobs: how :meth:`map` lays out its corpus engine, as ``parley diarize
+            --devices --engines --jobs``: GPUs ("0,1" or "all"; None: the configured one), model
+            sets per device (None: automatic), recordings decoded and clustered at once.
         progress: ``progress(fraction, stage)`` for every call (a call's own ``progress=``
             replaces it).
         hook: a pyannote.audio hook for every call (a call's own ``hook=`` replaces it), e.g.
             ``pyannote.audio.pipelines.utils.hook.ProgressHook()``.
 
     The options, their defaults and bounds are those of every face of parley (the option table,
-    ``parley options``).
+    ``parley options``): a value out of bounds raises :class:`InvalidArgument` with the message
+    the command line and the C API give.
 
     One pipeline runs one recording at a time: calls from several threads take turns. Use one
     pipeline per thread to run several at once (the GIL is released while parley works).
@@ -448,9 +483,14 @@ class Pipeline:
                  embedding_mode: str = "shared", clustering: str = "vbx",
                  threads: int = 0, device_id: int = -1, *,
                  progress: Optional[ProgressCallback] = None,
-                 hook: Optional[Hook] = None) -> None:
-        self._settings = _settings(models_dir, provider, provider_options, step, embedding_mode,
-                                   clustering, threads, device_id)
+                 hook: Optional[Hook] = None, embedding_features: str = "auto",
+                 devices: Optional[str] = None, engines: Optional[int] = None,
+                 jobs: int = 2) -> None:
+        self._settings = _settings(
+            models_dir=models_dir, provider=provider, provider_options=provider_options,
+            step=step, embedding_mode=embedding_mode, clustering=clustering, threads=threads,
+            device_id=device_id, embedding_features=embedding_features, devices=devices,
+            engines=engines, jobs=jobs)
         self._progress = _progress(progress)
         self._hook = _progress(hook, "hook")
         self._diarizer = _parley.Diarizer(self._settings)
@@ -508,7 +548,8 @@ class Pipeline:
             errors: str = "raise") -> Iterator[tuple[Any, Union[Diarization, Error]]]:
         """Diarizes many files through the corpus engine (decoding, networks and clustering in
         parallel stages) and yields ``(path, Diarization)`` as each finishes, in completion
-        order. Loads its own copy of the models.
+        order. Loads its own copy of the models, laid out as the pipeline's ``devices``,
+        ``engines`` and ``jobs`` ask.
 
         A file that fails fails alone: the others are diarized and yielded all the same. With
         ``errors="raise"`` (the default), once every other file was yielded, an :class:`Error`

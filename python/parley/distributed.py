@@ -48,10 +48,12 @@ __all__ = ["Report", "diarize_archive", "iter_archive", "read_manifest", "output
            "without_repeats"]
 
 FORMATS = parley.FORMATS  # every format parley diarize writes, by the same writer
-# Options that choose the engine, as parley.Pipeline takes them.
-PIPELINE_OPTIONS = ("models_dir", "provider", "provider_options", "step", "embedding_mode",
-                    "clustering", "threads")
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers")
+# Options that choose the engine, as parley.Pipeline takes them (the option table's Python
+# options; device_id is each worker's GPU).
+PIPELINE_OPTIONS = tuple(option["name"] for option in parley.options()
+                         if option["faces"]["python"] and option["name"] != "device_id"
+                         and option["name"] not in SPEAKER_OPTIONS)
 
 
 class Report(NamedTuple):
@@ -348,7 +350,43 @@ def diarize_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Itera
 
 # ---- python3 -m parley.distributed -----------------------------------------------------------
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+# argparse's reading of each option type of the table (parley options --json).
+_ARGUMENT_TYPES = {"number": float, "integer": int, "text": str, "path": str}
+# What a flag means on a cluster, where it differs from the table's help.
+_HELP_NOTES = {"threads": " (per worker; default with --local: cores / N, else all)"}
+
+
+def _add_table_arguments(parser: argparse.ArgumentParser) -> list[str]:
+    """The option table's Dask options as arguments, spelled as ``parley diarize`` spells them
+    (so a new option of the table is one here too); their names (each argument's dest)."""
+    names = []
+    for option in parley.options():
+        if not option["faces"]["dask"]:
+            continue
+        name = option["name"]
+        flag = option["faces"]["cli"] or "--" + name.replace("_", "-")
+        help_text = option["help"] + _HELP_NOTES.get(name, "")
+        kind = option["type"]
+        # The table's default, but threads: none is cores / N with --local (all cores without).
+        default = None if name == "threads" else option["default"]
+        if kind == "flag":
+            parser.add_argument(flag, dest=name, action="store_true", default=bool(default),
+                                help=help_text)
+        elif kind == "choice":
+            parser.add_argument(flag, dest=name, choices=option["choices"], default=default,
+                                help=help_text)
+        elif kind == "list":
+            parser.add_argument(flag, dest=name, action="append", default=default,
+                                help=help_text)
+        else:
+            parser.add_argument(flag, dest=name, type=_ARGUMENT_TYPES[kind], default=default,
+                                help=help_text)
+        names.append(name)
+    return names
+
+
+def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
+    """``python3 -m parley.distributed``'s arguments, and the names of the table's among them."""
     parser = argparse.ArgumentParser(
         prog="python3 -m parley.distributed",
         description="Diarize many recordings on a Dask cluster into --out-dir; a rerun skips "
@@ -362,19 +400,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="file listing recordings, one path per line; may be repeated")
     parser.add_argument("audio", nargs="*", help="recordings (besides the manifests')")
     parser.add_argument("--out-dir", required=True, help="folder for results and records")
-    parser.add_argument("--format", default="rttm", choices=FORMATS)
     parser.add_argument("--batch-size", type=int, help="recordings per task")
-    parser.add_argument("--models", dest="models_dir", help="models folder")
-    parser.add_argument("--provider", default="auto")
-    parser.add_argument("--step", type=float, default=1.0)
-    parser.add_argument("--embedding-mode", default="shared", choices=("shared", "exact"))
-    parser.add_argument("--clustering", default="vbx", choices=("vbx", "ahc"))
-    parser.add_argument("--threads", type=int,
-                        help="CPU threads per worker (default: cores / N with --local, else all)")
-    parser.add_argument("--num-speakers", type=int)
-    parser.add_argument("--min-speakers", type=int)
-    parser.add_argument("--max-speakers", type=int)
+    names = _add_table_arguments(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="print failures only")
+    return parser, names
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser, names = _parser()
     arguments = parser.parse_args(argv)
 
     paths = list(arguments.audio)
@@ -385,9 +418,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(str(error))
     if not paths:
         parser.error("name the recordings to diarize, or a --manifest that lists them")
-    options = {key: getattr(arguments, key) for key in
-               ("models_dir", "provider", "step", "embedding_mode", "clustering", "threads")
-               + SPEAKER_OPTIONS if getattr(arguments, key) is not None}
+    options = {name: getattr(arguments, name) for name in names
+               if getattr(arguments, name) is not None}
+    output_format = options.pop("format", "rttm")
     if arguments.local is not None:
         import dask
         from distributed import LocalCluster
@@ -412,7 +445,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # warning.
             warnings.simplefilter("ignore", parley.SpeedTwinWarning)
             for report in iter_archive(client, paths, arguments.out_dir,
-                                       output_format=arguments.format,
+                                       output_format=output_format,
                                        batch_size=arguments.batch_size, **options):
                 if report.speed_twin and not warned:
                     warned = True

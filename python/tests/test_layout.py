@@ -39,3 +39,32 @@ def test_print_layout_follows_the_engines_flag():
     layout = json.loads(printed.stdout)
     assert layout["engines"] == 2 and layout["engines_per_device_automatic"] is False
     assert layout["engine"]["threads"] == 1  # engines on the CPU share its threads
+
+
+@pytest.mark.skipif(not CLI, reason="the CLI is not built (PARLEY_TEST_CLI)")
+def test_map_lays_out_jobs_and_engines_as_the_command_line():
+    """Pipeline(jobs=, engines=) is the batch map() runs on: the layout of `parley diarize
+    --print-layout --jobs 3 --engines 1` for the same settings."""
+    pipeline = parley.Pipeline(models_dir=MODELS, threads=2, jobs=3, engines=1)
+    batch = parley._parley.Batch(pipeline._settings)
+    try:
+        from_python = json.loads(batch.layout())
+    finally:
+        batch.finish()
+    printed = subprocess.run([CLI, "diarize", "--print-layout", "--models", MODELS,
+                              "--threads", "2", "--jobs", "3", "--engines", "1"],
+                             capture_output=True, text=True, check=True).stdout
+    assert json.loads(printed) == from_python
+    assert from_python["decode_threads"] == 3 and from_python["engines"] == 1
+
+
+@pytest.mark.skipif(not CLI, reason="the CLI is not built (PARLEY_TEST_CLI)")
+def test_flags_registered_from_the_table_reach_the_engine():
+    """--no-streaming has no field of its own in the CLI (the table's loop registers it): it
+    reaches the engine's settings as every option does."""
+    printed = subprocess.run([CLI, "diarize", "--print-layout", "--models", MODELS,
+                              "--no-streaming"], capture_output=True, text=True, check=True).stdout
+    assert json.loads(printed)["engine"]["streaming"] is False
+    printed = subprocess.run([CLI, "diarize", "--print-layout", "--models", MODELS],
+                             capture_output=True, text=True, check=True).stdout
+    assert json.loads(printed)["engine"]["streaming"] is True

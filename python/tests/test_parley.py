@@ -190,7 +190,8 @@ def test_keywords_follow_the_option_table():
     keywords.update(inspect.signature(parley.Pipeline.__call__).parameters)
     table = parley.options()
     python_options = [option for option in table if option["faces"]["python"]]
-    assert python_options
+    assert {"devices", "engines", "jobs", "embedding_features"} <= {
+        option["name"] for option in python_options}
     for option in python_options:
         assert option["name"] in keywords, f"Pipeline lacks the option {option['name']}"
         default = keywords[option["name"]].default
@@ -198,6 +199,26 @@ def test_keywords_follow_the_option_table():
         if option["type"] == "list" and expected == []:
             expected = None  # provider_options=None: none, as the table's empty list
         assert default == expected, f"{option['name']}: {default!r} != table {expected!r}"
+
+
+@pytest.mark.parametrize("keyword, value, message", [
+    ("step", 11, "step: must be 0.1 to 10 (got 11)"),
+    ("step", 11.0, "step: must be 0.1 to 10 (got 11)"),
+    ("jobs", 0, "jobs: must be 1 to 256 (got 0)"),
+    ("embedding_features", "gpu", "embedding_features: expected one of auto, host, graph (got "
+                                  "'gpu')")])
+def test_pipeline_messages_are_the_engines(keyword, value, message):
+    """The engine checks the keywords (the C API's named options): its message, word for word
+    what the C API gives (c_options_test.cpp) and the command line after its flag."""
+    with pytest.raises(parley.InvalidArgument) as raised:
+        parley.Pipeline(models_dir=MODELS, **{keyword: value})
+    assert str(raised.value) == message
+    if CLI:
+        flag = "--" + keyword.replace("_", "-")
+        printed = subprocess.run([CLI, "diarize", "x.wav", flag, str(value).replace(".0", "")],
+                                 capture_output=True, text=True)
+        assert printed.returncode == 2
+        assert f"{flag}: {message.split(': ', 1)[1]}" in printed.stderr
 
 
 def test_speaker_count_per_call(pipeline):
@@ -495,6 +516,9 @@ def test_the_speaker_bound_is_the_engines(pipeline):
     ("provider_options", ["device_id=0"], parley.ArgumentTypeError),
     ("provider_options", {"a=b": 1}, parley.InvalidArgument),
     ("models_dir", 3, parley.ArgumentTypeError),
+    ("jobs", 257, parley.InvalidArgument), ("jobs", 1.5, parley.InvalidArgument),
+    ("engines", 0, parley.InvalidArgument), ("devices", 0, parley.ArgumentTypeError),
+    ("devices", "", parley.InvalidArgument), ("embedding_features", None, parley.ArgumentTypeError),
     ("models_dir", MODELS + "\0junk", parley.InvalidArgument),
     ("clustering", "vbx\0", parley.InvalidArgument)])
 def test_pipeline_keywords_are_bounded(keyword, value, error):

@@ -278,3 +278,28 @@ def test_arguments_follow_the_option_table(monkeypatch):
         if option["choices"]:
             assert list(action.choices) == option["choices"], name
 
+
+
+def test_every_option_of_the_table_is_accepted_as_the_command_line_spells_it():
+    """parley.distributed's arguments are made from the table: each Dask option, given a valid
+    value as ``parley diarize`` spells its flag, reaches the options handed to the engine."""
+    parser, names = pd._parser()
+    given = ["--local", "1", "--out-dir", "out"]
+    expected = {}
+    for option in parley.options():
+        if not option["faces"]["dask"]:
+            continue
+        flag = option["faces"]["cli"] or "--" + option["name"].replace("_", "-")
+        kind = option["type"]
+        value = {"number": 2.0, "integer": 3, "flag": True}.get(kind)
+        if kind == "choice":
+            value = option["choices"][-1]
+        elif kind in ("text", "path"):
+            value = "0"
+        given += [flag] if kind == "flag" else [flag, str(value)]
+        expected[option["name"]] = value
+    arguments = parser.parse_args(given)
+    assert sorted(names) == sorted(expected)
+    assert {name: getattr(arguments, name) for name in names} == expected
+    # The engine takes each of them (parley.Pipeline's keywords), the format aside.
+    assert set(expected) - {"format"} <= set(pd.PIPELINE_OPTIONS) | set(pd.SPEAKER_OPTIONS)

@@ -428,6 +428,24 @@ static void writes_into_a_folder(const char* models, const char* eval) {
   }
   CHECK(parley_run_finished(&params, NULL, audio, folder, "rttm", NULL, &finished) == PARLEY_OK);
   CHECK(finished == 1);
+  /* Named options from the same params give the same answer, and lay out a batch as they ask:
+   * jobs 3 is the layout's 3 jobs, as `parley diarize --jobs 3 --print-layout` shows. */
+  parley_options* named = NULL;
+  CHECK(parley_options_new(&params, &named) == PARLEY_OK);
+  finished = -1;
+  CHECK(parley_run_finished_from(named, NULL, audio, folder, "rttm", NULL, &finished) == PARLEY_OK);
+  CHECK(finished == 1);
+  CHECK(parley_options_set(named, "step", "2") == PARLEY_OK);
+  CHECK(parley_run_finished_from(named, NULL, audio, folder, "rttm", NULL, &finished) == PARLEY_OK);
+  CHECK(finished == 0);
+  CHECK(parley_options_set(named, "jobs", "3") == PARLEY_OK);
+  CHECK(parley_options_set(named, "jobs", "0") == PARLEY_ERROR_INVALID_ARGUMENT);
+  parley_batch* laid_out = NULL;
+  CHECK(parley_batch_new_from(named, &laid_out) == PARLEY_OK);
+  CHECK(laid_out != NULL && strstr(parley_batch_layout(laid_out), "\"decode_threads\":3") != NULL);
+  parley_batch_free(laid_out);
+  CHECK(parley_batch_new_from(NULL, &laid_out) == PARLEY_ERROR_INVALID_ARGUMENT);
+  parley_options_free(named);
   char* written = read_text(join(1, folder, "test.rttm"));
   CHECK(written != NULL && strstr(written, "SPEAKER test 1 ") != NULL);
   free(written);

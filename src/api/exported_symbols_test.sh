@@ -15,7 +15,7 @@ fi
 for function in parley_diarizer_new parley_abi_version parley_set_log_callback parley_stream_new \
                 parley_set_log_level parley_result_format parley_free parley_options_json \
                 parley_options_new parley_options_set parley_options_values_json \
-                parley_diarizer_new_from; do
+                parley_diarizer_new_from parley_batch_new_from parley_run_finished_from; do
   grep -qx "$function" <<<"$exported" || { echo "$function is not exported" >&2; exit 1; }
 done
 versions=$(nm -D --defined-only "$library" | awk '{print $NF}' | sed -n 's/^parley_[a-z_]*@@*//p' | sort -u)

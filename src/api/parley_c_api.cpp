@@ -684,6 +684,62 @@ nlohmann::ordered_json cached_run_settings(const DiarizationModels& models,
   return cache.emplace(key, std::move(settings)).first->second;
 }
 
+// The configuration and the models of named options, as the params entry points make them from
+// their params (pipeline/option_values.h).
+DiarizationConfig options_config(const parley_options& options) {
+  DiarizationConfig config;
+  with_status(PARLEY_ERROR_INVALID_ARGUMENT,
+              [&] { parley::pipeline::apply_options(options.values, config); });
+  return config;
+}
+
+DiarizationModels options_models(const parley_options& options) {
+  return with_status(PARLEY_ERROR_MODELS,
+                     [&] { return parley::pipeline::locate_models(options.values); });
+}
+
+// A batch of `config` on `models`, laid out as the option values ask (corpus::layout_request:
+// devices, engines, jobs), its engine started: parley_batch_new and parley_batch_new_from.
+std::unique_ptr<parley_batch> new_batch(DiarizationModels models, DiarizationConfig config,
+                                        const nlohmann::json& values) {
+  auto handle = std::make_unique<parley_batch>();
+  handle->config = std::move(config);
+  handle->models = std::move(models);
+  const parley::corpus::EngineLayoutRequest request = with_status(
+      PARLEY_ERROR_INVALID_ARGUMENT, [&] { return parley::corpus::layout_request(values); });
+  with_status(PARLEY_ERROR_MODELS, [&] {
+    handle->warnings = model_warnings(handle->models);
+    handle->speed_twin = !handle->warnings.empty();
+    // The layout `parley diarize` takes for the same settings (corpus/engine_layout.h).
+    parley::corpus::EngineLayout layout =
+        parley::corpus::plan_engine_layout(handle->models, handle->config, request);
+    // Freeing the batch drops what it still holds: nobody will read those results.
+    layout.corpus.abandon_on_stop = true;
+    handle->layout = layout.describe().dump();
+    handle->engine = parley::corpus::make_corpus_engine(handle->models, layout);
+  });
+  handle->runner = std::thread([batch = handle.get()] { batch->run(); });
+  return handle;
+}
+
+// Whether `path` was finished into `out_dir` with `config` on `models`: parley_run_finished and
+// parley_run_finished_from.
+bool run_finished(const DiarizationModels& models, DiarizationConfig config,
+                  const parley_run_options* run, const char* path, const char* out_dir,
+                  const char* format, const char* name, const char* function) {
+  require(path, function, "path");
+  require(out_dir, function, "out_dir");
+  const std::string chosen_format = output_format(format, function);
+  const std::filesystem::path audio(path);
+  const std::string chosen_name = output_name(name, audio, function);
+  if (const auto speakers = speaker_counts(run)) config.speakers = *speakers;
+  return with_status(PARLEY_ERROR_FAILED, [&] {
+    const parley::corpus::OutDirWriter writer({out_dir, {chosen_format}, false, {}},
+                                              cached_run_settings(models, config));
+    return writer.plan(chosen_name, audio).finished();
+  });
+}
+
 thread_local std::string returned_text;  // what parley_output_names and friends hand out
 
 }  // namespace
@@ -833,12 +889,8 @@ parley_status parley_diarizer_new_from(const parley_options* options, parley_dia
     require(diarizer, "parley_diarizer_new_from", "diarizer");
     *diarizer = nullptr;
     require(options, "parley_diarizer_new_from", "options");
-    DiarizationConfig config;
-    with_status(PARLEY_ERROR_INVALID_ARGUMENT,
-                [&] { parley::pipeline::apply_options(options->values, config); });
-    const DiarizationModels paths = with_status(
-        PARLEY_ERROR_MODELS, [&] { return parley::pipeline::locate_models(options->values); });
-    *diarizer = new_diarizer(paths, std::move(config)).release();
+    DiarizationConfig config = options_config(*options);
+    *diarizer = new_diarizer(options_models(*options), std::move(config)).release();
   });
 }
 
@@ -989,22 +1041,20 @@ parley_status parley_batch_new(const parley_params* params, parley_batch** batch
     require(batch, "parley_batch_new", "batch");
     *batch = nullptr;
     require(params, "parley_batch_new", "params");
-    auto handle = std::make_unique<parley_batch>();
-    handle->config = diarization_config(*params);
-    handle->models = model_paths(*params);
-    with_status(PARLEY_ERROR_MODELS, [&] {
-      handle->warnings = model_warnings(handle->models);
-      handle->speed_twin = !handle->warnings.empty();
-      // The layout `parley diarize` takes for the same settings (corpus/engine_layout.h).
-      parley::corpus::EngineLayout layout =
-          parley::corpus::plan_engine_layout(handle->models, handle->config, {});
-      // Freeing the batch drops what it still holds: nobody will read those results.
-      layout.corpus.abandon_on_stop = true;
-      handle->layout = layout.describe().dump();
-      handle->engine = parley::corpus::make_corpus_engine(handle->models, layout);
-    });
-    handle->runner = std::thread([batch = handle.get()] { batch->run(); });
-    *batch = handle.release();
+    // No layout option among the params: the defaults of devices, engines and jobs.
+    DiarizationConfig config = diarization_config(*params);
+    *batch = new_batch(model_paths(*params), std::move(config), option_values(*params)).release();
+  });
+}
+
+parley_status parley_batch_new_from(const parley_options* options, parley_batch** batch) {
+  return guarded([&] {
+    set_up_logging();
+    require(batch, "parley_batch_new_from", "batch");
+    *batch = nullptr;
+    require(options, "parley_batch_new_from", "options");
+    DiarizationConfig config = options_config(*options);
+    *batch = new_batch(options_models(*options), std::move(config), options->values).release();
   });
 }
 
@@ -1096,20 +1146,26 @@ parley_status parley_run_finished(const parley_params* params, const parley_run_
     require(finished, "parley_run_finished", "finished");
     *finished = 0;
     require(params, "parley_run_finished", "params");
-    require(path, "parley_run_finished", "path");
-    require(out_dir, "parley_run_finished", "out_dir");
-    const std::string chosen_format = output_format(format, "parley_run_finished");
-    const std::filesystem::path audio(path);
-    const std::string chosen_name = output_name(name, audio, "parley_run_finished");
     DiarizationConfig config = diarization_config(*params);
-    if (const auto speakers = speaker_counts(options)) config.speakers = *speakers;
-    const DiarizationModels models = model_paths(*params);
-    const bool done = with_status(PARLEY_ERROR_FAILED, [&] {
-      const parley::corpus::OutDirWriter writer({out_dir, {chosen_format}, false, {}},
-                                                cached_run_settings(models, config));
-      return writer.plan(chosen_name, audio).finished();
-    });
-    *finished = done ? 1 : 0;
+    *finished = run_finished(model_paths(*params), std::move(config), options, path, out_dir,
+                             format, name, "parley_run_finished")
+                    ? 1
+                    : 0;
+  });
+}
+
+parley_status parley_run_finished_from(const parley_options* options, const parley_run_options* run,
+                                       const char* path, const char* out_dir, const char* format,
+                                       const char* name, int* finished) {
+  return guarded([&] {
+    require(finished, "parley_run_finished_from", "finished");
+    *finished = 0;
+    require(options, "parley_run_finished_from", "options");
+    DiarizationConfig config = options_config(*options);
+    *finished = run_finished(options_models(*options), std::move(config), run, path, out_dir,
+                             format, name, "parley_run_finished_from")
+                    ? 1
+                    : 0;
   });
 }
 

@@ -93,16 +93,20 @@ CLI::Validator threads_check() {
 
 namespace {
 
-// The option table's checks of a flag (pipeline/option_table.h): its choices, its bounds.
+// The option table's check of a flag (pipeline/option_table.h): its grammar, choices and bounds,
+// with the table's message (the one every face gives, here after the flag's name). The help
+// shows the choices or bounds as CLI11 writes them.
 CLI::Option* with_table_checks(CLI::Option* option, const pipeline::OptionSpec& spec) {
+  std::string description;
   if (spec.type == pipeline::OptionType::kChoice) {
-    option->check(CLI::IsMember(spec.choices));
-  }
-  if (spec.minimum && spec.maximum) {
-    option->check(number_between(*spec.minimum, *spec.maximum));
+    description = CLI::IsMember(spec.choices).get_description();
+  } else if (spec.minimum && spec.maximum) {
+    description = number_between(*spec.minimum, *spec.maximum).get_description();
   } else if (spec.minimum) {
-    option->check(number_at_least(*spec.minimum));
+    description = number_at_least(*spec.minimum).get_description();
   }
+  option->check(CLI::Validator(
+      [&spec](std::string& text) -> std::string { return spec.check(text); }, description));
   return option;
 }
 
@@ -134,6 +138,79 @@ CLI::Option* add_table_option(CLI::App& command, std::string_view name, T& targe
     CLI::Option* option = command.add_option(spec.cli_flag, target, spec.help);
     if (!spec.default_value.is_null()) option->capture_default_str();
     return with_checks ? with_table_checks(option, spec) : option;
+  }
+}
+
+// The options of the table's cli face that a field of EngineFlags, DiarizationFlags,
+// CorpusFlags or ProviderArguments holds (registered by name in the add_*_flags functions); every
+// other one is registered by add_extra_flags.
+bool has_own_field(std::string_view name) {
+  static constexpr std::string_view kOwnFields[] = {"models_dir",
+                                                    "segmentation_model",
+                                                    "embedding_model",
+                                                    "plda_dir",
+                                                    "provider",
+                                                    "provider_options",
+                                                    "force_gpu",
+                                                    "force_cpu",
+                                                    "segmentation_provider",
+                                                    "embedding_provider",
+                                                    "segmentation_batch",
+                                                    "segmentation_sessions",
+                                                    "gpu_float16",
+                                                    "step",
+                                                    "embedding_mode",
+                                                    "threads",
+                                                    "embedding_batch",
+                                                    "clustering",
+                                                    "ahc_threshold",
+                                                    "num_speakers",
+                                                    "min_speakers",
+                                                    "max_speakers",
+                                                    "exclusive",
+                                                    "format",
+                                                    "devices",
+                                                    "engines",
+                                                    "jobs"};
+  return std::find(std::begin(kOwnFields), std::end(kOwnFields), name) != std::end(kOwnFields);
+}
+
+// The table's options without a field of their own, as flags whose values land in `extra` by the
+// table's names, typed by OptionSpec::parse (a value it refuses is a usage error naming the
+// flag). `extra` must outlive the parse.
+void add_extra_flags(CLI::App& command, nlohmann::json& extra) {
+  for (const pipeline::OptionSpec& spec : pipeline::diarization_options()) {
+    if (!spec.faces.cli || has_own_field(spec.name)) continue;
+    if (spec.type == pipeline::OptionType::kFlag) {
+      command.add_flag_callback(
+          spec.cli_flag, [&extra, &spec] { extra[spec.name] = true; }, spec.help);
+      continue;
+    }
+    CLI::Option* option = command.add_option_function<std::string>(
+        spec.cli_flag,
+        [&extra, &spec](const std::string& text) {
+          try {
+            const nlohmann::json value = spec.parse(text);
+            if (spec.type == pipeline::OptionType::kList && extra.contains(spec.name)) {
+              extra[spec.name].push_back(value.at(0));
+            } else {
+              extra[spec.name] = value;
+            }
+          } catch (const Error&) {
+            throw CLI::ValidationError(spec.cli_flag, spec.check(text));
+          }
+        },
+        spec.help);
+    option->type_name(spec.type == pipeline::OptionType::kInteger  ? "INT"
+                      : spec.type == pipeline::OptionType::kNumber ? "FLOAT"
+                                                                   : "TEXT");
+    if (spec.default_value.is_string()) {
+      option->default_str(spec.default_value.get<std::string>());
+    } else if (!spec.default_value.is_null()) {
+      option->default_str(spec.default_value.dump());
+    }
+    if (spec.type == pipeline::OptionType::kList) option->allow_extra_args(false);
+    with_table_checks(option, spec);
   }
 }
 
@@ -199,18 +276,16 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   add_model_provider_flags(command, engine.model_providers);
   add_table_option(command, "step", engine.step);
   add_table_option(command, "embedding_mode", engine.embedding_mode);
-  add_table_option(command, "embedding_features", engine.embedding_features);
   // 0 (all cores) is the default, not a value to pass; the bound is this machine's.
   add_table_option(command, "threads", engine.threads, false)
       ->description(fmt::format("{} (at most {} on this machine)",
                                 pipeline::diarization_option("threads").help, max_threads()))
       ->check(threads_check());
   add_table_option(command, "embedding_batch", engine.embedding_batch);
-  add_table_option(command, "no_streaming", engine.no_streaming);
-  add_table_option(command, "sincnet_per_chunk", engine.sincnet_per_chunk);
   add_table_option(command, "segmentation_model", engine.segmentation_model);
   add_table_option(command, "embedding_model", engine.embedding_model);
   add_table_option(command, "plda_dir", engine.plda_dir);
+  add_extra_flags(command, engine.extra);
 }
 
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,
@@ -239,11 +314,8 @@ nlohmann::json table_values(const EngineFlags& engine, const DiarizationFlags& f
   values["gpu_float16"] = engine.model_providers.accelerator_float16;
   values["step"] = engine.step;
   text("embedding_mode", engine.embedding_mode);
-  text("embedding_features", engine.embedding_features);
   values["threads"] = engine.threads;
   values["embedding_batch"] = engine.embedding_batch;
-  values["no_streaming"] = engine.no_streaming;
-  values["sincnet_per_chunk"] = engine.sincnet_per_chunk;
   text("segmentation_model", engine.segmentation_model);
   text("embedding_model", engine.embedding_model);
   text("plda_dir", engine.plda_dir);
@@ -255,6 +327,7 @@ nlohmann::json table_values(const EngineFlags& engine, const DiarizationFlags& f
   if (flags.models_dir) values["models_dir"] = *flags.models_dir;
   values["exclusive"] = flags.exclusive;
   text("format", flags.format);
+  for (const auto& [name, value] : engine.extra.items()) values[name] = value;
   return values;
 }
 

@@ -65,9 +65,6 @@ struct ModelProviderFlags {
   // 0: automatic (pipeline's defaults; corpus::use_several_engines_layout with several engines)
   std::size_t accelerator_segmentation_batch = 0;
   int accelerator_segmentation_sessions = 0;
-  bool segmentation_layout_automatic() const {
-    return accelerator_segmentation_batch == 0 && accelerator_segmentation_sessions == 0;
-  }
   bool accelerator_float16 = false;
 };
 void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags);
@@ -78,17 +75,19 @@ struct EngineFlags {
   double step = 1.0;
   std::string embedding_mode =
       pipeline::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
-  std::string embedding_features =
-      pipeline::shared_trunk_features_name(pipeline::DiarizationConfig{}.shared_trunk.features);
   int threads = 0;  // 0: all cores
   std::size_t embedding_batch = pipeline::DiarizationConfig{}.embedding_batch_size;
-  bool no_streaming = false;
-  bool sincnet_per_chunk = false;
   std::string segmentation_model;
   std::string embedding_model;
   std::string plda_dir;
+  // The values of the table's other command-line options (those no field above or in
+  // DiarizationFlags/CorpusFlags holds), by name, as given: registered in one loop, so that a new
+  // option is a table row plus its case in pipeline/option_values.cpp.
+  nlohmann::json extra = nlohmann::json::object();
 };
 
+// The engine's flags; every option of the table's cli face that has no field of its own is
+// registered here from the table (its flag, help, default and checks) into `engine.extra`.
 void add_engine_flags(CLI::App& command, EngineFlags& engine);
 
 // The model files: explicit flags first, then the model locator (--models, $PARLEY_MODELS, the

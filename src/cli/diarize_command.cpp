@@ -140,8 +140,9 @@ void print_layout(const DiarizeArguments& arguments) {
   const pipeline::DiarizationConfig config = diarization_config(arguments.engine, arguments.flags);
   const corpus::EngineLayout layout = corpus::plan_engine_layout(
       paths, config,
-      layout_request(arguments.corpus.devices, arguments.corpus.engines, arguments.corpus.jobs,
-                     arguments.engine.model_providers));
+      corpus::layout_request(with_layout_values(table_values(arguments.engine, arguments.flags),
+                                                arguments.corpus.devices, arguments.corpus.engines,
+                                                arguments.corpus.jobs)));
   write_output(layout.describe().dump(2) + "\n", arguments.flags.out);
 }
 

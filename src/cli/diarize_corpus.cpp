@@ -71,14 +71,12 @@ void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
   add_engine_layout_flags(command, flags.devices, flags.engines, flags.jobs);
 }
 
-corpus::EngineLayoutRequest layout_request(const std::string& devices, int engines, int jobs,
-                                           const ModelProviderFlags& layout_flags) {
-  corpus::EngineLayoutRequest request;
-  request.device_list = devices;
-  request.engines_per_device = engines;
-  request.jobs = jobs;
-  request.segmentation_layout_automatic = layout_flags.segmentation_layout_automatic();
-  return request;
+nlohmann::json with_layout_values(nlohmann::json values, const std::string& devices, int engines,
+                                  int jobs) {
+  if (!devices.empty()) values["devices"] = devices;
+  if (engines > 0) values["engines"] = engines;  // 0: automatic, the table's null
+  values["jobs"] = jobs;
+  return values;
 }
 
 void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engines, int& jobs) {
@@ -228,7 +226,8 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
       corpus::fingerprinted_placement(diarization_config(engine, flags), longest);
   const corpus::EngineLayout layout = corpus::plan_engine_layout(
       paths, config,
-      layout_request(corpus.devices, corpus.engines, corpus.jobs, engine.model_providers));
+      corpus::layout_request(with_layout_values(table_values(engine, flags), corpus.devices,
+                                                corpus.engines, corpus.jobs)));
   nlohmann::ordered_json settings = corpus::run_settings(
       config, paths,
       corpus::describe_providers(layout.segmentation_provider, layout.embedding_provider),

@@ -38,11 +38,10 @@ void accept_files_after_double_dash(CLI::App& command, std::string& unused);
 // commands that run one: diarize and serve).
 void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engines, int& jobs);
 
-// The engine layout (corpus/engine_layout.h) that --devices, --engines and --jobs ask for; several
-// engines on a GPU take corpus::use_several_engines_layout unless --segmentation-batch or
-// --segmentation-sessions was given (`layout_flags`).
-corpus::EngineLayoutRequest layout_request(const std::string& devices, int engines, int jobs,
-                                           const ModelProviderFlags& layout_flags);
+// `values` (table_values of the engine's flags) with --devices, --engines and --jobs by the
+// table's names: what corpus::layout_request reads, as the C API's and Python's values are.
+nlohmann::json with_layout_values(nlohmann::json values, const std::string& devices, int engines,
+                                  int jobs);
 
 // Whether these flags ask for the corpus engine even with one recording.
 bool wants_corpus(const CorpusFlags& flags);

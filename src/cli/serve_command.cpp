@@ -98,10 +98,9 @@ void run_serve(ServeArguments& arguments) {
   }
   // The engine's settings as option values, once: the server's fixed settings, the engine's
   // configuration and its layout are all read from them.
-  nlohmann::json values = table_values(arguments.engine, arguments.flags);
-  if (!arguments.devices.empty()) values["devices"] = arguments.devices;
-  if (arguments.engines > 0) values["engines"] = arguments.engines;
-  values["jobs"] = arguments.jobs;
+  const nlohmann::json values =
+      with_layout_values(table_values(arguments.engine, arguments.flags), arguments.devices,
+                         arguments.engines, arguments.jobs);
   config.step_seconds = values.at("step").get<double>();
   config.clustering = values.at("clustering").get<std::string>();
   config.embedding_mode = values.at("embedding_mode").get<std::string>();

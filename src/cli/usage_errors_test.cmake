@@ -20,7 +20,7 @@ function(expect_usage_error pattern)
   endif()
 endfunction()
 
-expect_usage_error("--num-speakers: must be at least 1 \\(got 0\\)"
+expect_usage_error("--num-speakers: must be 1 to 1000 \\(got 0\\)"
                    diarize "${WORK_DIR}/audio.wav" --num-speakers 0)
 expect_usage_error("--segmentation-batch: must be at least 1 \\(got 0\\)"
                    diarize "${WORK_DIR}/audio.wav" --segmentation-batch 0)
@@ -41,6 +41,38 @@ expect_usage_error("--collar: expects a number" eval --list x --collar 1e999)
 expect_usage_error("--models: no such folder '${WORK_DIR}/nonexistent'"
                    diarize "${WORK_DIR}/audio.wav" --models "${WORK_DIR}/nonexistent")
 expect_usage_error("--no-such-flag" diarize "${WORK_DIR}/audio.wav" --no-such-flag)
+# An option without a field of its own (registered from the table in one loop) is checked as
+# every flag is: a usage error naming it.
+expect_usage_error("--sincnet-per-chunk = maybe"
+                   diarize "${WORK_DIR}/audio.wav" --sincnet-per-chunk=maybe)
+# The table's message, as the C API and Python give it after the option's name.
+expect_usage_error("--step: must be 0.1 to 10 \\(got 11\\)" diarize "${WORK_DIR}/audio.wav" --step 11)
+expect_usage_error("--embedding-features: .*auto"
+                   diarize "${WORK_DIR}/audio.wav" --embedding-features gpu)
+
+# Every option the table gives the command line is a flag of `parley diarize`, with its help.
+execute_process(COMMAND "${PARLEY}" options --json RESULT_VARIABLE status OUTPUT_VARIABLE table)
+execute_process(COMMAND "${PARLEY}" diarize --help OUTPUT_VARIABLE help)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "parley options --json: exit status ${status}")
+endif()
+string(REGEX REPLACE "[ \n]+" " " help_words "${help}")
+string(JSON count LENGTH "${table}")
+math(EXPR last "${count} - 1")
+foreach(index RANGE ${last})
+  string(JSON flag GET "${table}" ${index} faces cli)
+  if(flag STREQUAL "" OR flag STREQUAL "NOTFOUND")
+    continue()
+  endif()
+  string(JSON help_text GET "${table}" ${index} help)
+  string(REGEX REPLACE "[ \n]+" " " help_text "${help_text}")
+  string(SUBSTRING "${help_text}" 0 30 help_start)
+  string(FIND "${help}" "${flag}" at)
+  string(FIND "${help_words}" "${help_start}" help_at)
+  if(at EQUAL -1 OR help_at EQUAL -1)
+    message(FATAL_ERROR "parley diarize --help lacks the table's option ${flag} ('${help_start}...')")
+  endif()
+endforeach()
 
 # A file named -dash.wav reads as an option; the message says how to name it (not "audio is
 # required").

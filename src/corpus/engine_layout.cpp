@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include <spdlog/spdlog.h>
@@ -25,7 +27,9 @@ EngineLayoutRequest layout_request(const nlohmann::json& values) {
     request.device_list = devices.get<std::string>();
   }
   if (const auto engines = value("engines"); !engines.is_null()) {
-    request.engines_per_device = engines.get<int>();
+    // A value past int's range stays past every device's bound (check_engines_per_device).
+    request.engines_per_device =
+        static_cast<int>(std::min(engines.get<double>(), double{std::numeric_limits<int>::max()}));
   }
   if (const auto jobs = value("jobs"); !jobs.is_null()) request.jobs = jobs.get<int>();
   request.segmentation_layout_automatic =

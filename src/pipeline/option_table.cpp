@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -20,7 +21,8 @@ namespace {
 // Who offers an option, in the order of OptionFaces' fields.
 constexpr OptionFaces kEveryFace{true, true, true, true, true};
 constexpr OptionFaces kCliOnly{true, false, false, false, false};
-// The engine's settings outside the server, which fixes them when it starts.
+// The engine's settings outside the server, which fixes them when it starts (and lays out its
+// engine once: devices, engines, jobs).
 constexpr OptionFaces kLibraryFaces{true, false, true, true, true};
 
 OptionSpec option(std::string name, OptionType type, nlohmann::json default_value, std::string help,
@@ -170,19 +172,19 @@ std::vector<OptionSpec> make_options() {
              "where the shared mode's graph passes compute fbank features: graph (on the "
              "accelerator, in front of the embedding network), host (the CPU) or auto (graph on "
              "an accelerator that takes any shape)",
-             kCliOnly, "--embedding-features", "shared_trunk.features"));
+             kLibraryFaces, "--embedding-features", "shared_trunk.features"));
   // How a corpus run is laid out (corpus/engine_layout.h): not output settings.
   add(option("devices", OptionType::kText, nullptr,
-             "GPUs to spread recordings over, one model set each: 0,1,... or all", kCliOnly,
+             "GPUs to spread recordings over, one model set each: 0,1,... or all", kLibraryFaces,
              "--devices", "device_list"));
   add(bounded(option("engines", OptionType::kInteger, nullptr,
                      "model sets per device (or on the CPU) taking recordings from one queue "
                      "(default: on a GPU up to 3, one per 16 GiB of free memory; 1 on the CPU)",
-                     kCliOnly, "--engines", "engines_per_device"),
+                     kLibraryFaces, "--engines", "engines_per_device"),
               1));
   add(bounded(option("jobs", OptionType::kInteger, kDefaultCorpusJobs,
                      "with several recordings: how many are decoded, and clustered, at once",
-                     kCliOnly, "--jobs", "decode_threads"),
+                     kLibraryFaces, "--jobs", "decode_threads"),
               1, kMaxCorpusJobs));
   add(option("exclusive", OptionType::kFlag, false,
              "at most one speaker at a time (turns suited to transcripts) in rttm, txt, srt and "
@@ -238,6 +240,15 @@ std::string range_problem(const OptionSpec& spec, double value, std::string_view
   return "";
 }
 
+// A whole number as JSON; past what an int64 holds, the nearest value a uint64 or int64 holds
+// (which every bound the engine checks refuses), never a value cast out of range.
+nlohmann::json whole_number(double number) {
+  if (number >= 0x1p64) return std::numeric_limits<std::uint64_t>::max();
+  if (number >= 0x1p63) return static_cast<std::uint64_t>(number);
+  if (number < -0x1p63) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(number);
+}
+
 // `text` as the option's value into `value`, or what is wrong with it.
 std::string parse_text(const OptionSpec& spec, std::string_view text, nlohmann::json& value) {
   switch (spec.type) {
@@ -255,8 +266,7 @@ std::string parse_text(const OptionSpec& spec, std::string_view text, nlohmann::
       if (auto problem = range_problem(spec, number, shown(text)); !problem.empty()) {
         return problem;
       }
-      value = spec.type == OptionType::kInteger ? nlohmann::json(static_cast<std::int64_t>(number))
-                                                : nlohmann::json(number);
+      value = spec.type == OptionType::kInteger ? whole_number(number) : nlohmann::json(number);
       return "";
     }
     case OptionType::kChoice:

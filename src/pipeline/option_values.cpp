@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "pipeline/option_table.h"
@@ -48,12 +51,13 @@ ProviderPlacement placement_of(const nlohmann::json& values) {
     fail("provider_options: {}", error.what());
   }
   if (const auto found = values.find("device_id"); found != values.end() && !found->is_null()) {
-    const auto device = found->get<std::int64_t>();
-    if (device >= 0) {
+    if (found->get<double>() >= 0) {
       if (placement.options.contains("device_id")) {
         fail("device_id: set twice (in device_id and in provider_options); keep one");
       }
-      placement.options["device_id"] = std::to_string(device);
+      // As the provider reads it: "1" (a typed face may hand 1.0).
+      placement.options["device_id"] =
+          found->is_number_float() ? fmt::format("{}", found->get<double>()) : found->dump();
     }
   }
   const bool force_gpu = flag(values, "force_gpu");
@@ -125,9 +129,15 @@ const std::map<std::string, Apply, std::less<>>& apply_cases() {
        [](const auto& v, auto& c) { c.share_segmentation_convolution = !v.template get<bool>(); }},
       {"threads",
        [](const auto& v, auto& c) {
-         const int threads = v.template get<int>();
+         // Checked here on the value a face handed (Python's 2**40), which no int holds;
+         // config.validate() checks the same bound on what it is given.
+         const auto threads = v.template get<double>();
+         if (threads > max_threads()) {
+           fail("threads: must be at most {} on this machine ({} per hardware thread; got {})",
+                max_threads(), kMaxThreadsPerHardwareThread, v.dump());
+         }
          c.threads = threads > 0
-                         ? threads
+                         ? static_cast<int>(threads)
                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
        }},
       {"embedding_batch",
@@ -139,7 +149,11 @@ const std::map<std::string, Apply, std::less<>>& apply_cases() {
            c.placement->accelerator_segmentation_batch_size = c.segmentation_batch_size;
        }},
       {"segmentation_sessions",
-       [](const auto& v, auto& c) { c.segmentation_accelerator_sessions = v.template get<int>(); }},
+       [](const auto& v, auto& c) {
+         // A value past int's range stays past the engine's bound (validate() refuses it).
+         c.segmentation_accelerator_sessions = static_cast<int>(
+             std::min(v.template get<double>(), double{std::numeric_limits<int>::max()}));
+       }},
       {"no_streaming", [](const auto& v, auto& c) { c.streaming = !v.template get<bool>(); }},
   };
   return cases;

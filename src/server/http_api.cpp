@@ -947,15 +947,13 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
   };
 
   Job job;
-  cluster::SpeakerCountConstraints speakers;
   for (const char* name : {"num_speakers", "min_speakers", "max_speakers", "exclusive"}) {
     if (auto value = option(name)) job.options[name] = *value;
   }
-  if (job.options.contains("num_speakers")) speakers.num_speakers = job.options["num_speakers"];
-  if (job.options.contains("min_speakers")) speakers.min_speakers = job.options["min_speakers"];
-  if (job.options.contains("max_speakers")) speakers.max_speakers = job.options["max_speakers"];
+  // Checked now as the job queue will apply them (job_configuration), so that a job it takes
+  // cannot fail on its options.
   try {
-    speakers.validate();
+    static_cast<void>(job_configuration(job.options));
   } catch (const Error& error) {
     refuse(422, "invalid_option", error.what());
   }

@@ -4,6 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include "core/atomic_file.h"
+#include "core/error.h"
+#include "pipeline/option_table.h"
+#include "pipeline/option_values.h"
 #include "server/messages.h"
 #include "server/result_documents.h"
 
@@ -44,6 +47,18 @@ std::string client_message(const std::string& message, const Job& job,
 }
 
 }  // namespace
+
+pipeline::DiarizationConfig job_configuration(const nlohmann::json& options) {
+  nlohmann::json values = nlohmann::json::object();
+  for (const pipeline::OptionSpec& spec : pipeline::diarization_options()) {
+    if (const auto found = options.find(spec.name); found != options.end()) {
+      values[spec.name] = *found;
+    }
+  }
+  pipeline::DiarizationConfig config;
+  pipeline::apply_options(values, config);
+  return config;
+}
 
 JobQueue::JobQueue(JobStore& store, corpus::CorpusEngine& engine, Metrics& metrics,
                    JobPolicy policy)
@@ -145,6 +160,7 @@ std::optional<corpus::CorpusRecording> JobQueue::next_recording() {
     std::optional<Job> job;
     std::shared_ptr<OpenedFile> file;
     std::optional<std::filesystem::path> audio;
+    cluster::SpeakerCountConstraints speakers;
     // A suspect job (in the networks with others when the server died) runs alone: it waits
     // for the engine to empty, and nothing is taken while it runs.
     if (!alone_) {
@@ -156,6 +172,13 @@ std::optional<corpus::CorpusRecording> JobQueue::next_recording() {
         if (job) {
           audio = readable_audio(*job, file);
           if (!audio) continue;
+          try {
+            speakers = job_configuration(job->options).speakers;
+          } catch (const Error& error) {
+            // Checked when the job was accepted; a state folder edited since fails it alone.
+            store_.mark_failed(job->id, error.what());
+            continue;
+          }
         }
       } catch (const std::exception& error) {
         spdlog::error("cannot take the next job: {}", error.what());
@@ -166,11 +189,6 @@ std::optional<corpus::CorpusRecording> JobQueue::next_recording() {
       corpus::CorpusRecording recording;
       recording.audio = *audio;
       recording.uri = job->uri;
-      cluster::SpeakerCountConstraints speakers;
-      const auto& options = job->options;
-      if (options.contains("num_speakers")) speakers.num_speakers = options["num_speakers"];
-      if (options.contains("min_speakers")) speakers.min_speakers = options["min_speakers"];
-      if (options.contains("max_speakers")) speakers.max_speakers = options["max_speakers"];
       if (speakers.num_speakers || speakers.min_speakers || speakers.max_speakers) {
         recording.speakers = speakers;
       }

@@ -21,6 +21,7 @@
 
 #include "corpus/corpus_engine.h"
 #include "identity/identification.h"
+#include "pipeline/diarizer.h"
 #include "server/allowed_file.h"
 #include "server/job_store.h"
 #include "server/metrics.h"
@@ -38,6 +39,12 @@ constexpr int kMaxJobCrashes = 2;
 // audio; it stops short of the clustering's share until the networks are done.
 double networks_progress(double elapsed_seconds, double audio_seconds,
                          double seconds_per_audio_second);
+
+// A job's configuration: the option table's options among its options (which also hold the
+// server's own keys: filename, server_file, ...) applied as every face applies them
+// (pipeline::apply_options). The engine's model settings are fixed when the server starts; what
+// a job brings is its speaker counts. Fails "{option}: {problem}".
+pipeline::DiarizationConfig job_configuration(const nlohmann::json& options);
 
 class JobRunner {
  public:

@@ -122,6 +122,16 @@ check(len(speakers) >= 2 and set(vectors) == speakers, f"an embedding per speake
 check(all(len(vector) == 16 and all(isinstance(x, float) for x in vector)
           for vector in vectors.values()) and any(map(any, vectors.values())),
       f"speaker embeddings of the model's dimension, 16: {[len(v) for v in vectors.values()]}")
+# A job's options reach its configuration as the CLI's flags reach the CLI's
+# (server::job_configuration, pipeline::apply_options): max_speakers=1 is --max-speakers 1.
+capped = subprocess.run([parley, "diarize", SAMPLE, *ENGINE, "-q", "--max-speakers", "1"],
+                        check=True, capture_output=True, text=True).stdout
+status, _, body = submit(server, SAMPLE, max_speakers="1")
+check(status == 202, f"a job with max_speakers: {status} {body!r}")
+capped_job = wait_done(server, json.loads(body)["id"])
+check(capped_job["state"] == "done" and result(server, capped_job["id"]) == capped and
+      capped != expected["sample"], "max_speakers=1 gives the CLI's --max-speakers 1 RTTM")
+check(request(server, f"/v1/jobs/{capped_job['id']}", "DELETE")[0] == 204, "remove it again")
 # Every face writes every format: without a transcript srt and vtt are cues naming the speaker.
 status, _, body = request(server, f"/v1/jobs/{job['id']}/result?format=srt")
 check(status == 200 and b" --> " in body and b"SPEAKER_0" in body, f"srt without a transcript: {status}")
