@@ -485,6 +485,30 @@ bool run_finished(const Settings& settings, const py::bytes& path_bytes,
   return finished != 0;
 }
 // The speaker library and identification (parley.h, "Who is speaking, by name").
+// An identification's named result, in every format with the names' scores.
+class NamedResult {
+ public:
+  explicit NamedResult(parley_identification* identification) : handle_(identification) {}
+
+  py::str format(const std::string& format, bool exclusive,
+                 const std::optional<std::string>& uri) const {
+    struct Free {
+      void operator()(char* value) const { parley_free(value); }
+    };
+    const std::unique_ptr<char, Free> written(parley_identification_format(
+        handle_.get(), format.c_str(), exclusive ? 1 : 0, uri ? uri->c_str() : nullptr));
+    return text(checked(written.get()));
+  }
+
+ private:
+  struct Deleter {
+    void operator()(parley_identification* identification) const {
+      parley_identification_free(identification);
+    }
+  };
+  std::unique_ptr<parley_identification, Deleter> handle_;
+};
+
 class Library {
  public:
   explicit Library(const py::bytes& path_bytes) {
@@ -511,19 +535,33 @@ class Library {
     check(parley_library_remove(handle_, name.c_str(), &removed));
     return removed;
   }
-  // ([(speaker, name, score, confidence)...], the result's JSON with the names)
+  std::size_t rename(const std::string& from, const std::string& to, bool merge) {
+    std::size_t renamed = 0;
+    check(parley_library_rename(handle_, from.c_str(), to.c_str(), merge ? 1 : 0, &renamed));
+    return renamed;
+  }
+  py::str export_json() { return text(checked(parley_library_export_json(handle_))); }
+  // `diarizer` None: no model check.
+  std::size_t import_json(const std::string& document, const Diarizer* diarizer) {
+    std::size_t imported = 0;
+    check(parley_library_import_json(
+        handle_, document.c_str(), diarizer != nullptr ? diarizer->handle() : nullptr, &imported));
+    return imported;
+  }
+  // ([(speaker, name, score, confidence)...], the result's JSON with the names, the
+  // NamedResult that writes it in every format)
   py::tuple identify(const Diarizer& diarizer, const Result& result, double threshold) {
     parley_identification* identification = nullptr;
     check(parley_identify(handle_, diarizer.handle(), result.handle(), threshold, &identification));
-    const std::unique_ptr<parley_identification, void (*)(parley_identification*)> owned(
-        identification, parley_identification_free);
+    auto owned = std::make_unique<NamedResult>(identification);
     py::list named;
     for (std::size_t i = 0; i < parley_identification_count(identification); ++i) {
       const parley_named_speaker speaker = parley_identification_speaker(identification, i);
       named.append(
           py::make_tuple(speaker.speaker, text(speaker.name), speaker.score, speaker.confidence));
     }
-    return py::make_tuple(named, text(parley_identification_json(identification)));
+    py::str json = text(parley_identification_json(identification));
+    return py::make_tuple(named, json, py::cast(std::move(owned)));
   }
 
  private:
@@ -696,7 +734,12 @@ PYBIND11_MODULE(_parley, module) {
       .def("list_json", &Library::list_json)
       .def("remove", &Library::remove, py::arg("name"))
       .def("identify", &Library::identify, py::arg("diarizer"), py::arg("result"),
-           py::arg("threshold"));
+           py::arg("threshold"))
+      .def("rename", &Library::rename, py::arg("old"), py::arg("new"), py::arg("merge"))
+      .def("export_json", &Library::export_json)
+      .def("import_json", &Library::import_json, py::arg("document"), py::arg("diarizer"));
+  py::class_<NamedResult>(module, "NamedResult")
+      .def("format", &NamedResult::format, py::arg("format"), py::arg("exclusive"), py::arg("uri"));
 
   py::class_<Stream>(module, "Stream")
       .def(py::init<py::object, double, double, double, int, double, bool, bool>(),

@@ -386,6 +386,23 @@ PARLEY_API const char* parley_library_list_json(parley_library* library);
 /* Removes every voiceprint of `name`; `removed` (may be NULL) receives how many. */
 PARLEY_API parley_status parley_library_remove(parley_library* library, const char* name,
                                                size_t* removed);
+/* Renames every voiceprint of `from` to `to` (a name as parley_library_add takes); `renamed` (may
+ * be NULL) receives how many (0: no such name). When `to` already names voiceprints it fails
+ * (PARLEY_ERROR_INVALID_ARGUMENT) unless `merge` != 0, which joins the two names' voiceprints. */
+PARLEY_API parley_status parley_library_rename(parley_library* library, const char* from,
+                                               const char* to, int merge, size_t* renamed);
+/* The whole library as JSON, embeddings included ({"format": "parley-speaker-library",
+ * "version": 1, "voiceprints": [{"name", "source", "created", "model_sha256", "embedding_mode",
+ * "embedding"}...]}, what `parley voiceprint export` writes); owned by the library until the next
+ * call on it; NULL on failure (parley_last_error). */
+PARLEY_API const char* parley_library_export_json(parley_library* library);
+/* Adds every voiceprint of such a document, all or none; `imported` (may be NULL) receives how
+ * many. With a `diarizer`, a voiceprint of another embedding model than its own refuses the whole
+ * document; NULL: no model check (the library may then hold voiceprints that parley_identify
+ * refuses with another model). */
+PARLEY_API parley_status parley_library_import_json(parley_library* library, const char* document,
+                                                    const parley_diarizer* diarizer,
+                                                    size_t* imported);
 
 typedef struct parley_identification parley_identification;
 typedef struct parley_named_speaker {
@@ -406,6 +423,13 @@ parley_identification_speaker(const parley_identification* identification, size_
 /* The result as parley_result_json writes it, with the names as labels and an "identification"
  * object (threshold, speakers with label, name, score, confidence); owned by the identification. */
 PARLEY_API const char* parley_identification_json(const parley_identification* identification);
+/* The named result as parley_result_format writes it, with the names as labels and each named
+ * speaker's scores: rttm's column 9 holds its confidence (3 decimals; <NA> for the others), txt,
+ * srt and vtt label it "Alice (0.81)" (the cosine score, 2 decimals) and json is
+ * parley_identification_json's document. The text is the caller's: free it with parley_free.
+ * NULL (parley_last_error says why) on a NULL identification or a wrong argument. */
+PARLEY_API char* parley_identification_format(const parley_identification* identification,
+                                              const char* format, int exclusive, const char* uri);
 PARLEY_API void parley_identification_free(parley_identification* identification);
 
 /* ---- Live diarization: a stream (docs/live.md) --------------------------------------------

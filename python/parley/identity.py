@@ -6,6 +6,7 @@
     meeting = pipeline("meeting.wav")
     named = library.identify(pipeline, meeting)            # {"SPEAKER_01": NamedSpeaker(...)}
     named.relabel(meeting.turns)                           # turns with the names
+    named.to_format("srt")                                 # "Alice (0.81)" cues; rttm, vtt, ...
 
 A voiceprint records the sha256 of the pipeline's embedding model; a library holding another
 model's voiceprints is refused. Several threads and processes may use one library file.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
 from . import _parley
 
@@ -36,10 +37,30 @@ class NamedSpeaker(NamedTuple):
 class Identification(dict):
     """Label (SPEAKER_xx) → :class:`NamedSpeaker` for the speakers that matched a name."""
 
-    def __init__(self, named: dict[str, NamedSpeaker], document: str) -> None:
+    def __init__(self, named: dict[str, NamedSpeaker], document: str,
+                 writer: Any = None) -> None:
         super().__init__(named)
         self.json: str = document
         """The result's JSON with the names as labels and an ``identification`` object."""
+        self._writer = writer
+
+    def to_format(self, format: str, exclusive: bool = False,
+                  uri: Union[str, bytes, None] = None) -> str:
+        """The named result as ``format`` ("rttm", "json", "txt", "srt" or "vtt", as
+        ``Diarization.to_format``), each named speaker with its scores: RTTM's column 9 holds its
+        confidence, txt/srt/vtt label it ``"Alice (0.81)"`` (cosine score), json is :attr:`json`.
+        ``exclusive``: one speaker at a time; ``uri``: the recording's name in RTTM."""
+        if self._writer is None:
+            raise _parley.InvalidArgument(
+                "this identification holds no result: make it with SpeakerLibrary.identify")
+        from . import FORMATS, _flag, _raw_text, _text  # the same checks as Diarization.to_format
+
+        format = _text("format", format)
+        if format not in FORMATS:
+            raise _parley.InvalidArgument(
+                f"format must be one of {', '.join(FORMATS)} (got {format!r})")
+        return self._writer.format(format, _flag("exclusive", exclusive),
+                                   None if uri is None else _raw_text("uri", uri))
 
     def label(self, speaker: str) -> str:
         """The name of ``speaker`` when it matched, else ``speaker``."""
@@ -84,12 +105,28 @@ class SpeakerLibrary:
         """Removes every voiceprint of ``name``; returns how many."""
         return self._library.remove(name)
 
+    def rename(self, old: str, new: str, merge: bool = False) -> int:
+        """Renames every voiceprint of ``old`` to ``new``; returns how many (0: no such name).
+        Refused when ``new`` already names voiceprints, unless ``merge`` (the two names'
+        voiceprints then all belong to ``new``)."""
+        return self._library.rename(old, new, bool(merge))
+
+    def export_json(self) -> str:
+        """The whole library, embeddings included, as ``parley voiceprint export`` writes it."""
+        return self._library.export_json()
+
+    def import_json(self, document: str, pipeline: "Optional[Pipeline]" = None) -> int:
+        """Adds every voiceprint of an export (all or none); returns how many. With ``pipeline``,
+        a voiceprint of another embedding model than the pipeline's refuses the whole document."""
+        return self._library.import_json(document,
+                                         pipeline._diarizer if pipeline is not None else None)
+
     def identify(self, pipeline: "Pipeline", diarization: "Diarization",
                  threshold: float = DEFAULT_THRESHOLD) -> Identification:
         """Names the speakers of ``diarization`` (made by ``pipeline``) that match the library:
         cosine at least ``threshold``, one name per speaker and one speaker per name (optimal
         matching)."""
-        named, document = self._library.identify(pipeline._diarizer, diarization._result,
-                                                 float(threshold))
+        named, document, writer = self._library.identify(pipeline._diarizer, diarization._result,
+                                                         float(threshold))
         return Identification({diarization.speakers[speaker]: NamedSpeaker(name, score, confidence)
-                               for speaker, name, score, confidence in named}, document)
+                               for speaker, name, score, confidence in named}, document, writer)

@@ -73,3 +73,65 @@ def test_threads_share_a_library_file(pipeline, tmp_path):
         thread.join()
     assert not errors
     assert len(parley.SpeakerLibrary(path).list()) == 20
+
+
+def test_rename_and_merge(pipeline, tmp_path):
+    result = pipeline(FALCON)
+    library = parley.SpeakerLibrary(tmp_path / "team.db")
+    library.add("Bob", pipeline, result, 0)
+    library.add("Carol", pipeline, result, 0)
+    with pytest.raises(parley.InvalidArgument, match="merge"):
+        library.rename("Carol", "Bob")
+    assert library.rename("Carol", "Bob", merge=True) == 1
+    assert library.names() == ["Bob"]
+    assert library.rename("Bob", "Dave") == 2
+    assert library.rename("Nobody", "Erin") == 0
+    assert library.names() == ["Dave"]
+
+
+def test_export_import_round_trip_and_foreign_model(pipeline, tmp_path):
+    first = pipeline(FALCON)
+    second = pipeline(FALCON)
+    library = parley.SpeakerLibrary(tmp_path / "team.db")
+    library.add("Bob", pipeline, first, 0)
+    exported = library.export_json()
+    assert json.loads(exported)["format"] == "parley-speaker-library"
+    copy = parley.SpeakerLibrary(tmp_path / "copy.db")
+    assert copy.import_json(exported, pipeline) == 1
+    assert [e["name"] for e in copy.list()] == ["Bob"]
+    assert copy.identify(pipeline, second)["SPEAKER_00"].name == "Bob"
+    # A voiceprint of another embedding model: refused with the pipeline, taken without it, and
+    # then identification with this pipeline refuses the library.
+    document = json.loads(exported)
+    digest = document["voiceprints"][0]["model_sha256"]
+    document["voiceprints"][0]["model_sha256"] = ("1" if digest[0] == "0" else "0") + digest[1:]
+    foreign = parley.SpeakerLibrary(tmp_path / "foreign.db")
+    with pytest.raises(parley.InvalidArgument, match="another embedding model"):
+        foreign.import_json(json.dumps(document), pipeline)
+    assert foreign.list() == []
+    assert foreign.import_json(json.dumps(document)) == 1
+    with pytest.raises(parley.Error, match="another embedding model"):
+        foreign.identify(pipeline, second)
+
+
+def test_named_result_in_every_format(pipeline, tmp_path):
+    first = pipeline(FALCON)
+    second = pipeline(FALCON)
+    library = parley.SpeakerLibrary(tmp_path / "team.db")
+    library.add("Bob", pipeline, first, 0)
+    named = library.identify(pipeline, second)
+    confidence = named["SPEAKER_00"].confidence
+    rttm = named.to_format("rttm", uri="call")
+    bob = [line for line in rttm.splitlines() if " Bob " in line]
+    assert bob and all(line.split()[8] == f"{confidence:.3f}" for line in bob)
+    assert all(line.split()[1] == "call" for line in rttm.splitlines())
+    others = [line for line in rttm.splitlines() if " Bob " not in line]
+    assert all(line.split()[8] == "<NA>" for line in others)
+    assert "\nBob (1.00)\n" in named.to_format("srt")
+    assert "\nBob (1.00)\n" in named.to_format("vtt", exclusive=True)
+    assert " Bob (1.00)\n" in named.to_format("txt")
+    assert named.to_format("json") == named.json
+    with pytest.raises(parley.InvalidArgument):
+        named.to_format("docx")
+    # The unnamed result stays as it was.
+    assert " Bob" not in second.to_format("rttm")

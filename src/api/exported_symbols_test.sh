@@ -18,6 +18,12 @@ for function in parley_diarizer_new parley_abi_version parley_set_log_callback p
                 parley_diarizer_new_from parley_batch_new_from parley_run_finished_from; do
   grep -qx "$function" <<<"$exported" || { echo "$function is not exported" >&2; exit 1; }
 done
+# The speaker library's and identification's (docs/identity.md).
+for function in parley_library_open parley_identify parley_library_rename \
+                parley_library_export_json parley_library_import_json \
+                parley_identification_format; do
+  grep -qx "$function" <<<"$exported" || { echo "$function is not exported" >&2; exit 1; }
+done
 versions=$(nm -D --defined-only "$library" | awk '{print $NF}' | sed -n 's/^parley_[a-z_]*@@*//p' | sort -u)
 [ "$versions" = "PARLEY_${abi}" ] || { echo "symbol versions '$versions', expected PARLEY_${abi}" >&2; exit 1; }
 soname=$(readelf -d "$library" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')

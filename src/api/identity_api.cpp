@@ -1,7 +1,10 @@
 // The C API's speaker library and identification (parley.h, "Who is speaking, by name"): a thin
 // face over identity/ (docs/identity.md).
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,7 @@
 #include "frames/output.h"
 #include "frames/segments.h"
 #include "identity/identification.h"
+#include "identity/named_output.h"
 #include "identity/speaker_library.h"
 #include "identity/voiceprint.h"
 #include "parley/parley.h"
@@ -20,12 +24,14 @@
 struct parley_library {
   std::unique_ptr<parley::identity::SpeakerLibrary> library;
   std::string list_json;
+  std::string export_json;
 };
 
 struct parley_identification {
   parley::identity::Identification identification;
   std::vector<int> speakers;  // result speaker index per named speaker
   std::string json;
+  parley::pipeline::DiarizationResult named;  // the result with the names, for its formats
 };
 
 namespace {
@@ -109,6 +115,48 @@ parley_status parley_library_remove(parley_library* library, const char* name, s
   });
 }
 
+parley_status parley_library_rename(parley_library* library, const char* from, const char* to,
+                                    int merge, size_t* renamed) {
+  return parley::api::run_guarded([&] {
+    require(library, "parley_library_rename", "library");
+    require(from, "parley_library_rename", "from");
+    require(to, "parley_library_rename", "to");
+    std::size_t count = 0;
+    try {
+      count = library->library->rename(from, to, merge != 0);
+    } catch (const parley::Error& error) {
+      invalid_argument(fmt::format("parley_library_rename: {}", error.what()));
+    }
+    if (renamed != nullptr) *renamed = count;
+  });
+}
+
+const char* parley_library_export_json(parley_library* library) {
+  const char* answer = nullptr;
+  const parley_status status = parley::api::run_guarded([&] {
+    require(library, "parley_library_export_json", "library");
+    library->export_json = library->library->export_json();
+    answer = library->export_json.c_str();
+  });
+  return status == PARLEY_OK ? answer : nullptr;
+}
+
+parley_status parley_library_import_json(parley_library* library, const char* document,
+                                         const parley_diarizer* diarizer, size_t* imported) {
+  return parley::api::run_guarded([&] {
+    require(library, "parley_library_import_json", "library");
+    require(document, "parley_library_import_json", "document");
+    const std::string digest = diarizer != nullptr ? digest_of(*diarizer) : std::string();
+    std::size_t count = 0;
+    try {
+      count = library->library->import_json(document, digest);
+    } catch (const parley::Error& error) {
+      invalid_argument(fmt::format("parley_library_import_json: {}", error.what()));
+    }
+    if (imported != nullptr) *imported = count;
+  });
+}
+
 parley_status parley_identify(parley_library* library, const parley_diarizer* diarizer,
                               const parley_result* result, double threshold,
                               parley_identification** identification) {
@@ -133,6 +181,7 @@ parley_status parley_identify(parley_library* library, const parley_diarizer* di
     handle->json = parley::identity::add_identification_json(
         parley::pipeline::format_json(named.turns, named.exclusive_turns, named.speaker_embeddings),
         handle->identification);
+    handle->named = std::move(named);
     *identification = handle.release();
   });
 }
@@ -150,6 +199,31 @@ parley_named_speaker parley_identification_speaker(const parley_identification* 
 
 const char* parley_identification_json(const parley_identification* identification) {
   return identification == nullptr ? nullptr : identification->json.c_str();
+}
+
+char* parley_identification_format(const parley_identification* identification, const char* format,
+                                   int exclusive, const char* uri) {
+  char* answer = nullptr;
+  static_cast<void>(parley::api::run_guarded([&] {
+    require(identification, "parley_identification_format", "identification");
+    if (format == nullptr) invalid_argument("parley_identification_format: format is NULL");
+    parley::pipeline::ResultFormatOptions options;
+    options.exclusive = exclusive != 0;
+    options.uri = uri != nullptr ? std::string(uri) : identification->named.uri;
+    std::string text;
+    // The writer's checks (a uri RTTM cannot hold, an unknown format), named by the function.
+    try {
+      text = parley::identity::format_identified(identification->named,
+                                                 identification->identification, format, options);
+    } catch (const parley::Error& error) {
+      invalid_argument(fmt::format("parley_identification_format: {}", error.what()));
+    }
+    // malloc, not new: parley_free releases it, and a binding may hand it to free().
+    answer = static_cast<char*>(std::malloc(text.size() + 1));
+    if (answer == nullptr) throw std::bad_alloc();
+    std::memcpy(answer, text.c_str(), text.size() + 1);
+  }));
+  return answer;
 }
 
 void parley_identification_free(parley_identification* identification) { delete identification; }

@@ -25,6 +25,7 @@
 #include "core/temporary_directory.h"
 #include "core/text.h"
 #include "corpus/engine_layout.h"
+#include "identity/named_output.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/result_writer.h"
@@ -58,15 +59,18 @@ std::optional<transcript::TranscriptFormat> transcript_format(const DiarizeArgum
   return transcript::parse_transcript_format(arguments.transcript_format);
 }
 
+// `names`: the identification that named `result`'s speakers (their scores go into the text);
+// null when none.
 std::string fused_transcript(const pipeline::DiarizationResult& result,
-                             const transcript::Transcript& words,
-                             const DiarizeArguments& arguments) {
+                             const transcript::Transcript& words, const DiarizeArguments& arguments,
+                             const identity::Identification* names) {
   const transcript::Transcript labelled =
       pipeline::label_transcript(result, words, arguments.gap_tolerance);
   pipeline::ResultFormatOptions options;
   options.exclusive = arguments.flags.exclusive;
   options.transcript = &labelled;
   const std::string format = arguments.flags.format.empty() ? "txt" : arguments.flags.format;
+  if (names != nullptr) return identity::format_identified(result, *names, format, options);
   return pipeline::format_result(result, format, options);
 }
 
@@ -289,11 +293,10 @@ void run_diarize(const DiarizeArguments& arguments) {
     } else {
       words = std::move(*given_words);
     }
-    if (namer.naming()) {
-      static_cast<void>(identity::identify(result, namer.candidates(), namer.threshold()));
-    }
+    std::optional<identity::Identification> names;
+    if (namer.naming()) names = namer.namer().identify(result);
     try {
-      text = fused_transcript(result, words, arguments);
+      text = fused_transcript(result, words, arguments, names ? &*names : nullptr);
     } catch (const Error& error) {
       fail("{}; {}", error.what(), keep_turns(result, arguments));
     }

@@ -20,6 +20,7 @@
 #include "core/text.h"
 #include "corpus/corpus_engine.h"
 #include "corpus/engine_layout.h"
+#include "corpus/linked_run.h"
 #include "corpus/out_dir_writer.h"
 #include "corpus/recording_list.h"
 #include "corpus/run_record.h"
@@ -108,54 +109,6 @@ std::vector<fs::path> corpus_recordings(const std::vector<std::string>& audio,
   }
   return once;
 }
-
-namespace {
-
-// The end of a linked run: the speakers of every recording held in `held` linked (and named
-// from the library), each result written with its global labels (through `writer` under
-// --out-dir, else into `texts`), and the speakers table. A result that cannot be written counts
-// as failed.
-void write_linked(std::vector<std::optional<corpus::RecordingOutcome>>& held,
-                  const std::vector<corpus::CorpusRecording>& inputs,
-                  const std::vector<corpus::PlannedOutputs>& destinations, const ResultNamer& namer,
-                  const DiarizationFlags& flags, const std::optional<corpus::OutDirWriter>& writer,
-                  const std::string& table_path, const OutputOptions& output_options,
-                  std::vector<std::optional<std::string>>& texts, std::size_t& failed,
-                  std::size_t& diarized) {
-  std::vector<std::size_t> order;  // the input index of each linked recording
-  std::vector<identity::RecordingSpeakers> speakers;
-  for (std::size_t k = 0; k < held.size(); ++k) {
-    if (!held[k]) continue;
-    order.push_back(k);
-    speakers.push_back(identity::recording_speakers(*held[k]->result));
-    speakers.back().recording = inputs[k].uri;
-  }
-  identity::Linking linking = identity::link_speakers(speakers, namer.threshold());
-  identity::name_linked_speakers(linking, namer.candidates());
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const std::size_t k = order[i];
-    corpus::RecordingOutcome& outcome = *held[k];
-    try {
-      if (!writer) {
-        texts[k] = format_linked(*outcome.result, linking, i, flags);
-        continue;
-      }
-      writer->write(destinations[k], *outcome.result, outcome.wall_seconds,
-                    [&](const pipeline::DiarizationResult& result, const std::string& format) {
-                      DiarizationFlags one = flags;
-                      one.format = format;
-                      return format_linked(result, linking, i, one);
-                    });
-    } catch (const Error& error) {
-      spdlog::error("{}: {}", inputs[k].audio.string(), error.what());
-      ++failed;
-      --diarized;
-    }
-  }
-  write_output(identity::speakers_table(linking), table_path, output_options);
-}
-
-}  // namespace
 
 void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
                 const DiarizationFlags& flags, const EngineFlags& engine,
@@ -284,18 +237,26 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
 
     // Without --out-dir the RTTM goes out in input order, each as soon as those before it are.
     std::vector<std::optional<std::string>> texts(inputs.size());
-    // Linked: every result waits for the end of the run (speaker turns and centroids: small).
-    std::vector<std::optional<corpus::RecordingOutcome>> held(linking ? inputs.size() : 0);
+    // Linked: every result waits for the end of the run (corpus/linked_run.h); the table goes to
+    // standard output, before the results, when asked to.
+    std::optional<corpus::LinkedRun> linked;
+    if (linking) {
+      linked.emplace(corpus::LinkRequest{namer.threshold(),
+                                         table_path == "-" ? fs::path() : fs::path(table_path),
+                                         namer.candidates(), flags.exclusive},
+                     writer ? &*writer : nullptr, std::vector<std::string>{format});
+    }
     std::size_t next_to_print = 0;
     const std::size_t failed_before = failed;
     const auto run_start = std::chrono::steady_clock::now();
     progress.begin("recordings", inputs.size());
     corpus_engine->run(inputs, [&](corpus::RecordingOutcome outcome) {
       const std::size_t k = outcome.index;
-      if (outcome.ok() && linking) {
+      if (outcome.ok() && linked) {
         ++diarized;
         audio_seconds += outcome.result->duration_seconds;
-        held[k] = std::move(outcome);
+        linked->hold(k, inputs[k].uri, std::move(outcome),
+                     writer ? destinations[k] : corpus::PlannedOutputs{});
         progress.update(diarized + failed - failed_before);
         return;
       }
@@ -336,9 +297,15 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
                                   elapsed > 0.0 ? audio_seconds / elapsed : 0.0));
     });
     progress.end();
-    if (linking) {
-      write_linked(held, inputs, destinations, namer, flags, writer, table_path, output_options,
-                   texts, failed, diarized);
+    if (linked) {
+      corpus::LinkedOutcome done = linked->finish(output_options);
+      for (auto& [k, text] : done.texts) texts[k] = std::move(text);
+      for (const auto& [k, why] : done.failures) {
+        spdlog::error("{}: {}", inputs[k].audio.string(), why);
+        ++failed;
+        --diarized;
+      }
+      if (table_path == "-") write_output(done.table, "-");
       if (out_dir.empty() && flags.out == "-") {
         for (const auto& text : texts) write_output(text.value_or(""), "-");
       }

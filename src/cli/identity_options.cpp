@@ -1,15 +1,6 @@
 #include "cli/identity_options.h"
 
-#include <limits>
-
-#include <spdlog/spdlog.h>
-
-#include "core/error.h"
-#include "core/sha256.h"
-#include "frames/output.h"
-#include "frames/segments.h"
-#include "identity/speaker_library.h"
-#include "identity/voiceprint.h"
+#include "identity/named_output.h"
 
 namespace parley::cli {
 
@@ -38,93 +29,30 @@ void add_identity_flags(CLI::App& command, IdentityFlags& flags) {
 
 ResultNamer::ResultNamer(const IdentityFlags& flags, const std::filesystem::path& embedding_model)
     : threshold_(flags.threshold) {
-  if (!flags.naming()) return;
-  named_library_ = true;
-  const identity::SpeakerLibrary library(flags.voiceprints);
-  const auto entries = library.list();
-  if (entries.empty()) {
-    spdlog::warn("{}: the speaker library is empty; no speaker will be named", flags.voiceprints);
-  }
-  try {
-    candidates_ =
-        identity::library_candidates(entries, identity::embedding_model_digest(embedding_model));
-  } catch (const Error& error) {
-    fail("{}: {}", flags.voiceprints, error.what());
-  }
-  library_digest_ = sha256_text(library.export_json());
-}
-
-nlohmann::ordered_json ResultNamer::settings() const {
-  if (!named_library_) return nullptr;
-  return {{"library_sha256", library_digest_}, {"threshold", threshold_}};
+  if (flags.naming())
+    namer_ = identity::LibraryNamer(flags.voiceprints, flags.threshold, embedding_model);
 }
 
 std::string ResultNamer::format(pipeline::DiarizationResult result,
                                 const DiarizationFlags& flags) const {
-  if (!named_library_) return format_result(result, flags);
-  const identity::Identification identification =
-      identity::identify(result, candidates_, threshold_);
-  std::string text = format_result(result, flags);
-  if (flags.format == "json") text = identity::add_identification_json(text, identification);
-  return text;
+  check_format(flags, false);
+  pipeline::ResultFormatOptions options;
+  options.exclusive = flags.exclusive;
+  return namer_.format(std::move(result), flags.format.empty() ? "rttm" : flags.format, options);
 }
 
 std::function<identity::Identification(pipeline::DiarizationResult&)> library_identifier(
     const std::string& library, double threshold, const std::filesystem::path& embedding_model) {
-  IdentityFlags flags;
-  flags.voiceprints = library;
-  flags.threshold = threshold;
-  static_cast<void>(ResultNamer(flags, embedding_model));  // fails now on a foreign library
-  const std::string digest = identity::embedding_model_digest(embedding_model);
-  return [library, threshold, digest](pipeline::DiarizationResult& result) {
-    try {
-      const identity::SpeakerLibrary opened(library);
-      return identity::identify(result, identity::library_candidates(opened.list(), digest),
-                                threshold);
-    } catch (const Error& error) {
-      spdlog::error("{}: {}: speakers left unnamed", library, error.what());
-      identity::Identification none;
-      none.threshold = threshold;
-      return none;
-    }
-  };
+  return identity::library_identifier(library, threshold, embedding_model);
 }
 
 std::string format_linked(pipeline::DiarizationResult result, const identity::Linking& linking,
                           std::size_t index, const DiarizationFlags& flags) {
-  identity::apply_linking(linking, index, result);
-  std::string text = format_result(result, flags);
-  if (flags.format != "json") return text;
-  nlohmann::ordered_json document = nlohmann::ordered_json::parse(text);
-  const auto& globals = linking.global_of.at(index);
-  nlohmann::ordered_json embeddings = nlohmann::ordered_json::object();
-  nlohmann::ordered_json speakers = nlohmann::ordered_json::array();
-  std::size_t local = 0;
-  for (auto& [label, embedding] : document["speaker_embeddings"].items()) {
-    const auto& global = linking.speakers[globals.at(local)];
-    // A speaker without a centroid got a global label of its own: say why it was not linked.
-    std::vector<float> values;
-    for (const auto& value : embedding) {
-      // NaN is written as null.
-      values.push_back(value.is_number() ? value.get<float>()
-                                         : std::numeric_limits<float>::quiet_NaN());
-    }
-    const std::string why = identity::why_not_comparable(values);
-    embeddings[global.label] = std::move(embedding);
-    nlohmann::ordered_json speaker = {{"label", pipeline::speaker_label(local)},
-                                      {"global", global.label}};
-    if (!global.name.empty()) {
-      speaker["name"] = global.name;
-      speaker["score"] = global.score;
-      speaker["confidence"] = global.confidence;
-    }
-    if (!why.empty()) speaker["reason"] = why;
-    speakers.push_back(std::move(speaker));
-    ++local;
-  }
-  document["speaker_embeddings"] = std::move(embeddings);
-  document["speaker_linking"] = {{"threshold", linking.threshold}, {"speakers", speakers}};
-  return document.dump(2) + "\n";
+  check_format(flags, false);
+  pipeline::ResultFormatOptions options;
+  options.exclusive = flags.exclusive;
+  return identity::format_linked(std::move(result), linking, index,
+                                 flags.format.empty() ? "rttm" : flags.format, options);
 }
 
 }  // namespace parley::cli

@@ -13,6 +13,7 @@
 
 #include "cli/diarization_options.h"
 #include "identity/identification.h"
+#include "identity/library_namer.h"
 #include "identity/speaker_linking.h"
 
 namespace parley::cli {
@@ -33,38 +34,33 @@ void add_identity_flags(CLI::App& command, IdentityFlags& flags);
 void add_threshold_flag(CLI::App& command, double& threshold);
 
 // The library's voiceprints for the embedding model in use, read once, before any diarization:
-// a library of another model fails at once.
+// a library of another model fails at once (identity::LibraryNamer, with the flags' values).
 class ResultNamer {
  public:
   ResultNamer() = default;
   ResultNamer(const IdentityFlags& flags, const std::filesystem::path& embedding_model);
 
-  bool naming() const { return !candidates_.empty() || named_library_; }
+  bool naming() const { return namer_.naming(); }
   double threshold() const { return threshold_; }
-  const std::vector<identity::Candidate>& candidates() const { return candidates_; }
+  const std::vector<identity::Candidate>& candidates() const { return namer_.candidates(); }
   // What the run's settings record: a rerun with another library or threshold is not skipped.
-  nlohmann::ordered_json settings() const;
+  nlohmann::ordered_json settings() const { return namer_.settings(); }
+  const identity::LibraryNamer& namer() const { return namer_; }
 
-  // Names the clusters of `result` (its turns renamed) and formats it as the flags say; JSON
-  // carries the names and scores. Without a library, format_result as it is.
+  // Names the clusters of `result` (its turns renamed) and formats it as the flags say, with
+  // the names' scores (identity/named_output.h). Without a library, format_result as it is.
   std::string format(pipeline::DiarizationResult result, const DiarizationFlags& flags) const;
 
  private:
-  std::vector<identity::Candidate> candidates_;
+  identity::LibraryNamer namer_;
   double threshold_ = identity::kDefaultThreshold;
-  bool named_library_ = false;
-  std::string library_digest_;
 };
 
-// For `parley serve --voiceprints`: names each result from the library as it is when the result
-// comes (voiceprints added while the server runs count; each call opens its own connection). A
-// library of another model fails here, at once; one that goes wrong later leaves that result
-// unnamed, with an error in the log.
+// identity::library_identifier, for `parley serve --voiceprints`.
 std::function<identity::Identification(pipeline::DiarizationResult&)> library_identifier(
     const std::string& library, double threshold, const std::filesystem::path& embedding_model);
 
-// A linked corpus result in the format the flags say (turns renamed to the global labels; JSON
-// carries "speaker_linking": {"threshold", "speakers": [{"label", "global", "name"}...]}).
+// A linked corpus result in the format the flags say (identity::format_linked).
 std::string format_linked(pipeline::DiarizationResult result, const identity::Linking& linking,
                           std::size_t index, const DiarizationFlags& flags);
 

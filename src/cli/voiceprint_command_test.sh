@@ -57,7 +57,45 @@ set +e; "$parley" voiceprint add --library "$lib" Carol --from "$work/clip.json"
 check '[ $status -ne 0 ] && grep -q "SPEAKER_01 cannot give a voiceprint, no centroid" "$work/err"' "no voiceprint from a zero centroid ($(cat "$work/err"))"
 "$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" -o "$work/named.rttm" -q
 check 'grep -q " Bob " "$work/named.rttm" && ! grep -q SPEAKER_00 "$work/named.rttm"' "RTTM carries the name"
-"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --format txt -q | grep -q " Bob$"
+# Subtitles and text show the named speaker's score; RTTM's column 9 its confidence.
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --format txt -q | grep -q " Bob (1.00)$"
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --format srt -q | grep -qx "Bob (1.00)"
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --format vtt -q | grep -qx "Bob (1.00)"
+check 'awk '"'"'$8 == "Bob" && $9 !~ /^[01]\.[0-9][0-9][0-9]$/ { bad = 1 } $8 != "Bob" && $9 != "<NA>" { bad = 1 } END { exit bad }'"'"' "$work/named.rttm"' "RTTM column 9 ($(cat "$work/named.rttm"))"
+check '! "$parley" diarize "$a/clip.wav" "${m[@]}" --format srt -q | grep -q "("' "unnamed subtitles carry no score"
+# A fused transcript: named with scores in its text, and its JSON has the identification.
+printf '1\n00:00:00,500 --> 00:00:09,000\nhello there\n\n2\n00:00:10,000 --> 00:00:19,000\ngeneral kenobi\n\n' >"$work/words.srt"
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --transcript "$work/words.srt" --format json -q -o "$work/fused.json"
+/usr/bin/python3 - "$work/fused.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["identification"]["speakers"][0]["name"] == "Bob", d.get("identification")
+assert "transcript" in d and all(s["speaker"] != "SPEAKER_00" for s in d["transcript"]), d["transcript"]
+PY
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --transcript "$work/words.srt" --format txt -q >"$work/fused.txt"
+check '! grep -q "SPEAKER_00" "$work/fused.txt" && { ! grep -q "Bob" "$work/fused.txt" || grep -q "Bob (1.00): " "$work/fused.txt"; }' "fused text tags Bob ($(cat "$work/fused.txt"))"
+
+# A named out-dir run records how names were written ("named_output": 2): a rerun skips it, and a
+# run recorded before scores were written (no "named_output") is redone once.
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --out-dir "$work/named-dir" -q
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --out-dir "$work/named-dir" 2>"$work/err"
+check 'grep -q "0 of 1 recordings diarized\|nothing diarized" "$work/err"' "named rerun skipped ($(cat "$work/err"))"
+/usr/bin/python3 - "$work/named-dir/.parley/clip.rttm.json" <<'PY'
+import hashlib, json, sys
+path = sys.argv[1]
+record = json.load(open(path))
+settings = record["settings"]
+fingerprint = lambda s: hashlib.sha256(json.dumps(s, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+assert settings["voiceprints"]["named_output"] == 2, settings["voiceprints"]
+assert fingerprint(settings) == record["fingerprint"], "the fingerprint is not the settings' sha256"
+del settings["voiceprints"]["named_output"]
+record["fingerprint"] = fingerprint(settings)
+json.dump(record, open(path, "w"), indent=2, ensure_ascii=False)
+PY
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --out-dir "$work/named-dir" 2>"$work/err"
+check 'grep -q "^1 of 1 recordings diarized" "$work/err"' "an older named record is redone ($(cat "$work/err"))"
+"$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --out-dir "$work/named-dir" 2>"$work/err"
+check 'grep -q "nothing diarized" "$work/err"' "redone once ($(cat "$work/err"))"
 # A threshold above every score names nobody.
 "$parley" diarize "$a/clip.wav" "${m[@]}" --voiceprints "$lib" --identify-threshold 0.99999 --format json -q -o "$work/strict.json"
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [s["name"] for s in d["identification"]["speakers"]]==["Bob"], d["identification"]' "$work/strict.json"
@@ -133,6 +171,9 @@ for name in ("clip", "copy"):
     assert link["SPEAKER_00"]["global"] == "Bob" and link["SPEAKER_00"]["name"] == "Bob", link
     assert any(t["speaker"] == "Bob" for t in d["diarization"])
 PY
+# --speakers-table puts the table there, and none in the out-dir.
+"$parley" diarize --manifest "$work/list.txt" "${m[@]}" --link-speakers --out-dir "$work/linked-table" --speakers-table "$work/table.tsv" -q
+check '[ -s "$work/table.tsv" ] && [ ! -e "$work/linked-table/speakers.tsv" ] && [ -s "$work/linked-table/clip.rttm" ]' "table where --speakers-table says"
 set +e; "$parley" diarize "$a/clip.wav" "$a/copy.wav" "${m[@]}" --link-speakers -q 2>"$work/err"; status=$?; set -e
 check '[ $status -ne 0 ] && grep -q "speakers-table" "$work/err"' "linking without a place for its table refused"
 echo "voiceprint command: all checks passed"

@@ -82,7 +82,9 @@ std::vector<Turn> read_rttm(const std::filesystem::path& path) {
   return parse_rttm(read_text_file(path, "RTTM file"), path.string());
 }
 
-std::string format_rttm_line(const Turn& turn) {
+std::string format_rttm_line(const Turn& turn) { return format_rttm_line(turn, std::nullopt); }
+
+std::string format_rttm_line(const Turn& turn, std::optional<double> confidence) {
   // pyannote.core's SEGMENT_PRECISION: a segment shorter than this has duration 0.
   constexpr double kSegmentPrecision = 1e-6;
   if (holds_whitespace(turn.file_id)) {
@@ -102,10 +104,14 @@ std::string format_rttm_line(const Turn& turn) {
     fail("cannot write RTTM: turn of '{}' in '{}' has start {} and duration {}; both must be >= 0",
          turn.speaker, turn.file_id, turn.start, turn.duration);
   }
+  if (confidence && !std::isfinite(*confidence)) {
+    fail("cannot write RTTM: confidence {} of '{}' is not a number", *confidence, turn.speaker);
+  }
   const std::string_view file_id = turn.file_id.empty() ? "<NA>" : std::string_view(turn.file_id);
   const double duration = turn.duration > kSegmentPrecision ? turn.duration : 0.0;
-  return fmt::format("SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> {} <NA> <NA>\n", file_id, turn.start,
-                     duration, turn.speaker);
+  return fmt::format("SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> {} {} <NA>\n", file_id, turn.start,
+                     duration, turn.speaker,
+                     confidence ? fmt::format("{:.3f}", *confidence) : std::string("<NA>"));
 }
 
 std::string recording_uri(const std::filesystem::path& audio) {

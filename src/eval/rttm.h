@@ -5,6 +5,7 @@
 // File ids and speaker names are opaque byte strings (UTF-8 works); they cannot hold spaces.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,6 +49,12 @@ std::vector<Turn> parse_rttm(std::string_view text, std::string_view source);
 // when the speaker name is empty, or when the start is negative or not finite or the duration is
 // NaN, infinite or negative beyond that 1 us.
 std::string format_rttm_line(const Turn& turn);
+
+// The same line with column 9 (the RTTM Conf field) holding `confidence` with 3 decimals, as a
+// named speaker's identification confidence (identity/identification.h) is written; without one,
+// <NA> and the same bytes as format_rttm_line(turn). parse_rttm ignores the column either way.
+// Fails on a confidence that is not finite.
+std::string format_rttm_line(const Turn& turn, std::optional<double> confidence);
 
 // format_rttm_line of every turn, in order.
 std::string format_rttm(std::span<const Turn> turns);

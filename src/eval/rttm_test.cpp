@@ -173,5 +173,20 @@ TEST(Rttm, RefusesADeviceInsteadOfAFile) {
   }
 }
 
+TEST(Rttm, ConfidenceGoesInColumnNineAndReadsBack) {
+  const Turn turn{"meeting", 1.25, 2.5, "Alice"};
+  const std::string line = format_rttm_line(turn, 0.8126);
+  EXPECT_EQ(line, "SPEAKER meeting 1 1.250 2.500 <NA> <NA> Alice 0.813 <NA>\n");
+  const auto turns = parse_rttm(line, "named.rttm");
+  ASSERT_EQ(turns.size(), 1u);
+  EXPECT_EQ(turns[0], turn);
+  // Without a confidence: the bytes every unnamed output and golden holds.
+  EXPECT_EQ(format_rttm_line(turn, std::nullopt), format_rttm_line(turn));
+  EXPECT_EQ(format_rttm_line(turn), "SPEAKER meeting 1 1.250 2.500 <NA> <NA> Alice <NA> <NA>\n");
+  EXPECT_EQ(format_rttm_line(turn, 0.0),
+            "SPEAKER meeting 1 1.250 2.500 <NA> <NA> Alice 0.000 <NA>\n");
+  EXPECT_THROW(format_rttm_line(turn, std::numeric_limits<double>::quiet_NaN()), Error);
+}
+
 }  // namespace
 }  // namespace parley::eval

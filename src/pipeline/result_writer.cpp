@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,7 +28,36 @@ transcript::Transcript speaker_cues(std::span<const Turn> turns) {
   return cues;
 }
 
+const SpeakerScore* find_score(std::string_view label, std::span<const SpeakerScore> scores) {
+  const auto found = std::find_if(scores.begin(), scores.end(),
+                                  [&](const SpeakerScore& score) { return score.label == label; });
+  return found == scores.end() ? nullptr : &*found;
+}
+
+std::vector<Turn> scored_turns(std::span<const Turn> turns, std::span<const SpeakerScore> scores) {
+  std::vector<Turn> tagged(turns.begin(), turns.end());
+  for (Turn& turn : tagged) turn.speaker = scored_label(turn.speaker, scores);
+  return tagged;
+}
+
+transcript::Transcript scored_transcript(const transcript::Transcript& words,
+                                         std::span<const SpeakerScore> scores) {
+  transcript::Transcript tagged = words;
+  for (transcript::Segment& segment : tagged) {
+    if (segment.speaker) segment.speaker = scored_label(*segment.speaker, scores);
+    for (transcript::Word& word : segment.words) {
+      if (word.speaker) word.speaker = scored_label(*word.speaker, scores);
+    }
+  }
+  return tagged;
+}
+
 }  // namespace
+
+std::string scored_label(const std::string& label, std::span<const SpeakerScore> scores) {
+  const SpeakerScore* score = find_score(label, scores);
+  return score == nullptr ? label : fmt::format("{} ({:.2f})", label, score->score);
+}
 
 std::span<const std::string_view> result_format_names() { return kFormats; }
 
@@ -53,7 +84,15 @@ std::string format_result(const DiarizationResult& result, std::string_view form
           "name without them",
           uri);
     }
-    return eval::format_rttm(to_eval_turns(turns, uri));
+    const auto eval_turns = to_eval_turns(turns, uri);
+    if (options.speaker_scores.empty()) return eval::format_rttm(eval_turns);
+    std::string text;
+    for (const eval::Turn& turn : eval_turns) {
+      const SpeakerScore* score = find_score(turn.speaker, options.speaker_scores);
+      text += eval::format_rttm_line(
+          turn, score != nullptr ? std::optional<double>(score->confidence) : std::nullopt);
+    }
+    return text;
   }
   if (format == "json") {
     std::string json = format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);
@@ -63,10 +102,17 @@ std::string format_result(const DiarizationResult& result, std::string_view form
     // A transcript's text need not be UTF-8; its writers replace what is not (U+FFFD) too.
     return document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   }
-  if (format == "txt") {
-    return words != nullptr ? transcript::format_text(*words) : format_text(turns);
+  const auto scores = options.speaker_scores;
+  std::optional<transcript::Transcript> scored_words;
+  if (words != nullptr && !scores.empty()) {
+    scored_words = scored_transcript(*words, scores);
+    words = &*scored_words;
   }
-  const transcript::Transcript cues = words != nullptr ? *words : speaker_cues(turns);
+  const std::vector<Turn> scored = scored_turns(turns, scores);
+  if (format == "txt") {
+    return words != nullptr ? transcript::format_text(*words) : format_text(scored);
+  }
+  const transcript::Transcript cues = words != nullptr ? *words : speaker_cues(scored);
   return format == "srt" ? transcript::format_srt(cues) : transcript::format_webvtt(cues);
 }
 

@@ -103,5 +103,58 @@ TEST(ResultWriter, RttmRefusesAUriItCannotHoldEvenWithoutTurns) {
   EXPECT_EQ(format_result(DiarizationResult{}, "rttm", fine), "");
 }
 
+// SPEAKER_00 named Alice: its turns carry the name, and its scores go where each format has room.
+DiarizationResult alice_and_one_unnamed() {
+  DiarizationResult result = two_speakers();
+  for (auto* turns : {&result.turns, &result.exclusive_turns}) (*turns)[0].speaker = "Alice";
+  return result;
+}
+
+TEST(ResultWriter, NamedSpeakersCarryTheirScoresInEveryFormat) {
+  const DiarizationResult result = alice_and_one_unnamed();
+  const std::vector<SpeakerScore> scores = {{"Alice", 0.8126, 0.2349}};
+  ResultFormatOptions scored = options(true);
+  scored.speaker_scores = scores;
+  EXPECT_EQ(format_result(result, "rttm", scored),
+            "SPEAKER clip 1 0.500 1.000 <NA> <NA> Alice 0.235 <NA>\n"
+            "SPEAKER clip 1 1.500 1.750 <NA> <NA> SPEAKER_01 <NA> <NA>\n");
+  EXPECT_EQ(format_result(result, "txt", scored),
+            "0.500 1.500 Alice (0.81)\n1.500 3.250 SPEAKER_01\n");
+  EXPECT_EQ(format_result(result, "srt", scored),
+            "1\n00:00:00,500 --> 00:00:01,500\nAlice (0.81)\n\n"
+            "2\n00:00:01,500 --> 00:00:03,250\nSPEAKER_01\n\n");
+  EXPECT_EQ(format_result(result, "vtt", scored),
+            "WEBVTT\n\n00:00:00.500 --> 00:00:01.500\nAlice (0.81)\n\n"
+            "00:00:01.500 --> 00:00:03.250\nSPEAKER_01\n\n");
+  // json keeps plain labels: its identification object (identity/) holds the scores.
+  EXPECT_EQ(format_result(result, "json", scored), format_result(result, "json"));
+  // Without scores a named result is written as before, byte for byte.
+  EXPECT_EQ(format_result(result, "rttm"),
+            "SPEAKER clip 1 0.500 1.500 <NA> <NA> Alice <NA> <NA>\n"
+            "SPEAKER clip 1 1.500 1.750 <NA> <NA> SPEAKER_01 <NA> <NA>\n");
+  EXPECT_EQ(scored_label("SPEAKER_01", scores), "SPEAKER_01");
+}
+
+TEST(ResultWriter, AFusedTranscriptTagsTheNamedSpeakers) {
+  const DiarizationResult result = alice_and_one_unnamed();
+  const transcript::Transcript words = {{0.6, 1.2, "hello there", {}, {}},
+                                        {2.0, 3.0, "general kenobi", {}, {}}};
+  const transcript::Transcript labelled = label_transcript(result, words);
+  const std::vector<SpeakerScore> scores = {{"Alice", 0.8126, 0.2349}};
+  ResultFormatOptions fused = options(false, "", &labelled);
+  fused.speaker_scores = scores;
+  EXPECT_EQ(format_result(result, "srt", fused),
+            "1\n00:00:00,600 --> 00:00:01,200\nAlice (0.81): hello there\n\n"
+            "2\n00:00:02,000 --> 00:00:03,000\nSPEAKER_01: general kenobi\n\n");
+  EXPECT_EQ(format_result(result, "txt", fused),
+            "[00:00:00] Alice (0.81): hello there\n[00:00:02] SPEAKER_01: general kenobi\n");
+  EXPECT_NE(format_result(result, "vtt", fused).find("Alice (0.81): hello there"),
+            std::string::npos);
+  const auto json = nlohmann::json::parse(format_result(result, "json", fused));
+  EXPECT_EQ(json["transcript"][0]["speaker"], "Alice");
+  EXPECT_EQ(format_result(result, "rttm", fused).substr(0, 54),
+            "SPEAKER clip 1 0.500 1.500 <NA> <NA> Alice 0.235 <NA>\n");
+}
+
 }  // namespace
 }  // namespace parley::pipeline

@@ -286,10 +286,9 @@ void JobQueue::finish(const Job& job, const corpus::RecordingOutcome& outcome,
   pipeline::DiarizationResult result = *outcome.result;
   std::optional<identity::Identification> identification;
   if (policy_.identify) identification = policy_.identify(result);
-  auto documents = result_documents(result, job.options.value("exclusive", false), job.transcript);
-  if (identification) {
-    documents["json"] = identity::add_identification_json(documents["json"], *identification);
-  }
+  const auto documents =
+      result_documents(result, job.options.value("exclusive", false), job.transcript,
+                       identification ? &*identification : nullptr);
   // Every document is on disk before the row says done: a crash in between re-runs the job,
   // which writes the same bytes again.
   for (const auto& [format, text] : documents) {

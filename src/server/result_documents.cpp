@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "identity/named_output.h"
 #include "pipeline/result_writer.h"
 #include "transcript/transcript.h"
 
@@ -14,7 +15,8 @@ std::vector<std::string> result_formats() {
 
 std::map<std::string, std::string> result_documents(const pipeline::DiarizationResult& result,
                                                     bool exclusive,
-                                                    const std::filesystem::path& transcript) {
+                                                    const std::filesystem::path& transcript,
+                                                    const identity::Identification* names) {
   std::optional<transcript::Transcript> labelled;
   if (!transcript.empty()) {
     labelled = pipeline::label_transcript(result, transcript::read_transcript(transcript));
@@ -24,7 +26,9 @@ std::map<std::string, std::string> result_documents(const pipeline::DiarizationR
   options.transcript = labelled ? &*labelled : nullptr;
   std::map<std::string, std::string> documents;
   for (const std::string_view format : pipeline::result_format_names()) {
-    documents.emplace(format, pipeline::format_result(result, format, options));
+    documents.emplace(format, names != nullptr
+                                  ? identity::format_identified(result, *names, format, options)
+                                  : pipeline::format_result(result, format, options));
   }
   return documents;
 }

@@ -2,12 +2,14 @@
 // The documents a finished job is served as, made once when it finishes (so that a result never
 // changes after it is first served, and serving it needs no models), by the writer every face
 // uses (pipeline/result_writer.h): rttm, json, txt, srt and vtt, with a transcript its
-// speaker-labelled text in txt, srt and vtt and its segments in json.
+// speaker-labelled text in txt, srt and vtt and its segments in json. A result named from a
+// speaker library carries its names and scores in all five (identity/named_output.h).
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "identity/identification.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::server {
@@ -17,10 +19,10 @@ std::vector<std::string> result_formats();
 
 // Format name -> document. `exclusive` picks the one-speaker-at-a-time turns for rttm, txt, srt
 // and vtt; `transcript` (empty: none) is fused with the exclusive turns, as `parley diarize
-// --transcript`.
-std::map<std::string, std::string> result_documents(const pipeline::DiarizationResult& result,
-                                                    bool exclusive,
-                                                    const std::filesystem::path& transcript);
+// --transcript`. `names`: the identification that named `result` (null: none).
+std::map<std::string, std::string> result_documents(
+    const pipeline::DiarizationResult& result, bool exclusive,
+    const std::filesystem::path& transcript, const identity::Identification* names = nullptr);
 
 // MIME type of a format's document.
 std::string result_content_type(const std::string& format);

@@ -6,7 +6,8 @@
 - every route wants the token (401 without it, or with another);
 - list, add from a finished job's speaker and from an uploaded recording's range (the same
   voiceprint `parley voiceprint add --start --end` makes), rename (409 onto a taken name unless
-  merge), remove, export and import (a voiceprint of another model refused, all or none);
+  merge), remove, export and import (a voiceprint of another model refused, all or none); a job
+  whose result another embedding model computed gives no voiceprint (422);
 - hostile input: malformed, oversized and mistyped JSON, unknown jobs and speakers, names with odd
   characters, a name in UTF-8 in the path: a clear 4xx, never a 5xx, and the server lives on;
 - concurrency: clients adding, renaming and removing while jobs are identified against the same
@@ -136,6 +137,16 @@ try:
     check(similarity > 0.9999, f"the server's voiceprint of a range is the CLI's ({similarity})")
     whole = ok(from_audio(server, "Dave"), 201, "a whole recording")["voiceprint"]
     check(whole["source"] == "clip.wav", f"Dave's source {whole['source']}")
+    # A job whose result another embedding model computed (its folder records that model's
+    # digest, as after a restart with other models): its centroids give no voiceprint here.
+    foreign_job = submit(server)
+    with open(f"{work}/state/jobs/{foreign_job}/embedding_model.sha256", "w") as digest_file:
+        digest_file.write(("0" if DIGEST[0] != "0" else "1") + DIGEST[1:] + "\n")
+    message = refused(call(server, "/v1/voiceprints", "POST",
+                           {"name": "Eve", "job": foreign_job, "speaker": label}), 422,
+                      "no_voiceprint", "a job of another embedding model")
+    check("another embedding model" in message, f"says why: {message}")
+    check("Eve" not in names(server), "nothing added from another model's job")
 
     # --- Rename and remove.
     ok(call(server, "/v1/voiceprints/Bob", "PATCH", {"name": "Robert"}), 200, "rename")

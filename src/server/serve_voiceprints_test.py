@@ -4,8 +4,8 @@
   serve_voiceprints_test.py PARLEY WRITE_TEST_EMBEDDING_MODEL WORK_DIR   (PARLEY_SHARED_DIR)
 
 A voiceprint is taken from a speaker of `parley diarize`'s JSON result for a clip; the server's
-job on the same clip names that speaker (the same audio gives the same centroid), in the JSON
-(with score) and the RTTM, once the voiceprint is added (while the server runs: the library is read
+job on the same clip names that speaker (the same audio gives the same centroid) in every document
+(the JSON with its identification, the RTTM with its confidence, srt/vtt/txt with its score), once the voiceprint is added (while the server runs: the library is read
 per job); a library of another model is refused at start. Exits 77 (skipped) without the shared folder."""
 import json
 import subprocess
@@ -54,7 +54,17 @@ try:
     named = {s["label"]: s for s in document["identification"]["speakers"]}
     check(named.get(labels[0], {}).get("name") == "Bob", f"Bob named: {named}")
     check(named[labels[0]]["score"] > 0.999, f"score {named[labels[0]]['score']}")
-    check(" Bob " in result(server, job, "rttm"), "the RTTM carries the name")
+    rttm = result(server, job, "rttm")
+    check(" Bob " in rttm, "the RTTM carries the name")
+    confidence = f"{named[labels[0]]['confidence']:.3f}"
+    for line in rttm.splitlines():
+        fields = line.split()
+        expected = confidence if fields[7] == "Bob" else "<NA>"
+        check(fields[8] == expected, f"RTTM column 9 {fields[8]!r}, not {expected!r}: {line}")
+    # Subtitles and text show the name with its score.
+    for format in ("srt", "vtt", "txt"):
+        text = result(server, job, format)
+        check("Bob (1.00)" in text and labels[0] not in text, f"{format} named with its score: {text[:300]!r}")
 finally:
     server.stop()
 
