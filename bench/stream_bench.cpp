@@ -38,6 +38,10 @@ struct Options {
   double memory_hours = 3.0;
   bool skip_realtime = false;
   std::string events_path;  // the as-fast-as-possible runs' events, one JSON line each
+  // Embeddings to measure (StreamConfig::embedding), fed in turn, `rounds` times over: on a busy
+  // machine alternating keeps the comparison fair.
+  std::vector<std::string> embeddings{"auto"};
+  int rounds = 1;
 };
 
 class Silent : public ProgressSink {
@@ -179,7 +183,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--skip-realtime", options.skip_realtime, "no real-time-paced runs");
   app.add_option("--events", options.events_path,
-                 "write the as-fast-as-possible runs' events here (to compare builds)");
+                 "write the as-fast-as-possible runs' events here (to compare builds; with "
+                 "several --stream-embedding, one file each, named PATH.EMBEDDING)");
+  app.add_option("--stream-embedding", options.embeddings,
+                 "stream embeddings to measure, in turn: auto, window, rolling")
+      ->check(CLI::IsMember({"auto", "window", "rolling"}))
+      ->capture_default_str();
+  app.add_option("--rounds", options.rounds,
+                 "feed every recording this many times per embedding, alternating (timings)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     pipeline::DiarizationConfig config;
@@ -198,60 +211,112 @@ int main(int argc, char** argv) {
       audios.push_back(std::move(audio));
     }
 
-    // Compute per second of audio, as fast as possible (default settings).
-    double audio_seconds = 0.0, wall = 0.0, cpu = 0.0;
-    StageTimes stages;
-    std::ofstream events_file;
-    if (!options.events_path.empty()) {
-      events_file.open(options.events_path);
-      if (!events_file) fail("cannot write {}", options.events_path);
+    // Compute per second of audio, as fast as possible (default settings but the embedding).
+    struct Measured {
+      std::string name;
+      stream::StreamConfig config;
+      std::string used;  // what auto resolved to
+      double audio_seconds = 0.0, wall = 0.0, cpu = 0.0;
+      StageTimes stages;
+      std::vector<pipeline::DiarizationResult> results;  // per recording, the first round's
+      std::vector<std::vector<std::string>> events;      // likewise
+    };
+    std::vector<Measured> measured;
+    for (const std::string& name : options.embeddings) {
+      Measured m;
+      m.name = name;
+      m.config.embedding = stream::parse_stream_embedding(name);
+      m.used = stream::stream_embedding_name(stream::StreamDiarizer(models, m.config).embedding());
+      measured.push_back(std::move(m));
     }
+    const eval::ScoringOptions scoring = eval::scoring_options(eval::Convention::strict);
+    // Speech-detection error of `hypothesis` against `reference`, and the share of the speech both
+    // detect whose speaker maps (optimal mapping) to the reference's.
+    const auto agreement = [&](const std::vector<pipeline::Turn>& reference,
+                               const std::vector<pipeline::Turn>& hypothesis) {
+      const eval::FileScore speakers =
+          eval::score_file("r", pipeline::to_eval_turns(reference, "r"),
+                           pipeline::to_eval_turns(hypothesis, "r"), nullptr, scoring);
+      const eval::FileScore speech =
+          eval::score_file("r", as_speech(reference), as_speech(hypothesis), nullptr, scoring);
+      const eval::ErrorTimes& s = speakers.times;
+      return fmt::format(
+          "speech-detection error {:.1f}% (missed {:.1f} s, false alarm {:.1f} s of {:.1f} s "
+          "speech), speech both detect with the mapped speaker {:.1f}%, DER {:.1f}%",
+          100.0 * speech.times.der(), speech.times.missed, speech.times.false_alarm,
+          speech.times.total, 100.0 * (1.0 - s.confusion / std::max(1e-9, s.total - s.missed)),
+          100.0 * s.der());
+    };
+    for (int round = 0; round < options.rounds; ++round) {
+      for (std::size_t r = 0; r < audios.size(); ++r) {
+        for (Measured& m : measured) {
+          const double cpu_before = process_cpu_seconds();
+          Fed fast = feed(models, m.config, audios[r], false);
+          m.cpu += process_cpu_seconds() - cpu_before;
+          m.audio_seconds += static_cast<double>(audios[r].size()) / 16000.0;
+          m.wall += fast.wall;
+          for (const auto& [stage, seconds] : fast.stages.entries()) m.stages.add(stage, seconds);
+          if (round == 0) {
+            m.results.push_back(std::move(fast.result));
+            m.events.push_back(std::move(fast.events));
+          }
+        }
+      }
+    }
+    for (const Measured& m : measured) {
+      if (options.events_path.empty()) break;
+      const std::string path =
+          measured.size() == 1 ? options.events_path : options.events_path + "." + m.name;
+      std::ofstream events_file(path);
+      if (!events_file) fail("cannot write {}", path);
+      for (const auto& lines : m.events) {
+        for (const std::string& line : lines) events_file << line << '\n';
+      }
+    }
+    // Agreement with the offline pipeline, and between the embeddings measured.
     for (std::size_t r = 0; r < audios.size(); ++r) {
-      const double cpu_before = process_cpu_seconds();
-      const Fed fast = feed(models, stream::StreamConfig{}, audios[r], false);
-      cpu += process_cpu_seconds() - cpu_before;
-      audio_seconds += static_cast<double>(audios[r].size()) / 16000.0;
-      wall += fast.wall;
-      for (const auto& [stage, seconds] : fast.stages.entries()) stages.add(stage, seconds);
-      for (const std::string& line : fast.events) events_file << line << '\n';
-      // Agreement with the offline pipeline.
       Silent silent;
       const pipeline::DiarizationResult batch = offline.diarize(audios[r], "r", silent);
-      const auto reference = pipeline::to_eval_turns(batch.turns, "r");
-      const auto hypothesis = pipeline::to_eval_turns(fast.result.turns, "r");
-      const eval::ScoringOptions scoring = eval::scoring_options(eval::Convention::strict);
-      const eval::FileScore speakers =
-          eval::score_file("r", reference, hypothesis, nullptr, scoring);
-      const auto ref_speech = as_speech(batch.turns), hyp_speech = as_speech(fast.result.turns);
-      const eval::FileScore speech =
-          eval::score_file("r", ref_speech, hyp_speech, nullptr, scoring);
-      const eval::ErrorTimes& s = speakers.times;
+      for (const Measured& m : measured) {
+        fmt::print("agreement {} ({}): {:.1f} s, live {} speakers / offline {}, vs offline: {}\n",
+                   options.recordings[r], m.used, static_cast<double>(audios[r].size()) / 16000.0,
+                   m.results[r].speaker_count, batch.speaker_count,
+                   agreement(batch.turns, m.results[r].turns));
+      }
+      for (std::size_t i = 1; i < measured.size(); ++i) {
+        const Measured& a = measured[0];
+        const Measured& b = measured[i];
+        std::size_t same = 0;
+        for (std::size_t e = 0; e < std::min(a.events[r].size(), b.events[r].size()); ++e) {
+          same += a.events[r][e] == b.events[r][e] ? 1 : 0;
+        }
+        fmt::print(
+            "agreement {} ({} vs {}): events {} / {}, {} identical in order; {} as reference: "
+            "{}\n",
+            options.recordings[r], b.used, a.used, b.events[r].size(), a.events[r].size(), same,
+            a.used, agreement(a.results[r].turns, b.results[r].turns));
+      }
+    }
+    for (const Measured& m : measured) {
+      const double rtf = m.wall / m.audio_seconds;
       fmt::print(
-          "agreement {}: {:.1f} s, live {} speakers / offline {}, speech-detection error {:.1f}% "
-          "(missed {:.1f} s, false alarm {:.1f} s of {:.1f} s offline speech), speech both detect "
-          "with the mapped speaker {:.1f}%, DER live vs offline {:.1f}%\n",
-          options.recordings[r], static_cast<double>(audios[r].size()) / 16000.0,
-          fast.result.speaker_count, batch.speaker_count, 100.0 * speech.times.der(),
-          speech.times.missed, speech.times.false_alarm, speech.times.total,
-          100.0 * (1.0 - s.confusion / std::max(1e-9, s.total - s.missed)), 100.0 * s.der());
+          "compute ({}): {:.1f} s of audio in {:.2f} s with {} thread(s): real-time factor "
+          "{:.3f}, {:.1f} real-time streams per {} thread(s) at most\n",
+          m.used, m.audio_seconds, m.wall, options.threads, rtf, 1.0 / rtf, options.threads);
+      // Where the time goes, per second of audio: what a change to one stage can save.
+      std::string split;
+      for (const auto& [stage, seconds] : m.stages.entries()) {
+        split +=
+            fmt::format("{}{} {:.3f}", split.empty() ? "" : ", ", stage, seconds / m.audio_seconds);
+      }
+      fmt::print(
+          "compute per second of audio ({}): CPU {:.3f} s, wall {:.3f} s; by stage (s/s): {}\n",
+          m.used, m.cpu / m.audio_seconds, m.wall / m.audio_seconds, split);
     }
-    const double rtf = wall / audio_seconds;
-    fmt::print(
-        "compute: {:.1f} s of audio in {:.2f} s with {} thread(s): real-time factor {:.3f}, "
-        "{:.1f} real-time streams per {} thread(s) at most\n",
-        audio_seconds, wall, options.threads, rtf, 1.0 / rtf, options.threads);
-    // Where the time goes, per second of audio: what a change to one stage can save.
-    std::string split;
-    for (const auto& [stage, seconds] : stages.entries()) {
-      split +=
-          fmt::format("{}{} {:.3f}", split.empty() ? "" : ", ", stage, seconds / audio_seconds);
-    }
-    fmt::print("compute per second of audio: CPU {:.3f} s, wall {:.3f} s; by stage (s/s): {}\n",
-               cpu / audio_seconds, wall / audio_seconds, split);
 
     if (!options.skip_realtime) {
       for (const double latency : options.latencies) {
-        stream::StreamConfig config_l;
+        stream::StreamConfig config_l = measured.front().config;
         config_l.latency_seconds = latency;
         std::vector<double> all;
         for (const auto& audio : audios) {
