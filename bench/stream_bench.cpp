@@ -42,6 +42,7 @@ struct Options {
   // machine alternating keeps the comparison fair.
   std::vector<std::string> embeddings{"auto"};
   int rounds = 1;
+  bool embedding_agreement = false;
 };
 
 class Silent : public ProgressSink {
@@ -125,6 +126,67 @@ std::vector<eval::Turn> as_speech(std::vector<pipeline::Turn> turns) {
   return speech;
 }
 
+double cosine(const NdArray<float>& a, const NdArray<float>& b, std::size_t row) {
+  double dot = 0.0, na = 0.0, nb = 0.0;
+  for (std::size_t d = 0; d < a.dim(1); ++d) {
+    dot += static_cast<double>(a(row, d)) * b(row, d);
+    na += static_cast<double>(a(row, d)) * a(row, d);
+    nb += static_cast<double>(b(row, d)) * b(row, d);
+  }
+  return dot / std::sqrt(na * nb);
+}
+
+// The rolling trunk's embeddings against whole windows', window by window at the default step,
+// for the local speakers active in at least 20 % of a window (those clustering learns from);
+// and, for scale, the whole-window embeddings' own change from one window to the next.
+void embedding_agreement(const stream::StreamModels& models, const std::string& name,
+                         const std::vector<float>& audio) {
+  const stream::WindowModel& model = models.model();
+  stream::StreamConfig config;
+  config.embedding = stream::StreamEmbedding::kRolling;
+  const std::size_t step = 8000;
+  const std::unique_ptr<stream::WindowModelState> state = model.open_stream(config, step);
+  std::vector<double> cosines, jitter;
+  stream::WindowAnalysis previous;
+  std::vector<bool> previous_long;
+  StageTimes times;
+  std::vector<float> window(160000, 0.0F);
+  for (std::size_t end = step; end < audio.size() + step; end += step) {
+    std::copy(window.begin() + step, window.end(), window.begin());
+    for (std::size_t i = 0; i < step; ++i) {
+      const std::size_t at = end - step + i;
+      window[window.size() - step + i] = at < audio.size() ? audio[at] : 0.0F;
+    }
+    const stream::WindowAnalysis whole = model.analyze_timed(window, times);
+    const stream::WindowAnalysis rolling = model.analyze_step(state.get(), window, times);
+    std::vector<bool> long_enough(whole.segmentation.dim(1), false);
+    for (std::size_t l = 0; l < long_enough.size(); ++l) {
+      std::size_t on = 0;
+      for (std::size_t f = 0; f < whole.segmentation.dim(0); ++f) {
+        on += whole.segmentation(f, l) > 0.5F ? 1 : 0;
+      }
+      if (on < whole.segmentation.dim(0) / 5) continue;
+      long_enough[l] = true;
+      cosines.push_back(cosine(whole.embeddings, rolling.embeddings, l));
+      if (!previous_long.empty() && previous_long[l]) {
+        jitter.push_back(1.0 - cosine(whole.embeddings, previous.embeddings, l));
+      }
+    }
+    previous = whole;
+    previous_long = long_enough;
+  }
+  std::vector<double> distances;
+  for (double c : cosines) distances.push_back(1.0 - c);
+  fmt::print(
+      "embeddings {} (rolling vs window, 0.5 s step, speakers in >= 20 % of a window): {} pairs, "
+      "cosine min {:.4f}, 1st pct {:.4f}, 5th pct {:.4f}, median {:.6f}; median 1 - cosine "
+      "{:.5f} against {:.5f} between consecutive windows' own embeddings\n",
+      name, cosines.size(),
+      cosines.empty() ? 0.0 : *std::min_element(cosines.begin(), cosines.end()),
+      percentile(cosines, 0.01), percentile(cosines, 0.05), percentile(cosines, 0.5),
+      percentile(distances, 0.5), percentile(jitter, 0.5));
+}
+
 // A model that costs nothing: the memory figures are about the stream's own state.
 class QuietModel : public stream::WindowModel {
  public:
@@ -189,6 +251,8 @@ int main(int argc, char** argv) {
                  "stream embeddings to measure, in turn: auto, window, rolling")
       ->check(CLI::IsMember({"auto", "window", "rolling"}))
       ->capture_default_str();
+  app.add_flag("--embedding-agreement", options.embedding_agreement,
+               "compare the rolling trunk's embeddings with whole windows', window by window");
   app.add_option("--rounds", options.rounds,
                  "feed every recording this many times per embedding, alternating (timings)")
       ->check(CLI::Range(1, 100))
@@ -296,6 +360,9 @@ int main(int argc, char** argv) {
             options.recordings[r], b.used, a.used, b.events[r].size(), a.events[r].size(), same,
             a.used, agreement(a.results[r].turns, b.results[r].turns));
       }
+    }
+    for (std::size_t r = 0; r < audios.size() && options.embedding_agreement; ++r) {
+      embedding_agreement(models, options.recordings[r], audios[r]);
     }
     for (const Measured& m : measured) {
       const double rtf = m.wall / m.audio_seconds;

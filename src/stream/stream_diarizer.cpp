@@ -134,9 +134,9 @@ class DiarizerWindowModel : public WindowModel {
   // embedding mode is shared), the graph tells the trunk's reach, and one session takes every
   // pass length (a provider compiling per shape would compile each step's lengths).
   bool rolling_by_default(const pipeline::EmbeddingExtractor& extractor, bool supported) const {
-    (void)extractor;
-    (void)supported;
-    return false;
+    return supported && diarizer_.config().embedding_mode == pipeline::EmbeddingMode::kShared &&
+           extractor.trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal &&
+           !extractor.opens_per_shape();
   }
 
   void check_window(std::span<const float> window) const {

@@ -171,7 +171,7 @@ TEST_F(StreamRolling, EmbeddingChoice) {
   const StreamModels shared = make_models();
   const StreamModels exact = make_models(pipeline::EmbeddingMode::kExact);
   StreamConfig config;
-  EXPECT_EQ(StreamDiarizer(shared, config).embedding(), StreamEmbedding::kWindow);
+  EXPECT_EQ(StreamDiarizer(shared, config).embedding(), StreamEmbedding::kRolling);
   EXPECT_EQ(StreamDiarizer(exact, config).embedding(), StreamEmbedding::kWindow);
   config.embedding = StreamEmbedding::kWindow;
   EXPECT_EQ(StreamDiarizer(shared, config).embedding(), StreamEmbedding::kWindow);
