@@ -130,7 +130,7 @@ struct StreamRun {
 };
 
 StreamRun stream_in_chunks(const StreamModels& models, const StreamConfig& config,
-                     const std::vector<float>& audio, const std::vector<std::size_t>& sizes) {
+                           const std::vector<float>& audio, const std::vector<std::size_t>& sizes) {
   StreamDiarizer diarizer(models, config);
   StreamRun run;
   run.used = diarizer.embedding();
