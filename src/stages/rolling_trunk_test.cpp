@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "graph/embedding_model_test_support.h"
 #include "stages/fixed_point_mean.h"
+#include "stages/trunk_test_support.h"
 
 namespace parley::pipeline {
 namespace {
@@ -19,29 +20,8 @@ namespace {
 constexpr std::size_t kRate = 16000;
 constexpr std::size_t kWindow = 160000;
 
-EmbeddingConfig test_model_config(int threads = 1) {
-  EmbeddingConfig config;
-  config.variance_epsilon = 1e-7;
-  config.feature_threads = threads;
-  config.session.intra_op_threads = threads;
-  return config;
-}
-
-// Tones changing every few hundred ms, a slow level change (so that window means differ from
-// step to step) and noise.
-std::vector<float> synthetic_recording(std::size_t samples) {
-  std::vector<float> audio(samples);
-  std::uint32_t seed = 4321;
-  for (std::size_t i = 0; i < samples; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    const double t = static_cast<double>(i) / kRate;
-    const double pitch = 120.0 + 35.0 * static_cast<double>((i / 3700) % 9);
-    const double level = 0.1 + 0.08 * std::sin(2.0 * 3.14159265358979 * t / 17.0);
-    audio[i] = static_cast<float>(level * std::sin(2.0 * 3.14159265358979 * pitch * t) +
-                                  0.01 * (static_cast<double>(seed >> 8) / 16777216.0 - 0.5));
-  }
-  return audio;
-}
+using trunk_testing::synthetic_recording;
+using trunk_testing::test_model_config;
 
 // The live diarizer's windows over `audio`: window k holds stream samples [k step - window,
 // k step), zeros before the stream and after its end. `virtual_recording` is what they are
