@@ -38,6 +38,11 @@ struct Options {
   double memory_hours = 3.0;
   bool skip_realtime = false;
   std::string events_path;  // the as-fast-as-possible runs' events, one JSON line each
+  // Embeddings to measure (StreamConfig::embedding), fed in turn, `rounds` times over: on a busy
+  // machine alternating keeps the comparison fair.
+  std::vector<std::string> embeddings{"auto"};
+  int rounds = 1;
+  bool embedding_agreement = false;
 };
 
 class Silent : public ProgressSink {
@@ -121,6 +126,67 @@ std::vector<eval::Turn> as_speech(std::vector<pipeline::Turn> turns) {
   return speech;
 }
 
+double cosine(const NdArray<float>& a, const NdArray<float>& b, std::size_t row) {
+  double dot = 0.0, na = 0.0, nb = 0.0;
+  for (std::size_t d = 0; d < a.dim(1); ++d) {
+    dot += static_cast<double>(a(row, d)) * b(row, d);
+    na += static_cast<double>(a(row, d)) * a(row, d);
+    nb += static_cast<double>(b(row, d)) * b(row, d);
+  }
+  return dot / std::sqrt(na * nb);
+}
+
+// The rolling trunk's embeddings against whole windows', window by window at the default step,
+// for the local speakers active in at least 20 % of a window (those clustering learns from);
+// and, for scale, the whole-window embeddings' own change from one window to the next.
+void embedding_agreement(const stream::StreamModels& models, const std::string& name,
+                         const std::vector<float>& audio) {
+  const stream::WindowModel& model = models.model();
+  stream::StreamConfig config;
+  config.embedding = stream::StreamEmbedding::kRolling;
+  const std::size_t step = 8000;
+  const std::unique_ptr<stream::WindowModelState> state = model.open_stream(config, step);
+  std::vector<double> cosines, jitter;
+  stream::WindowAnalysis previous;
+  std::vector<bool> previous_long;
+  StageTimes times;
+  std::vector<float> window(160000, 0.0F);
+  for (std::size_t end = step; end < audio.size() + step; end += step) {
+    std::copy(window.begin() + step, window.end(), window.begin());
+    for (std::size_t i = 0; i < step; ++i) {
+      const std::size_t at = end - step + i;
+      window[window.size() - step + i] = at < audio.size() ? audio[at] : 0.0F;
+    }
+    const stream::WindowAnalysis whole = model.analyze_timed(window, times);
+    const stream::WindowAnalysis rolling = model.analyze_step(state.get(), window, times);
+    std::vector<bool> long_enough(whole.segmentation.dim(1), false);
+    for (std::size_t l = 0; l < long_enough.size(); ++l) {
+      std::size_t on = 0;
+      for (std::size_t f = 0; f < whole.segmentation.dim(0); ++f) {
+        on += whole.segmentation(f, l) > 0.5F ? 1 : 0;
+      }
+      if (on < whole.segmentation.dim(0) / 5) continue;
+      long_enough[l] = true;
+      cosines.push_back(cosine(whole.embeddings, rolling.embeddings, l));
+      if (!previous_long.empty() && previous_long[l]) {
+        jitter.push_back(1.0 - cosine(whole.embeddings, previous.embeddings, l));
+      }
+    }
+    previous = whole;
+    previous_long = long_enough;
+  }
+  std::vector<double> distances;
+  for (double c : cosines) distances.push_back(1.0 - c);
+  fmt::print(
+      "embeddings {} (rolling vs window, 0.5 s step, speakers in >= 20 % of a window): {} pairs, "
+      "cosine min {:.4f}, 1st pct {:.4f}, 5th pct {:.4f}, median {:.6f}; median 1 - cosine "
+      "{:.5f} against {:.5f} between consecutive windows' own embeddings\n",
+      name, cosines.size(),
+      cosines.empty() ? 0.0 : *std::min_element(cosines.begin(), cosines.end()),
+      percentile(cosines, 0.01), percentile(cosines, 0.05), percentile(cosines, 0.5),
+      percentile(distances, 0.5), percentile(jitter, 0.5));
+}
+
 // A model that costs nothing: the memory figures are about the stream's own state.
 class QuietModel : public stream::WindowModel {
  public:
@@ -179,7 +245,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--skip-realtime", options.skip_realtime, "no real-time-paced runs");
   app.add_option("--events", options.events_path,
-                 "write the as-fast-as-possible runs' events here (to compare builds)");
+                 "write the as-fast-as-possible runs' events here (to compare builds; with "
+                 "several --stream-embedding, one file each, named PATH.EMBEDDING)");
+  app.add_option("--stream-embedding", options.embeddings,
+                 "stream embeddings to measure, in turn: auto, window, rolling")
+      ->check(CLI::IsMember({"auto", "window", "rolling"}))
+      ->capture_default_str();
+  app.add_flag("--embedding-agreement", options.embedding_agreement,
+               "compare the rolling trunk's embeddings with whole windows', window by window");
+  app.add_option("--rounds", options.rounds,
+                 "feed every recording this many times per embedding, alternating (timings)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     pipeline::DiarizationConfig config;
@@ -198,60 +275,115 @@ int main(int argc, char** argv) {
       audios.push_back(std::move(audio));
     }
 
-    // Compute per second of audio, as fast as possible (default settings).
-    double audio_seconds = 0.0, wall = 0.0, cpu = 0.0;
-    StageTimes stages;
-    std::ofstream events_file;
-    if (!options.events_path.empty()) {
-      events_file.open(options.events_path);
-      if (!events_file) fail("cannot write {}", options.events_path);
+    // Compute per second of audio, as fast as possible (default settings but the embedding).
+    struct Measured {
+      std::string name;
+      stream::StreamConfig config;
+      std::string used;  // what auto resolved to
+      double audio_seconds = 0.0, wall = 0.0, cpu = 0.0;
+      StageTimes stages;
+      std::vector<pipeline::DiarizationResult> results;  // per recording, the first round's
+      std::vector<std::vector<std::string>> events;      // likewise
+    };
+    std::vector<Measured> measured;
+    for (const std::string& name : options.embeddings) {
+      Measured m;
+      m.name = name;
+      m.config.embedding = stream::parse_stream_embedding(name);
+      m.used = stream::stream_embedding_name(stream::StreamDiarizer(models, m.config).embedding());
+      measured.push_back(std::move(m));
     }
+    const eval::ScoringOptions scoring = eval::scoring_options(eval::Convention::strict);
+    // Speech-detection error of `hypothesis` against `reference`, and the share of the speech both
+    // detect whose speaker maps (optimal mapping) to the reference's.
+    const auto agreement = [&](const std::vector<pipeline::Turn>& reference,
+                               const std::vector<pipeline::Turn>& hypothesis) {
+      const eval::FileScore speakers =
+          eval::score_file("r", pipeline::to_eval_turns(reference, "r"),
+                           pipeline::to_eval_turns(hypothesis, "r"), nullptr, scoring);
+      const eval::FileScore speech =
+          eval::score_file("r", as_speech(reference), as_speech(hypothesis), nullptr, scoring);
+      const eval::ErrorTimes& s = speakers.times;
+      return fmt::format(
+          "speech-detection error {:.1f}% (missed {:.1f} s, false alarm {:.1f} s of {:.1f} s "
+          "speech), speech both detect with the mapped speaker {:.1f}%, DER {:.1f}%",
+          100.0 * speech.times.der(), speech.times.missed, speech.times.false_alarm,
+          speech.times.total, 100.0 * (1.0 - s.confusion / std::max(1e-9, s.total - s.missed)),
+          100.0 * s.der());
+    };
+    for (int round = 0; round < options.rounds; ++round) {
+      for (std::size_t r = 0; r < audios.size(); ++r) {
+        for (Measured& m : measured) {
+          const double cpu_before = process_cpu_seconds();
+          Fed fast = feed(models, m.config, audios[r], false);
+          m.cpu += process_cpu_seconds() - cpu_before;
+          m.audio_seconds += static_cast<double>(audios[r].size()) / 16000.0;
+          m.wall += fast.wall;
+          for (const auto& [stage, seconds] : fast.stages.entries()) m.stages.add(stage, seconds);
+          if (round == 0) {
+            m.results.push_back(std::move(fast.result));
+            m.events.push_back(std::move(fast.events));
+          }
+        }
+      }
+    }
+    for (const Measured& m : measured) {
+      if (options.events_path.empty()) break;
+      const std::string path =
+          measured.size() == 1 ? options.events_path : options.events_path + "." + m.name;
+      std::ofstream events_file(path);
+      if (!events_file) fail("cannot write {}", path);
+      for (const auto& lines : m.events) {
+        for (const std::string& line : lines) events_file << line << '\n';
+      }
+    }
+    // Agreement with the offline pipeline, and between the embeddings measured.
     for (std::size_t r = 0; r < audios.size(); ++r) {
-      const double cpu_before = process_cpu_seconds();
-      const Fed fast = feed(models, stream::StreamConfig{}, audios[r], false);
-      cpu += process_cpu_seconds() - cpu_before;
-      audio_seconds += static_cast<double>(audios[r].size()) / 16000.0;
-      wall += fast.wall;
-      for (const auto& [stage, seconds] : fast.stages.entries()) stages.add(stage, seconds);
-      for (const std::string& line : fast.events) events_file << line << '\n';
-      // Agreement with the offline pipeline.
       Silent silent;
       const pipeline::DiarizationResult batch = offline.diarize(audios[r], "r", silent);
-      const auto reference = pipeline::to_eval_turns(batch.turns, "r");
-      const auto hypothesis = pipeline::to_eval_turns(fast.result.turns, "r");
-      const eval::ScoringOptions scoring = eval::scoring_options(eval::Convention::strict);
-      const eval::FileScore speakers =
-          eval::score_file("r", reference, hypothesis, nullptr, scoring);
-      const auto ref_speech = as_speech(batch.turns), hyp_speech = as_speech(fast.result.turns);
-      const eval::FileScore speech =
-          eval::score_file("r", ref_speech, hyp_speech, nullptr, scoring);
-      const eval::ErrorTimes& s = speakers.times;
+      for (const Measured& m : measured) {
+        fmt::print("agreement {} ({}): {:.1f} s, live {} speakers / offline {}, vs offline: {}\n",
+                   options.recordings[r], m.used, static_cast<double>(audios[r].size()) / 16000.0,
+                   m.results[r].speaker_count, batch.speaker_count,
+                   agreement(batch.turns, m.results[r].turns));
+      }
+      for (std::size_t i = 1; i < measured.size(); ++i) {
+        const Measured& a = measured[0];
+        const Measured& b = measured[i];
+        std::size_t same = 0;
+        for (std::size_t e = 0; e < std::min(a.events[r].size(), b.events[r].size()); ++e) {
+          same += a.events[r][e] == b.events[r][e] ? 1 : 0;
+        }
+        fmt::print(
+            "agreement {} ({} vs {}): events {} / {}, {} identical in order; {} as reference: "
+            "{}\n",
+            options.recordings[r], b.used, a.used, b.events[r].size(), a.events[r].size(), same,
+            a.used, agreement(a.results[r].turns, b.results[r].turns));
+      }
+    }
+    for (std::size_t r = 0; r < audios.size() && options.embedding_agreement; ++r) {
+      embedding_agreement(models, options.recordings[r], audios[r]);
+    }
+    for (const Measured& m : measured) {
+      const double rtf = m.wall / m.audio_seconds;
       fmt::print(
-          "agreement {}: {:.1f} s, live {} speakers / offline {}, speech-detection error {:.1f}% "
-          "(missed {:.1f} s, false alarm {:.1f} s of {:.1f} s offline speech), speech both detect "
-          "with the mapped speaker {:.1f}%, DER live vs offline {:.1f}%\n",
-          options.recordings[r], static_cast<double>(audios[r].size()) / 16000.0,
-          fast.result.speaker_count, batch.speaker_count, 100.0 * speech.times.der(),
-          speech.times.missed, speech.times.false_alarm, speech.times.total,
-          100.0 * (1.0 - s.confusion / std::max(1e-9, s.total - s.missed)), 100.0 * s.der());
+          "compute ({}): {:.1f} s of audio in {:.2f} s with {} thread(s): real-time factor "
+          "{:.3f}, {:.1f} real-time streams per {} thread(s) at most\n",
+          m.used, m.audio_seconds, m.wall, options.threads, rtf, 1.0 / rtf, options.threads);
+      // Where the time goes, per second of audio: what a change to one stage can save.
+      std::string split;
+      for (const auto& [stage, seconds] : m.stages.entries()) {
+        split +=
+            fmt::format("{}{} {:.3f}", split.empty() ? "" : ", ", stage, seconds / m.audio_seconds);
+      }
+      fmt::print(
+          "compute per second of audio ({}): CPU {:.3f} s, wall {:.3f} s; by stage (s/s): {}\n",
+          m.used, m.cpu / m.audio_seconds, m.wall / m.audio_seconds, split);
     }
-    const double rtf = wall / audio_seconds;
-    fmt::print(
-        "compute: {:.1f} s of audio in {:.2f} s with {} thread(s): real-time factor {:.3f}, "
-        "{:.1f} real-time streams per {} thread(s) at most\n",
-        audio_seconds, wall, options.threads, rtf, 1.0 / rtf, options.threads);
-    // Where the time goes, per second of audio: what a change to one stage can save.
-    std::string split;
-    for (const auto& [stage, seconds] : stages.entries()) {
-      split +=
-          fmt::format("{}{} {:.3f}", split.empty() ? "" : ", ", stage, seconds / audio_seconds);
-    }
-    fmt::print("compute per second of audio: CPU {:.3f} s, wall {:.3f} s; by stage (s/s): {}\n",
-               cpu / audio_seconds, wall / audio_seconds, split);
 
     if (!options.skip_realtime) {
       for (const double latency : options.latencies) {
-        stream::StreamConfig config_l;
+        stream::StreamConfig config_l = measured.front().config;
         config_l.latency_seconds = latency;
         std::vector<double> all;
         for (const auto& audio : audios) {

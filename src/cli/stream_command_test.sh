@@ -15,6 +15,8 @@ status=0; "$parley" stream - --raw --format mp3 </dev/null 2>"$work/err" || stat
 check '[ "$status" -ne 0 ] && grep -q "s16le or f32le" "$work/err"' "unknown --format"
 status=0; "$parley" stream x.wav --latency 9 2>"$work/err" || status=$?
 check '[ "$status" -eq 2 ] && grep -q -- "--latency" "$work/err"' "--latency out of range"
+status=0; "$parley" stream x.wav --stream-embedding fast 2>"$work/err" || status=$?
+check '[ "$status" -eq 2 ] && grep -q -- "--stream-embedding" "$work/err"' "unknown --stream-embedding"
 
 source "$source_dir/src/testing/require_shared.sh"
 shared=${PARLEY_SHARED_DIR:?}
@@ -33,6 +35,14 @@ for line in open(sys.argv[1]):
     assert e[\"type\"] in (\"turn_start\", \"turn_end\") and e[\"speaker\"].startswith(\"SPEAKER_\")
 " "$work/events.jsonl"' "events are JSON lines of final turns"
 check 'grep -q "speakers" "$work/stderr"' "summary on standard error"
+# The trunk kept between steps by default (shared embedding mode, a step of whole 10 ms); at a
+# step off the fbank grid, rolling says why it cannot run.
+"$parley" stream "$recording" --models "$work/models" --threads 2 --step 2 -v \
+  >/dev/null 2>"$work/verbose"
+check 'grep -q "stream embedding: rolling" "$work/verbose"' "rolling by default"
+status=0; "$parley" stream "$recording" --models "$work/models" --step 0.3333 --latency 1 \
+  --stream-embedding rolling >/dev/null 2>"$work/err" || status=$?
+check '[ "$status" -ne 0 ] && grep -q "10 ms" "$work/err"' "rolling refused off the fbank grid"
 "$parley" diarize "$recording" --models "$work/models" --threads 2 --quiet >"$work/diarize.rttm"
 # Same turns (columns 4 and 5), and each batch speaker under one live name throughout.
 check '[ "$(cut -d" " -f4,5 "$work/stream.rttm")" = "$(cut -d" " -f4,5 "$work/diarize.rttm")" ]' \

@@ -281,7 +281,7 @@ DiarizationResult Diarizer::cluster(
 std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
     std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
     ProgressSink& progress, const SamplesPassed& passed, const SamplesNeeded& needed,
-    std::size_t segmentation_cpu_rows) {
+    std::size_t segmentation_cpu_rows, const ChunkRangeEmbedder& embed) {
   SegmentEmbedSettings settings;
   settings.segmentation_cpu_rows = segmentation_cpu_rows;
   settings.chunk_seconds = kChunkSeconds;
@@ -298,9 +298,9 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
   settings.embedding_reads_whole_recording = config_.embedding_mode == EmbeddingMode::kShared;
   SegmentEmbedScheduler scheduler(
       *models_->segmentation,
-      [this](std::span<const float> samples, const ChunkPlan& plan, std::size_t first_chunk,
-             const NdArray<float>& segmentations) {
-        return embed_chunk_range(samples, plan, first_chunk, segmentations);
+      [this, &embed](std::span<const float> samples, const ChunkPlan& plan, std::size_t first_chunk,
+                     const NdArray<float>& segmentations) {
+        return embed_chunk_range(samples, plan, first_chunk, segmentations, embed);
       },
       settings);
   for (const std::span<const float> samples : recordings) scheduler.add(samples);
@@ -345,11 +345,15 @@ const NdArray<float>& require_finite_for_speech(const NdArray<float>& embeddings
 
 const StageTimes& Diarizer::shared_trunk_times() const { return models_->shared_trunk_times; }
 
+EmbeddingExtractor& Diarizer::embedding_extractor() { return *models_->embedding; }
+
 NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
                                            std::size_t first_chunk,
-                                           const NdArray<float>& range_segmentations) {
+                                           const NdArray<float>& range_segmentations,
+                                           const ChunkRangeEmbedder& embed) {
   NdArray<float> embeddings =
-      embed_chunk_range_unchecked(samples, plan, first_chunk, range_segmentations);
+      embed ? embed(samples, plan, first_chunk, range_segmentations)
+            : embed_chunk_range_unchecked(samples, plan, first_chunk, range_segmentations);
   require_finite_for_speech(embeddings, range_segmentations, models_->embedding->model_name());
   return embeddings;
 }

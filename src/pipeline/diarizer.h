@@ -178,6 +178,13 @@ using SamplesPassed = std::function<void(std::size_t recording, std::size_t samp
 // throw (a decode that failed) to stop the run. Several threads may call it at once.
 using SamplesNeeded = std::function<void(std::size_t recording, std::size_t end)>;
 
+// Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) of one recording
+// from their binarized segmentations [count, frames, speakers], computed by a caller of
+// segment_and_embed instead of the configured embedding mode (the live diarizer's rolling trunk).
+using ChunkRangeEmbedder =
+    std::function<NdArray<float>(std::span<const float> samples, const ChunkPlan& plan,
+                                 std::size_t first_chunk, const NdArray<float>& segmentations)>;
+
 class Diarizer {
  public:
   // `shared_sessions`: where the models' accelerator sessions come from, shared with the other
@@ -209,15 +216,19 @@ class Diarizer {
   // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
   // `needed` as for diarize(). `segmentation_cpu_rows` > 0: on the CPU, segmentation calls of
   // that many rows instead of the whole batch (SegmentationModel::plan_calls), for callers whose
-  // recordings are always one chunk.
+  // recordings are always one chunk. `embed`, when set, computes the embeddings instead of the
+  // configured mode (checked as the pipeline checks its own: finite for speech).
   std::vector<DiarizationIntermediates> segment_and_embed(
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
       ProgressSink& progress, const SamplesPassed& passed = {}, const SamplesNeeded& needed = {},
-      std::size_t segmentation_cpu_rows = 0);
+      std::size_t segmentation_cpu_rows = 0, const ChunkRangeEmbedder& embed = {});
   // How the embedding time of the last recording embedded in shared mode divides ("embedding
   // features", "embedding trunk", "embedding pooling"); empty in exact mode. The live
   // diarizer's per-stage figures (stream_bench).
   const StageTimes& shared_trunk_times() const;
+  // The embedding network, for callers that run it themselves (the live rolling trunk); its
+  // calls must not overlap segment_and_embed's.
+  EmbeddingExtractor& embedding_extractor();
 
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while
@@ -239,9 +250,11 @@ class Diarizer {
   // ascending, contiguous ranges per recording, one recording after the other, never
   // concurrently.
   // Fails, naming the model, when a speaking speaker's embedding is NaN or infinite.
+  // `embed`, when set, computes them instead of the configured mode.
   NdArray<float> embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
                                    std::size_t first_chunk,
-                                   const NdArray<float>& range_segmentations);
+                                   const NdArray<float>& range_segmentations,
+                                   const ChunkRangeEmbedder& embed = {});
 
   DiarizationModels model_paths_;
   DiarizationConfig config_;

@@ -16,21 +16,15 @@
 #include "core/stage_timer.h"
 #include "graph/fbank_graph.h"
 #include "graph/pooled_trunk_graph.h"
+#include "stages/fixed_point_mean.h"
 #include "stages/shared_trunk_pass.h"
 #include "stages/stats_pooling.h"
 
 namespace parley::pipeline {
 namespace {
 
-// Feature sums are accumulated in fixed point (2^-32 units, int64): integer addition is
-// associative, so a window's sum is the same bit for bit whichever block or thread computed it.
-constexpr double kFixedPointScale = 4294967296.0;
 // Fbank frames per task when features are computed on several threads.
 constexpr std::size_t kFramesPerFeatureTask = 512;
-
-std::int64_t to_fixed_point(float value) {
-  return static_cast<std::int64_t>(std::llround(static_cast<double>(value) * kFixedPointScale));
-}
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 

@@ -17,6 +17,7 @@
 #include "graph/embedding_model_test_support.h"
 #include "stages/segmentation_test_support.h"
 #include "stages/stats_pooling.h"
+#include "stages/trunk_test_support.h"
 #include "testing/shared_data.h"
 
 namespace parley::pipeline {
@@ -24,29 +25,8 @@ namespace {
 
 constexpr int kSampleRate = 16000;
 
-EmbeddingConfig test_model_config(int threads = 1) {
-  EmbeddingConfig config;
-  config.variance_epsilon = 1e-7;
-  config.feature_threads = threads;
-  config.session.intra_op_threads = threads;
-  return config;
-}
-
-// A recording with structure in time and frequency: tones changing every few hundred ms, a slow
-// level change (so that the per-chunk means differ) and noise.
-std::vector<float> synthetic_recording(std::size_t samples) {
-  std::vector<float> audio(samples);
-  std::uint32_t seed = 12345;
-  for (std::size_t i = 0; i < samples; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    const double t = static_cast<double>(i) / kSampleRate;
-    const double pitch = 150.0 + 40.0 * static_cast<double>((i / 4000) % 7);
-    const double level = 0.1 + 0.08 * std::sin(2.0 * 3.14159265358979 * t / 23.0);
-    audio[i] = static_cast<float>(level * std::sin(2.0 * 3.14159265358979 * pitch * t) +
-                                  0.01 * (static_cast<double>(seed >> 8) / 16777216.0 - 0.5));
-  }
-  return audio;
-}
+using trunk_testing::synthetic_recording;
+using trunk_testing::test_model_config;
 
 double max_abs_difference(const NdArray<float>& a, const NdArray<float>& b) {
   EXPECT_EQ(a.shape(), b.shape());

@@ -18,6 +18,7 @@
 #include "core/temporary_directory.h"
 #include "frames/segments.h"
 #include "frames/sliding_window.h"
+#include "stages/rolling_trunk.h"
 
 namespace parley::stream {
 
@@ -54,9 +55,7 @@ class DiarizerWindowModel : public WindowModel {
   }
 
   WindowAnalysis analyze_timed(std::span<const float> window, StageTimes& stages) const override {
-    if (window.size() != window_samples()) {
-      fail("stream window: {} samples given, {} expected", window.size(), window_samples());
-    }
+    check_window(window);
     // Diarizer runs one segment_and_embed at a time.
     const std::lock_guard lock(batch_mutex());
     std::vector<StageTimes> times(1);
@@ -66,8 +65,87 @@ class DiarizerWindowModel : public WindowModel {
     std::vector<pipeline::DiarizationIntermediates> out =
         diarizer_.segment_and_embed(recordings, times, progress, {}, {}, kSegmentationRows);
     const double total = std::chrono::duration<double>(Clock::now() - start).count();
-    add_model_stages(times.front(), total, stages);
-    pipeline::DiarizationIntermediates& one = out.front();
+    add_model_stages(times.front(), total, diarizer_.shared_trunk_times(), stages);
+    return one_window(out.front());
+  }
+
+  pipeline::Diarizer* batch_diarizer() const override { return &diarizer_; }
+
+  std::unique_ptr<WindowModelState> open_stream(const StreamConfig& config,
+                                                std::size_t step_samples) const override {
+    if (config.embedding == StreamEmbedding::kWindow) return nullptr;
+    // The extractor reads its graph's receptive field at first use; streams open on many threads.
+    const std::lock_guard lock(batch_mutex());
+    pipeline::EmbeddingExtractor& extractor = diarizer_.embedding_extractor();
+    std::string why;
+    const bool supported = pipeline::rolling_trunk_supported(extractor, step_samples, &why);
+    if (config.embedding == StreamEmbedding::kAuto && !rolling_by_default(extractor, supported)) {
+      return nullptr;
+    }
+    if (!supported) fail("stream embedding rolling: {}", why);
+    pipeline::RollingTrunkConfig rolling;
+    rolling.window_samples = window_samples();
+    rolling.step_samples = step_samples;
+    rolling.threads = diarizer_.config().threads;
+    return std::make_unique<RollingState>(extractor, rolling);
+  }
+
+  WindowAnalysis analyze_step(WindowModelState* state, std::span<const float> window,
+                              StageTimes& stages) const override {
+    if (state == nullptr) return analyze_timed(window, stages);
+    check_window(window);
+    pipeline::RollingTrunk& trunk = static_cast<RollingState&>(*state).trunk;
+    const double features_before = trunk.feature_seconds();
+    const double trunk_before = trunk.trunk_seconds();
+    const double pooling_before = trunk.pooling_seconds();
+    // The step's features are the stream's own work: outside the lock the streams share.
+    const NdArray<float> features = trunk.prepare(window);
+    const std::lock_guard lock(batch_mutex());
+    std::vector<StageTimes> times(1);
+    const std::span<const float> recordings[] = {window};
+    NoProgress progress;
+    const auto start = Clock::now();
+    std::vector<pipeline::DiarizationIntermediates> out =
+        diarizer_.segment_and_embed(recordings, times, progress, {}, {}, kSegmentationRows,
+                                    [&](std::span<const float>, const pipeline::ChunkPlan&,
+                                        std::size_t, const NdArray<float>& segmentations) {
+                                      trunk.accept(trunk.run_trunk(features));
+                                      return trunk.embed(segmentations);
+                                    });
+    const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    // The features were computed before the call: they are no part of its embedding time.
+    stages.add("embedding features", trunk.feature_seconds() - features_before);
+    StageTimes inside;
+    inside.add("embedding trunk", trunk.trunk_seconds() - trunk_before);
+    inside.add("embedding pooling", trunk.pooling_seconds() - pooling_before);
+    add_model_stages(times.front(), total, inside, stages);
+    return one_window(out.front());
+  }
+
+ private:
+  struct RollingState : WindowModelState {
+    RollingState(pipeline::EmbeddingExtractor& extractor, const pipeline::RollingTrunkConfig& c)
+        : trunk(extractor, c) {}
+    std::size_t bytes() const override { return trunk.bytes(); }
+    pipeline::RollingTrunk trunk;
+  };
+
+  // auto's choice: rolling where it keeps the batch pipeline's shared-mode definition (its
+  // embedding mode is shared), the graph tells the trunk's reach, and one session takes every
+  // pass length (a provider compiling per shape would compile each step's lengths).
+  bool rolling_by_default(const pipeline::EmbeddingExtractor& extractor, bool supported) const {
+    return supported && diarizer_.config().embedding_mode == pipeline::EmbeddingMode::kShared &&
+           extractor.trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal &&
+           !extractor.opens_per_shape();
+  }
+
+  void check_window(std::span<const float> window) const {
+    if (window.size() != window_samples()) {
+      fail("stream window: {} samples given, {} expected", window.size(), window_samples());
+    }
+  }
+
+  static WindowAnalysis one_window(pipeline::DiarizationIntermediates& one) {
     const std::size_t frames = one.segmentations.dim(1);
     const std::size_t speakers = one.segmentations.dim(2);
     const std::size_t dimension = one.embeddings.dim(2);
@@ -78,13 +156,11 @@ class DiarizerWindowModel : public WindowModel {
     return {NdArray<float>({frames, speakers}, std::move(segmentation)),
             NdArray<float>({speakers, dimension}, std::move(embeddings))};
   }
-  pipeline::Diarizer* batch_diarizer() const override { return &diarizer_; }
 
- private:
-  // segment_and_embed's stages, its embedding split as the shared trunk measured it (when it
-  // ran), and the rest of the call (scheduling, copies) as "model other".
-  void add_model_stages(const StageTimes& times, double total, StageTimes& stages) const {
-    const StageTimes& split = diarizer_.shared_trunk_times();
+  // segment_and_embed's stages, its embedding split as `split` measured it (when it ran), and
+  // the rest of the call (scheduling, copies) as "model other".
+  static void add_model_stages(const StageTimes& times, double total, const StageTimes& split,
+                               StageTimes& stages) {
     double split_total = 0.0;
     for (const auto& [stage, seconds] : split.entries()) split_total += seconds;
     for (const auto& [stage, seconds] : times.entries()) {
@@ -120,6 +196,28 @@ std::string json_number(double value) { return fmt::format("{:.3f}", value); }
 
 // ---- StreamConfig ------------------------------------------------------------------------------
 
+const char* stream_embedding_name(StreamEmbedding embedding) {
+  switch (embedding) {
+    case StreamEmbedding::kWindow:
+      return "window";
+    case StreamEmbedding::kRolling:
+      return "rolling";
+    case StreamEmbedding::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+StreamEmbedding parse_stream_embedding(const std::string& name) {
+  if (name == "auto") return StreamEmbedding::kAuto;
+  if (name == "window") return StreamEmbedding::kWindow;
+  if (name == "rolling") return StreamEmbedding::kRolling;
+  fail(
+      "unknown stream embedding '{}': use auto, window (each window's trunk whole) or rolling "
+      "(the trunk's frames kept between steps)",
+      name);
+}
+
 void StreamConfig::validate() const {
   if (!(sample_rate >= 1000.0 && sample_rate <= 768000.0)) {
     fail("stream sample_rate must be between 1000 and 768000 Hz (got {})", sample_rate);
@@ -147,15 +245,20 @@ void StreamConfig::validate() const {
     fail("stream min_update_activity must be between 0 and 1 (got {})", min_update_activity);
   }
   if (min_active_frames < 1) fail("stream min_active_frames must be at least 1");
+  if (embedding != StreamEmbedding::kAuto && embedding != StreamEmbedding::kWindow &&
+      embedding != StreamEmbedding::kRolling) {
+    fail("stream embedding must be auto, window or rolling");
+  }
 }
 
 std::string StreamConfig::to_string() const {
   return fmt::format(
       "StreamConfig(sample_rate={}, step={}s, latency={}s, max_speakers={}, "
       "match_threshold={}, min_update_activity={}, min_active_frames={}, provisional={}, "
-      "final_recluster={})",
+      "final_recluster={}, embedding={})",
       sample_rate, step_seconds, latency_seconds, max_speakers, match_threshold,
-      min_update_activity, min_active_frames, provisional, final_recluster);
+      min_update_activity, min_active_frames, provisional, final_recluster,
+      stream_embedding_name(embedding));
 }
 
 // ---- StreamModels ------------------------------------------------------------------------------
@@ -210,6 +313,8 @@ struct StreamDiarizer::Impl {
   std::size_t window_frames;
   std::size_t step_samples;
 
+  // What the model keeps between this stream's windows (the rolling trunk); null: none.
+  std::unique_ptr<WindowModelState> model_state;
   std::optional<audio::Resampler> resampler;
   std::vector<float> resampled;  // scratch for the resampler's output
   std::vector<float> window;     // the last window_samples samples, zero before the stream
@@ -260,6 +365,7 @@ struct StreamDiarizer::Impl {
       fail("stream step_seconds ({}) must not exceed the model's window ({} s)",
            config.step_seconds, static_cast<double>(window_samples) / kModelRate);
     }
+    model_state = model.open_stream(config, step_samples);
     if (config.sample_rate != kModelRate) resampler.emplace(config.sample_rate, kModelRate);
     if (config.final_recluster) {
       if (model.batch_diarizer() == nullptr) {
@@ -336,7 +442,7 @@ struct StreamDiarizer::Impl {
     std::copy(step.begin(), step.end(), window.end() - static_cast<std::ptrdiff_t>(step_samples));
     processed += static_cast<std::int64_t>(step_samples);
     ++steps;
-    const WindowAnalysis analysis = model.analyze_timed(window, stage_times);
+    const WindowAnalysis analysis = model.analyze_step(model_state.get(), window, stage_times);
     if (analysis.segmentation.rank() != 2 || analysis.segmentation.dim(0) != window_frames ||
         analysis.embeddings.rank() != 2 ||
         analysis.embeddings.dim(0) != analysis.segmentation.dim(1)) {
@@ -701,6 +807,7 @@ struct StreamDiarizer::Impl {
     total += turn_bytes();
     total += events.capacity() * sizeof(StreamEvent);
     total += arrivals.size() * sizeof(std::pair<std::int64_t, Clock::time_point>);
+    if (model_state) total += model_state->bytes();
     return total;
   }
 };
@@ -712,6 +819,10 @@ StreamDiarizer::StreamDiarizer(const StreamModels& models, StreamConfig config)
 }
 
 StreamDiarizer::~StreamDiarizer() = default;
+
+StreamEmbedding StreamDiarizer::embedding() const {
+  return impl_->model_state ? StreamEmbedding::kRolling : StreamEmbedding::kWindow;
+}
 
 void StreamDiarizer::push(std::span<const float> samples) {
   if (impl_->finished) fail("stream: push() after finish()");

@@ -24,6 +24,24 @@
 
 namespace parley::stream {
 
+// How a stream computes its windows' embeddings (docs/embedding.md §8.9).
+enum class StreamEmbedding {
+  // rolling where it applies (the pipeline's embedding mode is shared, the step is a whole
+  // number of 10 ms fbank frames, the trunk's receptive field is known and local, sessions take
+  // any shape); window otherwise.
+  kAuto,
+  // Every window's embeddings computed from the whole window, as the batch pipeline computes a
+  // one-chunk recording: the reference, and exact mode's definition.
+  kWindow,
+  // The stream keeps the trunk's frames of the audio it has seen (stages/rolling_trunk.h) and
+  // runs the trunk only over each step's new frames and their receptive field: about a quarter
+  // of the trunk's work at a 0.5 s step, within rounding of shared mode's frames.
+  kRolling,
+};
+const char* stream_embedding_name(StreamEmbedding embedding);  // "auto", "window", "rolling"
+// Fails naming the choices for anything else.
+StreamEmbedding parse_stream_embedding(const std::string& name);
+
 // What a stream's output depends on (and the rate of the pushed samples).
 struct StreamConfig {
   // Rate of the samples given to push(); resampled inside to the models' 16 kHz.
@@ -55,6 +73,9 @@ struct StreamConfig {
   bool final_recluster = false;
   // Folder for final_recluster's temporary file; empty: the system's temporary folder.
   std::filesystem::path temporary_directory;
+  // How windows are embedded; rolling is refused (at the stream's construction) where it
+  // cannot run: a step off the 10 ms grid, a trunk that mixes the whole time axis.
+  StreamEmbedding embedding = StreamEmbedding::kAuto;
 
   void validate() const;  // fails (parley::Error) naming the field and its allowed range
   std::string to_string() const;
@@ -66,10 +87,33 @@ struct WindowAnalysis {
   NdArray<float> embeddings;    // [local speakers, D]; rows of inactive speakers may be NaN
 };
 
+// What a model keeps for one stream between its windows (WindowModel::open_stream).
+class WindowModelState {
+ public:
+  virtual ~WindowModelState() = default;
+  virtual std::size_t bytes() const = 0;  // heap bytes held: constant over the stream
+};
+
 // The networks behind a stream, replaceable in tests by a fake of the same shape.
 class WindowModel {
  public:
   virtual ~WindowModel() = default;
+  // State for one stream moving its window by `step_samples` 16 kHz samples, for config's
+  // embedding choice; null: every window is analysed alone (analyze_timed). Fails when the
+  // config asks for what the model cannot do.
+  virtual std::unique_ptr<WindowModelState> open_stream(const StreamConfig& config,
+                                                        std::size_t step_samples) const {
+    (void)config;
+    (void)step_samples;
+    return nullptr;
+  }
+  // analyze_timed for a stream's next window (the previous one moved by one step) with the
+  // state open_stream gave it; with none, analyze_timed.
+  virtual WindowAnalysis analyze_step(WindowModelState* state, std::span<const float> window,
+                                      StageTimes& times) const {
+    (void)state;
+    return analyze_timed(window, times);
+  }
   // Segmentation and embeddings of one window of exactly window_samples() 16 kHz samples.
   // Called from many streams' threads at once: implementations are thread safe.
   virtual WindowAnalysis analyze(std::span<const float> window) const = 0;
@@ -161,6 +205,8 @@ class StreamDiarizer {
   StreamDiarizer& operator=(const StreamDiarizer&) = delete;
 
   const StreamConfig& config() const { return config_; }
+  // The embedding the stream uses: window or rolling (config().embedding resolved).
+  StreamEmbedding embedding() const;
 
   // Mono samples at config().sample_rate, any count (0 too). Runs every whole step that became
   // available; events go to the callback if one is set, else wait for take_events().
