@@ -208,6 +208,7 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   add_table_option(command, "embedding_batch", engine.embedding_batch);
   add_table_option(command, "no_streaming", engine.no_streaming);
   add_table_option(command, "sincnet_per_chunk", engine.sincnet_per_chunk);
+  add_table_option(command, "cuda_graph", engine.cuda_graph);
   add_table_option(command, "segmentation_model", engine.segmentation_model);
   add_table_option(command, "embedding_model", engine.embedding_model);
   add_table_option(command, "plda_dir", engine.plda_dir);
@@ -244,6 +245,7 @@ nlohmann::json table_values(const EngineFlags& engine, const DiarizationFlags& f
   values["embedding_batch"] = engine.embedding_batch;
   values["no_streaming"] = engine.no_streaming;
   values["sincnet_per_chunk"] = engine.sincnet_per_chunk;
+  text("cuda_graph", engine.cuda_graph);
   text("segmentation_model", engine.segmentation_model);
   text("embedding_model", engine.embedding_model);
   text("plda_dir", engine.plda_dir);

@@ -84,6 +84,7 @@ struct EngineFlags {
   std::size_t embedding_batch = pipeline::DiarizationConfig{}.embedding_batch_size;
   bool no_streaming = false;
   bool sincnet_per_chunk = false;
+  std::string cuda_graph = "off";  // the table's cuda_graph: off or on
   std::string segmentation_model;
   std::string embedding_model;
   std::string plda_dir;

@@ -141,6 +141,10 @@ const std::map<std::string, Apply, std::less<>>& apply_cases() {
       {"segmentation_sessions",
        [](const auto& v, auto& c) { c.segmentation_accelerator_sessions = v.template get<int>(); }},
       {"no_streaming", [](const auto& v, auto& c) { c.streaming = !v.template get<bool>(); }},
+      {"cuda_graph",
+       [](const auto& v, auto& c) {
+         c.embedding_graph_capture = v.template get<std::string>() == "on";
+       }},
   };
   return cases;
 }
