@@ -142,7 +142,8 @@ nlohmann::json ExecutionSettings::to_json() const {
                          {"segmentation_batch_size", segmentation_batch_size},
                          {"embedding_batch_size", embedding_batch_size},
                          {"segmentation_accelerator_sessions", segmentation_accelerator_sessions},
-                         {"streaming", streaming}};
+                         {"streaming", streaming},
+                         {"embedding_graph_capture", embedding_graph_capture}};
   if (placement) {
     json["provider"] = placement->choice.to_string();
     json["provider_options"] = placement->options;

@@ -122,6 +122,11 @@ struct ExecutionSettings {
   // Embed chunks while later ones are still being segmented (a bounded queue between the two
   // stages). Results are identical either way.
   bool streaming = true;
+  // The embedding network's graph-pooled passes (one input shape for a run) replay a captured
+  // graph (CUDA graphs, EmbeddingConfig::capture_pooled_graph) instead of launching each kernel:
+  // a session per model set instead of one per GPU. Refused where the embedding network runs on
+  // a provider that cannot replay one (the CPU). docs/benchmarks.md has its figures.
+  bool embedding_graph_capture = false;
   // Execution providers, used as given when `placement` is unset (programs that choose
   // themselves, such as pipeline_bench). An accelerator gets the segmentation model rewritten
   // (graph/accelerator_rewrite.h) and `segmentation_batch_size` chunks per call.

@@ -49,7 +49,15 @@ std::uintmax_t file_bytes(const std::filesystem::path& path) {
 // same RTTM (docs/benchmarks.md, "Toward the hardware limit", has the figures).
 // Segmentation keeps the default: its 1-D convolutions and LSTMs gain nothing there.
 // Float16 where the config asks for it and the model runs on a dynamic-shape accelerator.
-ModelSessionPlan with_session_tuning(ModelSessionPlan plan, bool accelerator_float16) {
+// Captured graphs where the config asks for them: refused, in the option's words, where the
+// embedding network landed on a provider that cannot replay one.
+ModelSessionPlan with_session_tuning(ModelSessionPlan plan, bool accelerator_float16,
+                                     const DiarizationConfig& config) {
+  if (config.embedding_graph_capture) {
+    runtime::check_graph_capture(plan.embedding.session.provider, "cuda_graph",
+                                 "the speaker-embedding network");
+    plan.embedding.capture_pooled_graph = true;
+  }
   plan.segmentation.float16 =
       accelerator_float16 && models::float16_graph_suits(plan.segmentation.provider);
   plan.embedding.trunk_float16 =
@@ -251,7 +259,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   embedding.session.provider_options = config.embedding_provider_options;
   if (!config.placement) {
     check_cpu_batches_fit(plan, config);
-    return with_session_tuning(std::move(plan), config.accelerator_float16);
+    return with_session_tuning(std::move(plan), config.accelerator_float16, config);
   }
 
   const ProviderPlacement& placement = *config.placement;
@@ -360,7 +368,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   }
   plan.embedding_placement = embedding_placement;
   check_cpu_batches_fit(plan, config);
-  return with_session_tuning(std::move(plan), config.accelerator_float16);
+  return with_session_tuning(std::move(plan), config.accelerator_float16, config);
 }
 
 void ProviderPlacement::validate() const {

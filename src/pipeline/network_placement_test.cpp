@@ -191,6 +191,45 @@ TEST_F(ModelRoutingTest, Float16OnlyWhereAModelRunsOnTheGpu) {
   EXPECT_FALSE(sessions.embedding.trunk_float16);
 }
 
+// A captured graph reaches the embedding network on CUDA; where that network runs on the CPU the
+// request is refused in the option's words, never dropped without a word.
+TEST_F(ModelRoutingTest, CudaGraphReachesTheEmbeddingOnCudaAndIsRefusedOnTheCpu) {
+  DiarizationConfig config = routed("cuda");
+  auto sessions = plan(config, gpu_statuses_);
+  EXPECT_FALSE(sessions.embedding.capture_pooled_graph) << "off unless asked for";
+  config.embedding_graph_capture = true;
+  sessions = plan(config, gpu_statuses_);
+  EXPECT_TRUE(sessions.embedding.capture_pooled_graph);
+  EXPECT_NO_THROW(sessions.embedding.validate());
+  EXPECT_FALSE(sessions.embedding.session.capture_graph) << "only the graph-pooled passes";
+
+  const auto refused = [&](const DiarizationConfig& asked,
+                           const std::vector<runtime::ProviderStatus>& statuses,
+                           const std::string& network) {
+    try {
+      plan(asked, statuses);
+      ADD_FAILURE() << "expected an error about the " << network << " network";
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("cuda_graph: the " + network + " network runs on the cpu provider"),
+                std::string::npos)
+          << message;
+    }
+  };
+  config.placement->embedding_choice = ProviderChoice::parse("cpu");
+  refused(config, gpu_statuses_, "speaker-embedding");
+  config.placement->embedding_choice.reset();
+  config.placement->segmentation_choice = ProviderChoice::parse("cpu");
+  EXPECT_TRUE(plan(config, gpu_statuses_).embedding.capture_pooled_graph)
+      << "segmentation on the CPU does not matter";
+  DiarizationConfig on_cpu = routed("auto");
+  on_cpu.embedding_graph_capture = true;
+  refused(on_cpu, cpu_statuses_, "speaker-embedding");
+  EmbeddingConfig embedding;
+  embedding.capture_pooled_graph = true;
+  EXPECT_THROW(embedding.validate(), Error) << "the embedding model on the cpu provider";
+}
+
 // Several segmentation sessions feed a GPU at once, as many as the free memory holds: each of
 // 128 chunks needs about 670 MB by the estimate (runtime/device_memory.h).
 TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {

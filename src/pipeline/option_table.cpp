@@ -173,6 +173,12 @@ std::vector<OptionSpec> make_options() {
              "accelerator, in front of the embedding network), host (the CPU) or auto (graph on "
              "an accelerator that takes any shape)",
              kLibraryFaces, "--embedding-features", "shared_trunk.features"));
+  // Segmentation stays out: cuDNN's LSTM fails inside a capture (docs/benchmarks.md).
+  add(choice("cuda_graph", {"off", "on"}, "off",
+             "replay the speaker-embedding network's passes as captured CUDA graphs (a session "
+             "per model set; slower in a corpus, figures in docs/benchmarks.md); refused where "
+             "that network runs on the CPU",
+             kCliOnly, "--cuda-graph", "embedding_graph_capture"));
   // How a corpus run is laid out (corpus/engine_layout.h): not output settings.
   add(option("devices", OptionType::kText, nullptr,
              "GPUs to spread recordings over, one model set each: 0,1,... or all", kLibraryFaces,
@@ -208,8 +214,8 @@ std::vector<OptionSpec> make_options() {
        {"step", "embedding_mode", "clustering", "ahc_threshold", "num_speakers", "min_speakers",
         "max_speakers", "gpu_float16", "sincnet_per_chunk", "embedding_features"}},
       {OptionTarget::kExecution,
-       {"threads", "embedding_batch", "segmentation_batch", "segmentation_sessions",
-        "no_streaming"}},
+       {"threads", "embedding_batch", "segmentation_batch", "segmentation_sessions", "no_streaming",
+        "cuda_graph"}},
       {OptionTarget::kLayout, {"devices", "engines", "jobs"}},
       {OptionTarget::kFace, {"exclusive", "format"}},
   };

@@ -155,6 +155,10 @@ const std::map<std::string, Apply, std::less<>>& apply_cases() {
              std::min(v.template get<double>(), double{std::numeric_limits<int>::max()}));
        }},
       {"no_streaming", [](const auto& v, auto& c) { c.streaming = !v.template get<bool>(); }},
+      {"cuda_graph",
+       [](const auto& v, auto& c) {
+         c.embedding_graph_capture = v.template get<std::string>() == "on";
+       }},
   };
   return cases;
 }

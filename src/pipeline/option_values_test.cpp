@@ -61,6 +61,7 @@ TEST(OptionValues, EveryOptionWithAConfigTargetChangesTheConfig) {
       {"segmentation_batch", {4, {}}},
       {"segmentation_sessions", {2, {}}},
       {"no_streaming", {true, {}}},
+      {"cuda_graph", {"on", {}}},
   };
   for (const OptionSpec& spec : diarization_options()) {
     const bool config_target = spec.target == OptionTarget::kOutput ||

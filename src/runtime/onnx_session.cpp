@@ -10,6 +10,8 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <thread>
 
 #include <onnxruntime_run_options_config_keys.h>
 
@@ -94,10 +96,24 @@ float half_to_float(std::uint16_t half) {
 
 }  // namespace
 
+void check_graph_capture(ProviderId provider, std::string_view field, std::string_view network) {
+  const ProviderTraits& chosen = traits(provider);
+  if (chosen.graph_capture && !chosen.static_shapes) return;
+  std::vector<std::string_view> able;
+  for (const ProviderTraits& entry : all_provider_traits()) {
+    if (entry.graph_capture && !entry.static_shapes) able.push_back(entry.name);
+  }
+  fail(
+      "{}: {} runs on the {} provider, which cannot replay a captured graph at any input shape; "
+      "only {} can (turn {} off, or run {} on one of those)",
+      field, network, chosen.name, fmt::join(able, ", "), field, network);
+}
+
 void SessionConfig::validate() const {
   if (intra_op_threads < 1) {
     fail("session config: intra_op_threads must be at least 1 (got {})", intra_op_threads);
   }
+  if (capture_graph) check_graph_capture(provider, "capture_graph");
 }
 
 std::string SessionConfig::to_string() const {
@@ -108,6 +124,8 @@ std::string SessionConfig::to_string() const {
     for (const auto& [key, value] : provider_options) text += fmt::format(", {}={}", key, value);
   }
   if (release_cpu_arena_after_run) text += ", release_cpu_arena_after_run";
+  if (capture_graph) text += ", capture_graph";
+  if (persistent_buffers) text += ", persistent_buffers";
   if (!compiled_cache_dir.empty()) text += ", compiled_cache_dir=" + compiled_cache_dir.string();
   if (!static_shapes.empty()) text += ", shapes=" + shapes_to_string(static_shapes);
   return text + ")";
@@ -197,6 +215,8 @@ Ort::SessionOptions OnnxSession::make_options(const SessionConfig& config) {
     run_options_.AddConfigEntry(kOrtRunOptionsConfigEnableMemoryArenaShrinkage, "cpu:0");
   }
   releasing_run_options_.AddConfigEntry(kOrtRunOptionsConfigEnableMemoryArenaShrinkage, "cpu:0");
+  bind_buffers_ = config.persistent_buffers || config.capture_graph;
+  capture_graph_ = config.capture_graph;
   Ort::SessionOptions options;
   options.SetIntraOpNumThreads(config.intra_op_threads);
   options.SetInterOpNumThreads(1);
@@ -234,6 +254,9 @@ void OnnxSession::attach(Ort::SessionOptions& options, const SessionConfig& conf
   }
   for (auto& [key, value] : static_shape_options(config.provider, config.static_shapes)) {
     provider_options.emplace(key, value);  // the user's explicit profile wins
+  }
+  if (config.capture_graph) {
+    provider_options[std::string(traits(config.provider).graph_capture_option)] = "1";
   }
   provider_method_ =
       attach_provider(options, config.provider, provider_options, status.library).method;
@@ -324,9 +347,34 @@ std::string shape_key(const std::vector<std::vector<std::int64_t>>& input_shapes
 }
 }  // namespace
 
+NdArray<float> OnnxSession::host_array(const Ort::Value& value,
+                                       const std::string& output_name) const {
+  auto shape_info = value.GetTensorTypeAndShapeInfo();
+  std::vector<std::size_t> shape;
+  for (auto dim : shape_info.GetShape()) shape.push_back(static_cast<std::size_t>(dim));
+  NdArray<float> result(shape);
+  const std::size_t count = shape_info.GetElementCount();
+  switch (shape_info.GetElementType()) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+      // An empty output may come with a null data pointer, which memcpy must not be given.
+      std::copy_n(value.GetTensorData<float>(), count, result.data());
+      break;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: {
+      const auto* halves = value.GetTensorData<std::uint16_t>();
+      for (std::size_t j = 0; j < count; ++j) result(j) = half_to_float(halves[j]);
+      break;
+    }
+    default:
+      fail("{}: output '{}' has element type {}, parley expects float32 or float16",
+           model_path_.string(), output_name, element_type_name(shape_info.GetElementType()));
+  }
+  return result;
+}
+
 std::vector<NdArray<float>> OnnxSession::run(
     const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
     const std::vector<std::string>& output_names, bool release_cpu_arena) {
+  if (bind_buffers_) return run_bound(named_inputs, output_names);
   auto memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   std::vector<Ort::Value> input_values;
   std::vector<const char*> input_names;
@@ -366,28 +414,187 @@ std::vector<NdArray<float>> OnnxSession::run(
 
   std::vector<NdArray<float>> results;
   for (std::size_t i = 0; i < output_values.size(); ++i) {
-    auto shape_info = output_values[i].GetTensorTypeAndShapeInfo();
-    std::vector<std::size_t> shape;
-    for (auto dim : shape_info.GetShape()) shape.push_back(static_cast<std::size_t>(dim));
-    NdArray<float> result(shape);
-    const std::size_t count = shape_info.GetElementCount();
-    switch (shape_info.GetElementType()) {
-      case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
-        // An empty output may come with a null data pointer, which memcpy must not be given.
-        std::copy_n(output_values[i].GetTensorData<float>(), count, result.data());
-        break;
-      case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: {
-        const auto* halves = output_values[i].GetTensorData<std::uint16_t>();
-        for (std::size_t j = 0; j < count; ++j) result(j) = half_to_float(halves[j]);
-        break;
-      }
-      default:
-        fail("{}: output '{}' has element type {}, parley expects float32 or float16",
-             model_path_.string(), output_names[i], element_type_name(shape_info.GetElementType()));
-    }
-    results.push_back(std::move(result));
+    results.push_back(host_array(output_values[i], output_names[i]));
   }
   return results;
+}
+
+}  // namespace parley::runtime
+
+namespace parley::runtime {
+
+struct OnnxSession::BoundShape {
+  int id = 0;  // the graph's annotation (ONNX Runtime's gpu_graph_id run option)
+  Ort::RunOptions run_options;
+  Ort::IoBinding binding{nullptr};
+  // The buffers bound as the session's inputs, where the session wants each (the device, or the
+  // host for an input only host nodes read), and whether that is host memory.
+  std::vector<Ort::Value> inputs;
+  std::vector<bool> input_on_host;
+  // Where the outputs lay after the first run (which captured the graph, if any): the session
+  // writes there again on every run, and a replay could write nowhere else.
+  std::vector<const void*> output_addresses;
+};
+
+namespace {
+
+std::size_t index_of(const std::vector<TensorInfo>& tensors, const std::string& name,
+                     const std::string& model, const char* what) {
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].name == name) return i;
+  }
+  fail("{}: the model has no {} named '{}'", model, what, name);
+}
+
+bool on_host(const Ort::ConstMemoryInfo& memory) {
+  return memory.GetDeviceType() == OrtMemoryInfoDeviceType_CPU;
+}
+
+// Copies between the host and the provider's device through the provider's own data transfer
+// (the environment's, registered with the provider library): no CUDA call of parley's own.
+void copy_tensors(std::vector<const OrtValue*> from, std::vector<OrtValue*> to) {
+  if (from.empty()) return;
+  Ort::ThrowOnError(Ort::GetApi().CopyTensors(ort_env(), from.data(), to.data(),
+                                              /*stream=*/nullptr, from.size()));
+}
+
+}  // namespace
+
+OnnxSession::~OnnxSession() = default;
+
+std::size_t OnnxSession::bound_shapes() const {
+  std::lock_guard lock(bound_mutex_);
+  return bound_.size();
+}
+
+OnnxSession::BoundShape& OnnxSession::bound_shape(
+    const std::string& key,
+    const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
+    const std::vector<std::vector<std::int64_t>>& input_shapes,
+    const std::vector<std::string>& output_names) {
+  if (const auto found = bound_.find(key); found != bound_.end()) return *found->second;
+  if (input_allocators_.empty()) {
+    for (const auto& memory : session_->GetMemoryInfoForInputs()) {
+      input_allocators_.emplace_back(*session_, memory);
+    }
+  }
+  auto graph = std::make_unique<BoundShape>();
+  graph->id = static_cast<int>(bound_.size());
+  if (capture_graph_) {
+    graph->run_options.AddConfigEntry(kOrtRunOptionsConfigCudaGraphAnnotation,
+                                      std::to_string(graph->id).c_str());
+  }
+  graph->binding = Ort::IoBinding(*session_);
+  for (std::size_t i = 0; i < named_inputs.size(); ++i) {
+    const std::string& name = named_inputs[i].first;
+    Ort::Allocator& allocator =
+        input_allocators_.at(index_of(inputs_, name, model_path_.string(), "input"));
+    graph->inputs.push_back(
+        Ort::Value::CreateTensor<float>(allocator, input_shapes[i].data(), input_shapes[i].size()));
+    graph->input_on_host.push_back(on_host(allocator.GetInfo()));
+    graph->binding.BindInput(name.c_str(), graph->inputs.back());
+  }
+  const auto output_memory = session_->GetMemoryInfoForOutputs();
+  for (const std::string& name : output_names) {
+    graph->binding.BindOutput(
+        name.c_str(), output_memory.at(index_of(outputs_, name, model_path_.string(), "output")));
+  }
+  spdlog::debug("{}: buffers {} for inputs {}{}", model_path_.string(), graph->id, key,
+                capture_graph_ ? ", captured at their first run" : "");
+  return *bound_.emplace(key, std::move(graph)).first->second;
+}
+
+std::vector<NdArray<float>> OnnxSession::run_bound(
+    const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
+    const std::vector<std::string>& output_names) {
+  std::vector<std::vector<std::int64_t>> input_shapes;
+  for (const auto& [name, array] : named_inputs) {
+    input_shapes.emplace_back(array->shape().begin(), array->shape().end());
+  }
+  const std::string key = fmt::format("{} -> {}", shape_key(input_shapes), output_names);
+  // The buffers (and a captured graph, which reads and writes the same memory on every replay)
+  // serve one run at a time.
+  std::lock_guard lock(bound_mutex_);
+  try {
+    BoundShape& graph = bound_shape(key, named_inputs, input_shapes, output_names);
+    // ONNX Runtime's CUDA provider captures per calling thread: a thread's first run of these
+    // buffers captures a graph of its own, in CUDA's global mode, which any other thread's
+    // unsafe call (an allocation, a synchronising copy) breaks. So each thread's first run goes
+    // alone (runtime/new_shape_gate.h), and the copies in and out go inside the gate too.
+    std::optional<NewShapeGate::Pass> pass;
+    if (new_shape_gate_) {
+      std::ostringstream thread;
+      thread << std::this_thread::get_id();
+      pass.emplace(
+          new_shape_gate_->enter(capture_graph_ ? key + " on thread " + thread.str() : key));
+    }
+    const auto host = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+    std::vector<Ort::Value> sources;
+    sources.reserve(named_inputs.size());
+    std::vector<const OrtValue*> from;
+    std::vector<OrtValue*> to;
+    for (std::size_t i = 0; i < named_inputs.size(); ++i) {
+      const NdArray<float>& array = *named_inputs[i].second;
+      if (graph.input_on_host[i]) {
+        std::copy_n(array.data(), array.size(), graph.inputs[i].GetTensorMutableData<float>());
+        continue;
+      }
+      // ORT does not write to a copy's source; the const_cast only satisfies its C signature.
+      sources.push_back(Ort::Value::CreateTensor<float>(host, const_cast<float*>(array.data()),
+                                                        array.size(), input_shapes[i].data(),
+                                                        input_shapes[i].size()));
+      from.push_back(sources.back());
+      to.push_back(graph.inputs[i]);
+    }
+    copy_tensors(std::move(from), std::move(to));
+
+    const auto run_start = std::chrono::steady_clock::now();
+    // The first run of a shape (on a thread) runs the model until the provider has captured it;
+    // later runs replay that graph.
+    session_->Run(graph.run_options, graph.binding);
+    if (pass && pass->alone()) {
+      spdlog::debug("{}: first run of buffers {} ran alone in {:.3f} s", model_path_.string(),
+                    graph.id, seconds_since(run_start));
+    }
+
+    std::vector<Ort::Value> outputs = graph.binding.GetOutputValues();
+    if (graph.output_addresses.empty()) {
+      for (const auto& output : outputs)
+        graph.output_addresses.push_back(output.GetTensorRawData());
+    }
+    std::vector<NdArray<float>> results;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].GetTensorRawData() != graph.output_addresses.at(i)) {
+        fail("{}: output '{}' of bound buffers {} moved between runs", model_path_.string(),
+             output_names[i], graph.id);
+      }
+      if (on_host(outputs[i].GetTensorMemoryInfo())) {
+        results.push_back(host_array(outputs[i], output_names[i]));
+        continue;
+      }
+      // Through a host tensor of the output's own type and shape, then as run() converts.
+      auto info = outputs[i].GetTensorTypeAndShapeInfo();
+      const std::vector<std::int64_t> dims = info.GetShape();
+      std::size_t element_bytes = 4;
+      if (info.GetElementType() == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
+        element_bytes = 2;
+      } else if (info.GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+        fail("{}: output '{}' has element type {}, parley expects float32 or float16",
+             model_path_.string(), output_names[i], element_type_name(info.GetElementType()));
+      }
+      const std::size_t bytes = info.GetElementCount() * element_bytes;
+      std::vector<std::byte> staging(bytes);
+      Ort::Value copy = Ort::Value::CreateTensor(host, staging.data(), bytes, dims.data(),
+                                                 dims.size(), info.GetElementType());
+      if (bytes > 0) copy_tensors({outputs[i]}, {copy});
+      results.push_back(host_array(copy, output_names[i]));
+    }
+    if (pass) pass->succeeded();
+    return results;
+  } catch (const Ort::Exception& error) {
+    fail("{}: inference through bound buffers{} failed: {}", model_path_.string(),
+         capture_graph_ ? " and a captured graph" : "", error.what());
+  }
 }
 
 }  // namespace parley::runtime

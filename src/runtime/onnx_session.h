@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +48,16 @@ struct SessionConfig {
   std::map<std::string, std::int64_t> dimension_overrides;
   // The exact input shapes this session will run (TensorRT builds its profile for them).
   std::vector<InputShape> static_shapes;
+  // Replay a captured graph (the provider's graph_capture_option: CUDA graphs on cuda) instead of
+  // launching every kernel of every run. Runs then go through device buffers allocated once per
+  // input shape, each shape captured once as a graph of its own: the host's inputs are copied
+  // into those buffers and the outputs out of the session's own (ONNX Runtime's CopyTensors,
+  // through the provider's data transfer). One run at a time, so such a session is never
+  // shared (runtime/session_share.h). Only on a provider that can (check_graph_capture).
+  bool capture_graph = false;
+  // Runs through buffers bound once per input shape (ONNX Runtime's IoBinding), as capture_graph's
+  // runs go, without capturing anything: how that path is tested where no provider captures.
+  bool persistent_buffers = false;
 
   void validate() const;
   std::string to_string() const;
@@ -62,6 +73,12 @@ struct TensorInfo {
 };
 
 const char* element_type_name(ONNXTensorElementDataType type);
+
+// Fails, in the words of `field` (the configuration field that asked for it) and naming
+// `network`, unless `provider` replays captured graphs at any input shape
+// (ProviderTraits::graph_capture, dynamic shapes).
+void check_graph_capture(ProviderId provider, std::string_view field,
+                         std::string_view network = "the network");
 
 // The process-wide ONNX Runtime environment (created on first use, errors only). It is never
 // destroyed by static destruction at exit -- there it would run after the CUDA libraries that a
@@ -93,6 +110,9 @@ class OnnxSession {
  public:
   OnnxSession(const std::filesystem::path& model_path, const SessionConfig& config);
   OnnxSession(const ModelBuffer& model, const SessionConfig& config);
+  ~OnnxSession();
+  OnnxSession(const OnnxSession&) = delete;
+  OnnxSession& operator=(const OnnxSession&) = delete;
 
   const std::filesystem::path& model_path() const { return model_path_; }
   // The provider the session runs on and how it was attached ("built in", "plugin library ...").
@@ -112,8 +132,23 @@ class OnnxSession {
       const std::vector<std::string>& output_names, bool release_cpu_arena = false);
 
   Ort::Session& ort_session() { return *session_; }
+  // Input shapes with buffers of their own so far (SessionConfig::persistent_buffers, and
+  // capture_graph, which captures one graph for each).
+  std::size_t bound_shapes() const;
 
  private:
+  // A float32 or float16 tensor in host memory as float32 (fails naming `output_name` otherwise).
+  NdArray<float> host_array(const Ort::Value& value, const std::string& output_name) const;
+  struct BoundShape;
+  // run() with persistent buffers: through those of these input shapes.
+  std::vector<NdArray<float>> run_bound(
+      const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
+      const std::vector<std::string>& output_names);
+  BoundShape& bound_shape(
+      const std::string& key,
+      const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
+      const std::vector<std::vector<std::int64_t>>& input_shapes,
+      const std::vector<std::string>& output_names);
   // Threads, optimisation level, dimension overrides and the execution provider.
   Ort::SessionOptions make_options(const SessionConfig& config);
   void attach(Ort::SessionOptions& options, const SessionConfig& config);
@@ -134,6 +169,13 @@ class OnnxSession {
   Ort::RunOptions run_options_;
   Ort::RunOptions releasing_run_options_;         // run_options_ with the CPU arena's shrinkage
   std::unique_ptr<NewShapeGate> new_shape_gate_;  // null on the CPU, whose runs never wait
+  bool bind_buffers_ = false;
+  bool capture_graph_ = false;
+  // Buffers bound per input shape: declared after session_, so released before it (they come
+  // from the session's allocators, which are released before the session too).
+  mutable std::mutex bound_mutex_;
+  std::vector<Ort::Allocator> input_allocators_;  // per session input, where the session wants it
+  std::map<std::string, std::unique_ptr<BoundShape>> bound_;  // by input shapes
 };
 
 }  // namespace parley::runtime

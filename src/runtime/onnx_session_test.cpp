@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "runtime/provider_attach.h"
@@ -96,6 +97,59 @@ TEST(OnnxSession, ReleasingTheArenaAfterEachRunKeepsResults) {
     EXPECT_TRUE(std::equal(kept.values().begin(), kept.values().end(), released.values().begin()))
         << "run " << run;
   }
+}
+
+// A captured graph is asked for in the configuration's words and refused, before any model is
+// read, where the provider cannot replay one at any shape.
+TEST(OnnxSession, GraphCaptureIsRefusedWhereTheProviderCannotReplayOne) {
+  SessionConfig config;
+  config.capture_graph = true;
+  try {
+    config.validate();
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("capture_graph: the network runs on the cpu provider"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("cuda"), std::string::npos) << message;
+  }
+  EXPECT_THROW(OnnxSession("/nonexistent/model.onnx", config), Error);
+  config.provider = ProviderId::kMigraphx;  // compiles one graph per shape: no capture option
+  EXPECT_THROW(config.validate(), Error);
+  config.provider = ProviderId::kCuda;
+  EXPECT_NO_THROW(config.validate());
+  EXPECT_NE(config.to_string().find("capture_graph"), std::string::npos);
+}
+
+// Runs through buffers bound once per input shape (the path of a captured graph's runs) give
+// what plain runs give, for new contents in the same buffers and for a second shape.
+TEST(OnnxSession, PersistentBuffersGiveWhatPlainRunsGive) {
+  PARLEY_REQUIRE_SHARED(model, "models/segmentation-3.0-fp16.onnx");
+  OnnxSession plain(model, SessionConfig{});
+  SessionConfig bound_config;
+  bound_config.persistent_buffers = true;
+  OnnxSession bound(model, bound_config);
+  const std::string output = plain.outputs()[0].name;
+  const auto waveform = [](std::size_t samples, float frequency) {
+    NdArray<float> wave({1, 1, samples});
+    for (std::size_t i = 0; i < wave.size(); ++i) {
+      wave(i) = 0.1f * std::sin(static_cast<float>(i) * frequency);
+    }
+    return wave;
+  };
+  const std::vector<NdArray<float>> inputs = {waveform(160000, 0.05f), waveform(160000, 0.011f),
+                                              waveform(80000, 0.03f), waveform(160000, 0.05f)};
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto expected = plain.run({{"waveform", &inputs[i]}}, {output}).at(0);
+    const auto got = bound.run({{"waveform", &inputs[i]}}, {output}).at(0);
+    ASSERT_EQ(got.shape(), expected.shape()) << "input " << i;
+    for (std::size_t j = 0; j < got.size(); ++j) {
+      ASSERT_NEAR(got(j), expected(j), 1e-6f) << "input " << i << ", value " << j;
+    }
+  }
+  EXPECT_EQ(bound.bound_shapes(), 2u);
+  EXPECT_EQ(plain.bound_shapes(), 0u);
 }
 
 TEST(OnnxSession, UnavailableProviderIsAnErrorNamingIt) {

@@ -25,6 +25,7 @@ bool SessionShare::shares(const SessionConfig& config) const {
   // Static-shape providers compile a session per shape (runtime/shaped_session_pool.h).
   if (!provider.concurrent_runs || provider.static_shapes) return false;
   // A captured graph replays one run at a time.
+  if (config.capture_graph) return false;
   if (!provider.graph_capture_option.empty()) {
     const auto option = config.provider_options.find(std::string(provider.graph_capture_option));
     if (option != config.provider_options.end() && option->second != "0" &&

@@ -68,6 +68,9 @@ TEST(SessionShare, SharesSessionsThatTakeConcurrentRunsOfAnyShape) {
   EXPECT_FALSE(share.shares(on(ProviderId::kCuda, {{"enable_cuda_graph", "1"}})))
       << "a captured graph replays one run at a time";
   EXPECT_TRUE(share.shares(on(ProviderId::kCuda, {{"enable_cuda_graph", "0"}})));
+  SessionConfig captured = on(ProviderId::kCuda);
+  captured.capture_graph = true;
+  EXPECT_FALSE(share.shares(captured)) << "a session per user: one replay at a time";
 }
 
 TEST(SessionShare, AFailedOpenKeepsNothing) {

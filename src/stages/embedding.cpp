@@ -45,6 +45,10 @@ void EmbeddingConfig::validate() const {
   }
   fbank.validate();
   session.validate();
+  if (capture_pooled_graph) {
+    runtime::check_graph_capture(session.provider, "embedding config: capture_pooled_graph",
+                                 "the embedding model");
+  }
   if (trunk_float16 && !models::float16_graph_suits(session.provider)) {
     fail(
         "embedding config: trunk_float16 runs on a dynamic-shape GPU provider such as cuda (got "
@@ -56,9 +60,10 @@ void EmbeddingConfig::validate() const {
 std::string EmbeddingConfig::to_string() const {
   return fmt::format(
       "EmbeddingConfig(batch_size={}, exclude_overlap={}, min_num_samples={}, "
-      "variance_epsilon={}, fbank={}, feature_threads={}, session={})",
+      "variance_epsilon={}, fbank={}, feature_threads={}, session={}{})",
       batch_size, exclude_overlap, min_num_samples, variance_epsilon, fbank.to_string(),
-      feature_threads, session.to_string());
+      feature_threads, session.to_string(),
+      capture_pooled_graph ? ", capture_pooled_graph=true" : "");
 }
 
 std::size_t min_clean_frames(std::size_t frames_per_chunk, std::size_t min_num_samples,
@@ -218,13 +223,15 @@ NdArray<float> EmbeddingExtractor::embed_pooled_from_samples_in_graph(
 
 void EmbeddingExtractor::open_pooled_session(bool features_in_graph) {
   if (opens_per_shape()) return;
+  runtime::SessionConfig session = config_.session;
+  session.capture_graph = config_.capture_pooled_graph;
   if (features_in_graph) {
     if (pooled_with_fbank_) return;
     const std::string model = models::prepend_fbank(
         models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon),
         models::PooledTrunkGraphNames::kFeatures, fbank_.graph_spec(), model_name_);
     pooled_with_fbank_ = sessions_->open(
-        runtime::ModelBuffer{model, model_name_ + " (fbank, trunk and pooling)"}, config_.session);
+        runtime::ModelBuffer{model, model_name_ + " (fbank, trunk and pooling)"}, session);
     return;
   }
   if (pooled_) return;
@@ -232,7 +239,7 @@ void EmbeddingExtractor::open_pooled_session(bool features_in_graph) {
   const std::string pooled_model =
       models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
   pooled_ = sessions_->open(
-      runtime::ModelBuffer{pooled_model, model_name_ + " (trunk with pooling)"}, config_.session);
+      runtime::ModelBuffer{pooled_model, model_name_ + " (trunk with pooling)"}, session);
 }
 
 runtime::OnnxSession& EmbeddingExtractor::session_for(

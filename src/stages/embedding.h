@@ -47,6 +47,11 @@ struct EmbeddingConfig {
   // Run the trunk in float16 (graph/float16_graph.h); only on a dynamic-shape accelerator.
   // Pooling and the head stay float32.
   bool trunk_float16 = false;
+  // The graph-pooled passes (embed_pooled_in_graph and embed_pooled_from_samples_in_graph, whose
+  // every pass has one shape) replay a captured graph (runtime::SessionConfig::capture_graph):
+  // their sessions are then this extractor's own. Only on a provider that replays captured
+  // graphs at any shape (cuda).
+  bool capture_pooled_graph = false;
   // Pads every trunk call to one of these batch sizes (the padding rows are zeros, their outputs
   // dropped) and opens one session per input shape through the compiled-graph cache, trunk and
   // pooled graph alike (stages/embedding_graphs.h). Unset: on a static-shape provider
