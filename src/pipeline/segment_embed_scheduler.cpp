@@ -8,6 +8,7 @@
 #include <exception>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -38,6 +39,81 @@ struct SegmentEmbedScheduler::Recording {
   // recording gets (2 MB an hour instead of 25 MB, held from the first batch on).
   std::vector<std::uint8_t> powerset_classes;
   std::size_t frames = 0;  // per chunk
+};
+
+// A call's log-probabilities on their way from segmentation to the embeddings.
+struct SegmentEmbedScheduler::SegmentedBatch {
+  std::size_t first_chunk = 0;
+  NdArray<float> log_probabilities;
+};
+
+std::size_t SegmentEmbedScheduler::recording_of(const std::vector<Recording>& recordings,
+                                                std::size_t chunk) {
+  const auto after = std::upper_bound(
+      recordings.begin(), recordings.end(), chunk,
+      [](std::size_t value, const Recording& recording) { return value < recording.first_chunk; });
+  return static_cast<std::size_t>(std::distance(recordings.begin(), after) - 1);
+}
+
+// Segmentation's feed in a run: every recording's chunks as one stream, each read once its
+// recording has it (`needed`), and each call's scores queued for the embeddings.
+class SegmentEmbedScheduler::ChunkStream final : public SegmentationFeed {
+ public:
+  // `progress`: where the chunks done are counted, or null.
+  ChunkStream(const std::vector<Recording>& recordings, std::size_t samples_read_past_chunk,
+              const SamplesNeeded& needed, BoundedQueue<SegmentedBatch>& queue,
+              ProgressSink* progress)
+      : recordings_(recordings),
+        samples_read_past_chunk_(samples_read_past_chunk),
+        needed_(needed),
+        queue_(queue),
+        progress_(progress) {}
+
+  void read_chunk(std::size_t chunk, std::span<float> samples) override {
+    const std::size_t r = recording_of(recordings_, chunk);
+    const Recording& recording = recordings_[r];
+    const auto local = static_cast<std::int64_t>(chunk - recording.first_chunk);
+    if (needed_) {
+      // The shared first convolution reads the recording past the chunk's end.
+      needed_(r, std::min(recording.samples.size(),
+                          chunk_end(recording.plan, local) + samples_read_past_chunk_));
+    }
+    copy_chunk(recording.samples, recording.plan, local, samples);
+  }
+
+  std::optional<ChunkOrigin> origin(std::size_t chunk) override {
+    const std::size_t r = recording_of(recordings_, chunk);
+    const Recording& recording = recordings_[r];
+    return ChunkOrigin{
+        r, recording.samples,
+        recording.plan.chunk_offset(static_cast<std::int64_t>(chunk - recording.first_chunk))};
+  }
+
+  void chunks_done(std::size_t count) override {
+    if (progress_ != nullptr) progress_->update(count);
+  }
+
+  void take_scores(std::size_t first_chunk, NdArray<float> log_probabilities) override {
+    // Measured up to the hand-over of each call, not past the last: on a busy machine the
+    // worker threads' teardown after it would otherwise count as segmentation while the last
+    // embeddings already run.
+    seconds_ = seconds_since(start_);
+    if (!queue_.push({first_chunk, std::move(log_probabilities)})) {
+      throw std::runtime_error("embedding stopped");
+    }
+  }
+
+  // From the stream's creation to the hand-over of the last call so far.
+  double seconds() const { return seconds_; }
+
+ private:
+  const std::vector<Recording>& recordings_;
+  std::size_t samples_read_past_chunk_;
+  const SamplesNeeded& needed_;
+  BoundedQueue<SegmentedBatch>& queue_;
+  ProgressSink* progress_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double seconds_ = 0.0;
 };
 
 SegmentEmbedScheduler::SegmentEmbedScheduler(SegmentationModel& segmentation, EmbedChunkRange embed,
@@ -78,12 +154,8 @@ std::vector<DiarizationIntermediates> SegmentEmbedScheduler::run(std::vector<Sta
     intermediates[r].duration_seconds = static_cast<double>(work[r].samples.size()) / kSampleRate;
     intermediates[r].chunks = work[r].plan.chunks();
   }
-  // The recording that chunk `chunk` of the stream belongs to.
   const auto recording_of = [&work](std::size_t chunk) {
-    const auto after = std::upper_bound(
-        work.begin(), work.end(), chunk,
-        [](std::size_t value, const Recording& w) { return value < w.first_chunk; });
-    return static_cast<std::size_t>(std::distance(work.begin(), after) - 1);
+    return SegmentEmbedScheduler::recording_of(work, chunk);
   };
   const std::size_t embedding_batch = std::max<std::size_t>(settings_.embedding_batch, 1);
   const std::size_t dimension = settings_.embedding_dimension;
@@ -104,52 +176,16 @@ std::vector<DiarizationIntermediates> SegmentEmbedScheduler::run(std::vector<Sta
   // embedded while later chunks are still being segmented (on a GPU the embeddings run while
   // the CPU segments); otherwise segmentation finishes first. Embedding always goes in the same
   // `embedding_batch` chunk ranges of each recording, so both orders give identical results.
-  struct SegmentedBatch {
-    std::size_t first_chunk = 0;
-    NdArray<float> log_probabilities;
-  };
   const std::size_t capacity =
       settings_.streaming ? std::max<std::size_t>(2 * embedding_batch, 1) : chunk_count + 1;
   BoundedQueue<SegmentedBatch> queue(capacity);
 
-  double segmentation_seconds = 0.0;
+  ChunkStream chunks(work, segmentation_.samples_read_past_chunk(), needed, queue,
+                     settings_.streaming ? nullptr : &progress);
   auto segment = [&] {
     try {
-      const auto segmentation_start = Clock::now();
       if (chunk_count > 0) {
-        segmentation_.run(
-            chunk_count,
-            [&](std::size_t chunk, std::span<float> out) {
-              const std::size_t r = recording_of(chunk);
-              const Recording& recording = work[r];
-              const auto local = static_cast<std::int64_t>(chunk - recording.first_chunk);
-              if (needed) {
-                // The shared first convolution reads the recording past the chunk's end.
-                needed(r, std::min(recording.samples.size(),
-                                   chunk_end(recording.plan, local) +
-                                       segmentation_.samples_read_past_chunk()));
-              }
-              copy_chunk(recording.samples, recording.plan, local, out);
-            },
-            settings_.streaming ? SegmentationModel::ProgressCallback{}
-                                : [&](std::size_t done) { progress.update(done); },
-            [&](std::size_t first_chunk, const NdArray<float>& log_probabilities) {
-              // Measured up to the hand-over of each batch, not past the last: on a busy machine
-              // the worker threads' teardown after it would otherwise count as segmentation
-              // while the last embeddings already run.
-              segmentation_seconds = seconds_since(segmentation_start);
-              if (!queue.push({first_chunk, log_probabilities})) {
-                throw std::runtime_error("embedding stopped");
-              }
-            },
-            [&](std::size_t chunk) {
-              const std::size_t r = recording_of(chunk);
-              return SegmentationModel::ChunkOrigin{
-                  r, work[r].samples,
-                  work[r].plan.chunk_offset(
-                      static_cast<std::int64_t>(chunk - work[r].first_chunk))};
-            },
-            settings_.segmentation_cpu_rows);
+        segmentation_.run(chunk_count, chunks, settings_.segmentation_cpu_rows);
       }
       queue.close();
     } catch (...) {
@@ -261,7 +297,7 @@ std::vector<DiarizationIntermediates> SegmentEmbedScheduler::run(std::vector<Sta
   spdlog::debug(
       "{} recording(s), {} chunks: segmentation handed on its last batch {:.3f} s after "
       "it started, embedding ended {:.3f} s after it",
-      work.size(), chunk_count, segmentation_seconds, seconds_since(networks_start));
+      work.size(), chunk_count, chunks.seconds(), seconds_since(networks_start));
   // Segmentation ran over every recording at once: each gets its share by chunks. With
   // streaming the stages overlap: each is its own working time, and their sum can exceed the
   // wall time of both together.
@@ -270,7 +306,7 @@ std::vector<DiarizationIntermediates> SegmentEmbedScheduler::run(std::vector<Sta
                                                static_cast<double>(chunk_count)
                                          : 0.0;
     StageTimes ordered;
-    ordered.add("segmentation", segmentation_seconds * share);
+    ordered.add("segmentation", chunks.seconds() * share);
     for (const auto& [stage, seconds] : times[r].entries()) ordered.add(stage, seconds);
     ordered.add("embedding", 0.0);
     times[r] = ordered;

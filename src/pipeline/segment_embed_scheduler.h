@@ -70,6 +70,10 @@ class SegmentEmbedScheduler {
 
  private:
   struct Recording;
+  struct SegmentedBatch;
+  class ChunkStream;
+  // The recording that chunk `chunk` of the stream of every recording's chunks belongs to.
+  static std::size_t recording_of(const std::vector<Recording>& recordings, std::size_t chunk);
 
   SegmentationModel& segmentation_;
   EmbedChunkRange embed_;
