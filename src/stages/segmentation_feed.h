@@ -4,12 +4,15 @@
 // recordings, scores queued to the embeddings), a caller with its chunks already cut
 // (SegmentationModel::run over an array), tests and benchmarks. A caller of one window implements
 // read_chunk and keeps the scores (ScoreKeepingFeed); the rest has defaults.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "core/ndarray.h"
 
 namespace parley::pipeline {
@@ -53,10 +56,30 @@ class SegmentationFeed {
 // them.
 class ScoreKeepingFeed : public SegmentationFeed {
  public:
-  void take_scores(std::size_t first_chunk, NdArray<float> log_probabilities) override;
+  void take_scores(std::size_t first_chunk, NdArray<float> log_probabilities) override {
+    if (log_probabilities.rank() != 3 || first_chunk != chunks_ ||
+        (!calls_.empty() && (log_probabilities.dim(1) != calls_.front().dim(1) ||
+                             log_probabilities.dim(2) != calls_.front().dim(2)))) {
+      fail(
+          "segmentation scores: a call's scores from chunk {} do not continue the {} chunk(s) kept",
+          first_chunk, chunks_);
+    }
+    chunks_ += log_probabilities.dim(0);
+    calls_.push_back(std::move(log_probabilities));
+  }
+
   // The scores taken so far as one array [chunks, frames, classes] in chunk order, moved out (the
   // feed is then empty); [0, 0, 0] when none were taken.
-  NdArray<float> take_all();
+  NdArray<float> take_all() {
+    std::vector<NdArray<float>> calls = std::exchange(calls_, {});
+    const std::size_t chunks = std::exchange(chunks_, 0);
+    if (calls.empty()) return NdArray<float>({0, 0, 0});
+    if (calls.size() == 1) return std::move(calls.front());
+    NdArray<float> joined({chunks, calls.front().dim(1), calls.front().dim(2)});
+    float* target = joined.data();
+    for (const auto& call : calls) target = std::copy_n(call.data(), call.size(), target);
+    return joined;
+  }
 
  private:
   std::vector<NdArray<float>> calls_;
