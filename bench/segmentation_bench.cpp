@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "core/error.h"
@@ -26,6 +28,7 @@
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
 #include "stages/segmentation.h"
+#include "stages/segmentation_feed.h"
 #include "wav_16k.h"
 
 namespace {
@@ -37,6 +40,27 @@ double process_cpu_seconds() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
   return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
 }
+
+// The recording's chunks as `plan` cuts them, with their places in it when `origins` (so that
+// they share the first convolution); their scores are kept for --check-cpu.
+class RecordingFeed final : public parley::pipeline::ScoreKeepingFeed {
+ public:
+  RecordingFeed(const std::vector<float>& audio, const parley::pipeline::ChunkPlan& plan,
+                bool origins)
+      : audio_(audio), plan_(plan), origins_(origins) {}
+  void read_chunk(std::size_t chunk, std::span<float> samples) override {
+    parley::pipeline::copy_chunk(audio_, plan_, static_cast<std::int64_t>(chunk), samples);
+  }
+  std::optional<ChunkOrigin> origin(std::size_t chunk) override {
+    if (!origins_) return std::nullopt;
+    return ChunkOrigin{0, audio_, plan_.chunk_offset(static_cast<std::int64_t>(chunk))};
+  }
+
+ private:
+  const std::vector<float>& audio_;
+  const parley::pipeline::ChunkPlan& plan_;
+  bool origins_;
+};
 
 }  // namespace
 
@@ -111,20 +135,19 @@ int main(int argc, char** argv) {
     const auto load_start = std::chrono::steady_clock::now();
     parley::pipeline::SegmentationModel model(model_path, config);
     const double load_seconds = parley::seconds_since(load_start);
-    auto source = [&](std::size_t chunk, std::span<float> out) {
-      parley::pipeline::copy_chunk(audio, plan, static_cast<std::int64_t>(chunk), out);
+    const auto segment = [&](parley::pipeline::SegmentationModel& segmentation, std::size_t chunks,
+                             bool origins) {
+      RecordingFeed feed(audio, plan, origins);
+      segmentation.run(chunks, feed);
+      return feed.take_all();
     };
-    auto locate = [&](std::size_t chunk) {
-      return parley::pipeline::SegmentationModel::ChunkOrigin{
-          0, audio, plan.chunk_offset(static_cast<std::int64_t>(chunk))};
-    };
-    model.run(std::min<std::size_t>(chunk_count, 2), source, {}, {}, locate);  // warm-up
+    segment(model, std::min<std::size_t>(chunk_count, 2), true);  // warm-up
     double best = 1e30;
     double best_cpu = 1e30;
     for (int repeat = 0; repeat < repeats; ++repeat) {
       const auto start = std::chrono::steady_clock::now();
       const double cpu_start = process_cpu_seconds();
-      model.run(chunk_count, source, {}, {}, locate);
+      segment(model, chunk_count, true);
       best_cpu = std::min(best_cpu, process_cpu_seconds() - cpu_start);
       best = std::min(best, parley::seconds_since(start));
     }
@@ -139,11 +162,11 @@ int main(int argc, char** argv) {
         static_cast<double>(chunk_count) / best, 1000.0 * best / static_cast<double>(chunk_count),
         1000.0 * best_cpu / static_cast<double>(chunk_count));
     if (check_cpu) {
-      const parley::NdArray<float> ours = model.run(chunk_count, source, {}, {}, locate);
+      const parley::NdArray<float> ours = segment(model, chunk_count, true);
       parley::pipeline::SegmentationConfig cpu_config;
       cpu_config.threads = threads;
       parley::pipeline::SegmentationModel reference_model(model_path, cpu_config);
-      const parley::NdArray<float> reference = reference_model.run(chunk_count, source);
+      const parley::NdArray<float> reference = segment(reference_model, chunk_count, false);
       double largest = 0.0;
       for (std::size_t i = 0; i < ours.size(); ++i) {
         largest = std::max(largest, static_cast<double>(std::abs(ours(i) - reference(i))));

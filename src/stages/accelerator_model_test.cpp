@@ -24,10 +24,10 @@ constexpr const char* kRecording = "eval/pyannote-sample/sample.wav";
 // `count` consecutive 10 s chunks of the recording (1 s step), as [count, 1, 160000].
 NdArray<float> real_chunks(const std::filesystem::path& wav, std::size_t count) {
   const auto audio = parley::audio::load_mono_16k(wav);
-  const auto source = testing::chunk_source(audio);
+  testing::ChunkFeed feed(audio);
   NdArray<float> chunks({count, 1, 160000});
   for (std::size_t i = 0; i < count; ++i) {
-    source(i, std::span<float>(chunks.data() + i * 160000, 160000));
+    feed.read_chunk(i, std::span<float>(chunks.data() + i * 160000, 160000));
   }
   return chunks;
 }
@@ -180,10 +180,10 @@ TEST(AcceleratorModel, BucketPaddedCallsEqualOneChunkCalls) {
   EXPECT_EQ(batched.plan_calls(7), expected_plan);
 
   const auto audio = parley::audio::load_mono_16k(wav);
-  const auto source = testing::chunk_source(audio);
-  const NdArray<float> padded = batched.run(7, source);
+  const std::vector<std::size_t> first_seven = {0, 1, 2, 3, 4, 5, 6};
+  const NdArray<float> padded = testing::segment(batched, audio, first_seven);
   SegmentationModel single(rewritten_path, SegmentationConfig{});
-  const NdArray<float> one_by_one = single.run(7, source);
+  const NdArray<float> one_by_one = testing::segment(single, audio, first_seven);
   ASSERT_EQ(padded.shape(), one_by_one.shape());
   EXPECT_LT(max_difference(padded, one_by_one), 1e-4);
 }

@@ -16,6 +16,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "runtime/compile_cache.h"
@@ -284,10 +285,7 @@ std::vector<runtime::BatchSlice> plan_padded_calls(std::size_t chunk_count, std:
   return plan;
 }
 
-NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource& source,
-                                      const ProgressCallback& progress,
-                                      const BatchCallback& on_batch, const ChunkLocator& locate,
-                                      std::size_t cpu_rows) {
+void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std::size_t cpu_rows) {
   const std::size_t samples = config_.samples_per_chunk;
   const std::vector<runtime::BatchSlice> calls = plan_calls(chunk_count, cpu_rows);
   const std::size_t batch_count = calls.size();
@@ -319,7 +317,7 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   };
 
   // With a shared first convolution the model's input is the convolution's frames of each chunk.
-  // A chunk with no usable origin is its own recording (a key no recording of `locate` has).
+  // A chunk with no usable origin is its own recording (a key no recording of the feed has).
   struct ClearOnExit {
     SharedFirstConvolution* convolution;
     ~ClearOnExit() {
@@ -334,18 +332,17 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   const auto fill_input = [&](Worker& worker, std::size_t chunk, std::size_t row) {
     const std::span<float> target(worker.input.data() + row * row_values, row_values);
     if (!first_convolution_) {
-      source(chunk, target);
+      feed.read_chunk(chunk, target);
       return std::all_of(target.begin(), target.end(), [](float value) { return value == 0.f; });
     }
     worker.chunk_samples.assign(samples, 0.f);
-    source(chunk, worker.chunk_samples);
-    SegmentationModel::ChunkOrigin origin;
-    if (locate) origin = locate(chunk);
-    if (!locate || origin.start_sample % first_convolution_->stride() != 0) {
+    feed.read_chunk(chunk, worker.chunk_samples);
+    std::optional<SegmentationFeed::ChunkOrigin> origin = feed.origin(chunk);
+    if (!origin || origin->start_sample % first_convolution_->stride() != 0) {
       constexpr std::size_t kOwnRecording = std::size_t{1} << 62;
-      origin = {kOwnRecording + chunk, worker.chunk_samples, 0};
+      origin = SegmentationFeed::ChunkOrigin{kOwnRecording + chunk, worker.chunk_samples, 0};
     }
-    first_convolution_->chunk_input(origin.recording, origin.samples, origin.start_sample,
+    first_convolution_->chunk_input(origin->recording, origin->samples, origin->start_sample,
                                     worker.chunk_samples, target);
     return std::all_of(worker.chunk_samples.begin(), worker.chunk_samples.end(),
                        [](float value) { return value == 0.f; });
@@ -414,16 +411,13 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
         }
         batch_outputs[batch] = std::move(kept);
         chunks_done += call.count;
-        if (progress) progress(chunks_done);
+        feed.chunks_done(chunks_done);
         // Batches finish out of order across workers; they are handed on in chunk order.
-        // A callback that blocks holds back the workers, which is how a slow consumer
-        // limits how far segmentation runs ahead.
-        while (on_batch && next_batch_to_report < batch_count &&
-               !batch_outputs[next_batch_to_report].empty()) {
-          on_batch(calls[next_batch_to_report].offset, batch_outputs[next_batch_to_report]);
-          // Handed on: kept here it would hold every chunk's scores until the end (59 MB an
-          // hour at a 1 s step), which the caller keeps in its own, smaller form.
-          batch_outputs[next_batch_to_report] = NdArray<float>();
+        while (next_batch_to_report < batch_count && !batch_outputs[next_batch_to_report].empty()) {
+          // Handed on, not kept: kept here they would hold every chunk's scores until the end
+          // (59 MB an hour at a 1 s step), which a feed may keep in a smaller form.
+          feed.take_scores(calls[next_batch_to_report].offset,
+                           std::exchange(batch_outputs[next_batch_to_report], NdArray<float>()));
           ++next_batch_to_report;
         }
       }
@@ -446,37 +440,36 @@ NdArray<float> SegmentationModel::run(std::size_t chunk_count, const ChunkSource
   }
   if (first_error) std::rethrow_exception(first_error);
 
-  const std::size_t classes = static_cast<std::size_t>(signature_.classes);
   if (batch_count > 0 && frames == 0) {
     fail(
         "{}: returned 0 frames for a chunk of {} samples; the model is not a segmentation model "
         "or is damaged (check it with `parley models verify`)",
         model_path_.string(), config_.samples_per_chunk);
   }
-  if (on_batch) return NdArray<float>({0, frames, classes});
-  NdArray<float> result({chunk_count, frames, classes});
-  std::size_t offset = 0;
-  for (const auto& output : batch_outputs) {
-    std::copy_n(output.data(), output.size(), result.data() + offset);
-    offset += output.size();
-  }
-  return result;
 }
 
-NdArray<float> SegmentationModel::run(const NdArray<float>& chunks,
-                                      const ProgressCallback& progress) {
+NdArray<float> SegmentationModel::run(const NdArray<float>& chunks, std::size_t cpu_rows) {
   if (chunks.rank() != 2 || chunks.dim(1) != config_.samples_per_chunk) {
     fail("segmentation: chunks must be [chunk_count, {}] samples, got [{}]",
          config_.samples_per_chunk, fmt::join(chunks.shape(), ","));
   }
-  const std::size_t samples = config_.samples_per_chunk;
-  return run(
-      chunks.dim(0),
-      [&](std::size_t chunk_index, std::span<float> chunk_samples) {
-        std::memcpy(chunk_samples.data(), chunks.data() + chunk_index * samples,
-                    samples * sizeof(float));
-      },
-      progress);
+  // Rows of `chunks`, copied as they are read.
+  class CutChunks final : public ScoreKeepingFeed {
+   public:
+    explicit CutChunks(const NdArray<float>& chunks) : chunks_(chunks) {}
+    void read_chunk(std::size_t chunk, std::span<float> samples) override {
+      std::memcpy(samples.data(), chunks_.data() + chunk * samples.size(),
+                  samples.size() * sizeof(float));
+    }
+
+   private:
+    const NdArray<float>& chunks_;
+  } feed(chunks);
+  run(chunks.dim(0), feed, cpu_rows);
+  if (chunks.dim(0) == 0) {
+    return NdArray<float>({0, 0, static_cast<std::size_t>(signature_.classes)});
+  }
+  return feed.take_all();
 }
 
 }  // namespace parley::pipeline

@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "runtime/session_share.h"
 #include "runtime/shape_plan.h"
 #include "runtime/shaped_session_pool.h"
+#include "stages/segmentation_feed.h"
 #include "stages/shared_first_convolution.h"
 
 namespace parley::pipeline {
@@ -110,25 +110,6 @@ std::vector<runtime::BatchSlice> plan_padded_calls(std::size_t chunk_count, std:
 
 class SegmentationModel {
  public:
-  // Writes chunk `chunk_index` (samples_per_chunk values, zero-padded past the end of the
-  // audio) into `chunk_samples`. Called concurrently from worker threads for distinct chunks.
-  using ChunkSource = std::function<void(std::size_t chunk_index, std::span<float> chunk_samples)>;
-  // Called with the number of chunks finished so far (serialised, increasing).
-  using ProgressCallback = std::function<void(std::size_t chunks_done)>;
-  // Called with each batch's log-probabilities [count, frames, classes] and its first chunk,
-  // in chunk order, one call at a time. An exception thrown from it stops the run.
-  using BatchCallback =
-      std::function<void(std::size_t first_chunk, const NdArray<float>& log_probabilities)>;
-  // Where a chunk lies: its recording (any key, the same for every chunk of one recording in a
-  // run), the recording's samples and the chunk's first sample there. Lets chunks of one
-  // recording share the first convolution; called concurrently from worker threads.
-  struct ChunkOrigin {
-    std::size_t recording = 0;
-    std::span<const float> samples;
-    std::int64_t start_sample = 0;
-  };
-  using ChunkLocator = std::function<ChunkOrigin(std::size_t chunk_index)>;
-
   // `sessions`: where the accelerator sessions come from, shared with other users of the same
   // model and settings (engines on one GPU); null: a share of its own. Either way the workers
   // on an accelerator run one session (runtime/session_share.h).
@@ -157,25 +138,21 @@ class SegmentationModel {
   // (empty when the file is loaded directly).
   const std::string& rewritten_model() const { return rewritten_model_; }
 
-  // Returns [chunk_count, frames, classes] log-probabilities, chunk order preserved; with
-  // `on_batch`, each batch goes there and is freed, and the array returned holds no chunks
-  // ([0, frames, classes]). One run at a time per SegmentationModel (its workers' sessions and
-  // buffers are reused). Without `locate`, or for chunks whose start is not a multiple of the
-  // convolution's stride, each chunk's first convolution is its own.
-  // `cpu_rows` as for plan_calls().
-  NdArray<float> run(std::size_t chunk_count, const ChunkSource& source,
-                     const ProgressCallback& progress = {}, const BatchCallback& on_batch = {},
-                     const ChunkLocator& locate = {}, std::size_t cpu_rows = 0);
+  // Runs `chunk_count` chunks read from `feed` and hands their log-probabilities to it, call by
+  // call in chunk order (stages/segmentation_feed.h). One run at a time per SegmentationModel
+  // (its workers' sessions and buffers are reused). `cpu_rows` as for plan_calls().
+  void run(std::size_t chunk_count, SegmentationFeed& feed, std::size_t cpu_rows = 0);
   // Whether the first convolution is shared (share_first_convolution, a CPU session and a
   // model that starts that way).
   bool shares_first_convolution() const { return first_convolution_ != nullptr; }
-  // How far past a chunk's last sample a run may read the recording that `locate` names (the
-  // shared convolution's block that holds the chunk's end); 0 when it reads the chunk only.
+  // How far past a chunk's last sample a run may read the recording that the feed's origin names
+  // (the shared convolution's block that holds the chunk's end); 0 when it reads the chunk only.
   std::size_t samples_read_past_chunk() const {
     return first_convolution_ ? first_convolution_->samples_read_past_chunk() : 0;
   }
-  // Convenience for chunks already cut: `chunks` is [chunk_count, samples_per_chunk].
-  NdArray<float> run(const NdArray<float>& chunks, const ProgressCallback& progress = {});
+  // For chunks already cut, `chunks` [chunk_count, samples_per_chunk]: their log-probabilities
+  // [chunk_count, frames, classes].
+  NdArray<float> run(const NdArray<float>& chunks, std::size_t cpu_rows = 0);
 
  private:
   struct Worker;

@@ -41,7 +41,7 @@ ts::Agreement fixture_agreement(SegmentationModel& model, const std::filesystem:
   const auto chunk_count = static_cast<std::size_t>(ts::chunk_plan(audio).num_chunks());
   EXPECT_EQ(chunk_count, golden.dim(0)) << "chunk count formula disagrees with pyannote";
   if (chunk_count != golden.dim(0)) return {};
-  const auto log_probs = model.run(chunk_count, ts::chunk_source(audio));
+  const auto log_probs = ts::segment(model, audio);
   EXPECT_EQ(log_probs.dim(1), golden.dim(1));
   if (log_probs.dim(1) != golden.dim(1)) return {};
   return ts::permutation_agreement(ts::decode_powerset(log_probs), golden);

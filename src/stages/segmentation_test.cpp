@@ -18,7 +18,7 @@
 namespace parley::pipeline {
 namespace {
 
-using testing::chunk_source;
+using testing::segment;
 
 constexpr const char* kFp16Model = "models/segmentation-3.0-fp16.onnx";
 // 39.97 s: 30 complete windows and a zero-padded 31st (last 9.97 s of audio).
@@ -45,7 +45,33 @@ NdArray<float> run_chunks(const std::filesystem::path& model_path, const std::ve
   config.threads = threads;
   config.batch_size = batch_size;
   SegmentationModel model(model_path, config);
-  return model.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions));
+  return segment(model, audio, kChunkPositions);
+}
+
+// Scores [chunks, 3 frames, 7 classes] numbered from `first_value`.
+NdArray<float> numbered_scores(std::size_t chunks, float first_value) {
+  NdArray<float> scores({chunks, 3, 7});
+  for (std::size_t i = 0; i < scores.size(); ++i) scores(i) = first_value + static_cast<float>(i);
+  return scores;
+}
+
+TEST(ScoreKeepingFeed, JoinsCallsInChunkOrderAndRefusesAnythingElse) {
+  struct Keeping : ScoreKeepingFeed {
+    void read_chunk(std::size_t /*chunk*/, std::span<float> /*samples*/) override {}
+  } feed;
+  feed.take_scores(0, numbered_scores(2, 0.f));
+  feed.take_scores(2, numbered_scores(1, 42.f));
+  const NdArray<float> joined = feed.take_all();
+  ASSERT_EQ(joined.shape(), (std::vector<std::size_t>{3, 3, 7}));
+  for (std::size_t i = 0; i < joined.size(); ++i) EXPECT_EQ(joined(i), static_cast<float>(i));
+  EXPECT_EQ(feed.take_all().size(), 0u) << "taken out, not kept";
+
+  feed.take_scores(0, numbered_scores(1, 0.f));  // one call: handed back as it came
+  EXPECT_EQ(feed.take_all().shape(), (std::vector<std::size_t>{1, 3, 7}));
+  EXPECT_THROW(feed.take_scores(1, numbered_scores(1, 0.f)), Error) << "a gap before it";
+  feed.take_scores(0, numbered_scores(1, 0.f));
+  EXPECT_THROW(feed.take_scores(1, NdArray<float>({1, 4, 7})), Error) << "other frames";
+  EXPECT_THROW(feed.take_scores(1, NdArray<float>({1, 3})), Error) << "not [chunks,frames,classes]";
 }
 
 TEST(SegmentationConfig, RejectsNonsense) {
@@ -227,7 +253,7 @@ TEST(SegmentationModel, ReturnsPowersetLogProbabilities) {
   PARLEY_REQUIRE_SHARED(clip, kClip);
   const auto audio = parley::audio::load_mono_16k(clip);
   SegmentationModel model(model_path, SegmentationConfig{});
-  const auto output = model.run(2, chunk_source(audio, {3, 30}));
+  const auto output = segment(model, audio, {3, 30});
   ASSERT_EQ(output.shape(), (std::vector<std::size_t>{2, 589, 7}));
   for (std::size_t c = 0; c < 2; ++c) {
     for (std::size_t f = 0; f < 589; ++f) {
@@ -238,13 +264,13 @@ TEST(SegmentationModel, ReturnsPowersetLogProbabilities) {
   }
 }
 
-TEST(SegmentationModel, ChunkSourceIsZeroPadded) {
+TEST(SegmentationModel, FedChunkIsZeroPadded) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);
   const auto audio = parley::audio::load_mono_16k(clip);
   SegmentationModel model(model_path, SegmentationConfig{});
   // Chunk 30 holds 9.97 s of audio; the source writes only those samples.
-  const auto from_source = model.run(1, chunk_source(audio, {30}));
+  const auto from_source = segment(model, audio, {30});
   NdArray<float> explicit_chunk({1, 160000});
   std::copy(audio.begin() + 30 * 16000, audio.end(), explicit_chunk.data());
   const auto from_array = model.run(explicit_chunk);
@@ -266,7 +292,7 @@ TEST(SegmentationModel, ReusingSilentChunksChangesNoOutput) {
     config.reuse_silent_chunks = reuse;
     config.threads = threads;
     SegmentationModel model(model_path, config);
-    return model.run(positions.size(), chunk_source(audio, positions));
+    return segment(model, audio, positions);
   };
   const auto every_chunk_run = run(false, 1);
   EXPECT_TRUE(bitwise_equal(run(true, 1), every_chunk_run));
@@ -282,17 +308,23 @@ TEST(SegmentationModel, ThreadCountDoesNotChangeOutput) {
   SegmentationConfig config;
   config.threads = 3;
   SegmentationModel model(model_path, config);
-  std::vector<std::size_t> reported;
-  const auto three_threads = model.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions),
-                                       [&](std::size_t done) { reported.push_back(done); });
+  // Counts the chunks done as the run reports them.
+  struct CountingFeed : testing::ChunkFeed {
+    using ChunkFeed::ChunkFeed;
+    void chunks_done(std::size_t count) override { reported.push_back(count); }
+    std::vector<std::size_t> reported;
+  } feed(audio, kChunkPositions);
+  const auto three_threads = segment(model, feed);
+  const std::vector<std::size_t>& reported = feed.reported;
   EXPECT_TRUE(bitwise_equal(one_thread, three_threads));
   ASSERT_EQ(reported.size(), kChunkPositions.size());
   for (std::size_t i = 0; i < reported.size(); ++i) EXPECT_EQ(reported[i], i + 1);
 }
 
-// Batches handed to the callback are not also kept: holding every chunk's scores until the end
-// cost 59 MB an hour of audio, twice over with the final copy (docs/corpus.md, "Memory").
-TEST(SegmentationModel, BatchesHandedOnAreNotKept) {
+// Each call's scores reach the feed once, in chunk order, whichever worker finished it first: the
+// run keeps none (holding every chunk's scores until the end cost 59 MB an hour of audio, twice
+// over with the final copy: docs/corpus.md, "Memory").
+TEST(SegmentationModel, ScoresReachTheFeedInChunkOrder) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_SHARED(clip, kClip);
   const auto audio = parley::audio::load_mono_16k(clip);
@@ -301,30 +333,41 @@ TEST(SegmentationModel, BatchesHandedOnAreNotKept) {
   SegmentationConfig config;
   config.threads = 3;
   SegmentationModel model(model_path, config);
+  // Writes each call's scores into `handed_on` where its chunks belong.
+  struct CopyingFeed : SegmentationFeed {
+    CopyingFeed(const std::vector<float>& audio, NdArray<float>& target)
+        : chunks(audio, kChunkPositions), handed_on(target) {}
+    void read_chunk(std::size_t chunk, std::span<float> samples) override {
+      chunks.read_chunk(chunk, samples);
+    }
+    void take_scores(std::size_t first_chunk, NdArray<float> log_probabilities) override {
+      EXPECT_EQ(first_chunk, chunks_handed_on);
+      std::copy_n(log_probabilities.data(), log_probabilities.size(),
+                  handed_on.data() + first_chunk * 589 * 7);
+      chunks_handed_on += log_probabilities.dim(0);
+    }
+    testing::ChunkFeed chunks;
+    NdArray<float>& handed_on;
+    std::size_t chunks_handed_on = 0;
+  };
   NdArray<float> handed_on(kept.shape());
-  std::size_t chunks_handed_on = 0;
-  const auto returned =
-      model.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions), {},
-                [&](std::size_t first_chunk, const NdArray<float>& log_probabilities) {
-                  EXPECT_EQ(first_chunk, chunks_handed_on);
-                  std::copy_n(log_probabilities.data(), log_probabilities.size(),
-                              handed_on.data() + first_chunk * 589 * 7);
-                  chunks_handed_on += log_probabilities.dim(0);
-                });
-  EXPECT_EQ(returned.shape(), (std::vector<std::size_t>{0, 589, 7}));
-  EXPECT_EQ(chunks_handed_on, kChunkPositions.size());
+  CopyingFeed feed(audio, handed_on);
+  model.run(kChunkPositions.size(), feed);
+  EXPECT_EQ(feed.chunks_handed_on, kChunkPositions.size());
   EXPECT_TRUE(bitwise_equal(kept, handed_on));
 }
 
-TEST(SegmentationModel, ErrorInChunkSourceReachesCaller) {
+TEST(SegmentationModel, ErrorInReadingAChunkReachesCaller) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   SegmentationConfig config;
   config.threads = 2;
   SegmentationModel model(model_path, config);
-  auto failing_source = [](std::size_t chunk, std::span<float>) {
-    if (chunk == 3) fail("chunk {} is unreadable", chunk);
-  };
-  EXPECT_THROW(model.run(5, failing_source), Error);
+  struct FailingFeed : ScoreKeepingFeed {
+    void read_chunk(std::size_t chunk, std::span<float> /*samples*/) override {
+      if (chunk == 3) fail("chunk {} is unreadable", chunk);
+    }
+  } feed;
+  EXPECT_THROW(model.run(5, feed), Error);
 }
 
 // The rewrite only changes declared shapes (docs/segmentation.md), so batching must not change
@@ -369,11 +412,11 @@ TEST(SegmentationDynamicBatch, CpuBatchResultDoesNotDependOnTheOtherChunksOfTheC
   EXPECT_EQ(calls.back().count, 2u);
   EXPECT_EQ(calls.back().bucket, 4u) << "the last call is padded";
 
-  const auto alone = model.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions));
+  const auto alone = segment(model, audio, kChunkPositions);
   // The same chunks after three others, so that each lands in another call and row.
   std::vector<std::size_t> shifted = {3, 18, 25};
   shifted.insert(shifted.end(), kChunkPositions.begin(), kChunkPositions.end());
-  const auto together = model.run(shifted.size(), chunk_source(audio, shifted));
+  const auto together = segment(model, audio, shifted);
   const std::size_t row = alone.size() / alone.dim(0);
   EXPECT_EQ(std::memcmp(alone.data(), together.data() + 3 * row, alone.size() * sizeof(float)), 0);
 
@@ -381,15 +424,14 @@ TEST(SegmentationDynamicBatch, CpuBatchResultDoesNotDependOnTheOtherChunksOfTheC
     SegmentationConfig other_config;
     other_config.batch_size = other_batch;
     SegmentationModel other(folded, other_config);
-    const auto with_other = other.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions));
+    const auto with_other = segment(other, audio, kChunkPositions);
     EXPECT_TRUE(bitwise_equal(alone, with_other)) << "batch " << other_batch;
   }
   // Against one chunk per call: rounding only, the same decisions.
   SegmentationConfig one_config;
   one_config.batch_size = 1;
   SegmentationModel one_per_call(folded, one_config);
-  const auto per_chunk =
-      one_per_call.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions));
+  const auto per_chunk = segment(one_per_call, audio, kChunkPositions);
   EXPECT_LE(max_abs_difference(per_chunk, alone), 1e-4f);
   const auto agreement = testing::permutation_agreement(testing::decode_powerset(alone),
                                                         testing::decode_powerset(per_chunk));
@@ -414,13 +456,12 @@ TEST(SegmentationDynamicBatch, CpuRowsCapDropsPaddingRowsWithTheSameBits) {
   EXPECT_EQ(model.plan_calls(5, 2).size(), 3u);
   EXPECT_EQ(model.plan_calls(5, 8).size(), 2u) << "the cap never exceeds the batch";
 
-  const auto whole = model.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions));
-  const auto capped =
-      model.run(kChunkPositions.size(), chunk_source(audio, kChunkPositions), {}, {}, {}, 2);
+  const auto whole = segment(model, audio, kChunkPositions);
+  const auto capped = segment(model, audio, kChunkPositions, 2);
   EXPECT_TRUE(bitwise_equal(whole, capped));
   for (std::size_t i = 0; i < kChunkPositions.size(); ++i) {
     const std::vector<std::size_t> alone{kChunkPositions[i]};
-    const auto single = model.run(1, chunk_source(audio, alone), {}, {}, {}, 2);
+    const auto single = segment(model, audio, alone, 2);
     const std::size_t row = whole.size() / whole.dim(0);
     EXPECT_EQ(std::memcmp(single.data(), whole.data() + i * row, row * sizeof(float)), 0)
         << "chunk " << i;

@@ -1,6 +1,6 @@
 #pragma once
-// Test-only helpers for the segmentation tests: a small WAV reader, chunk sources over pyannote's
-// chunking (sliding_window), speaker decoding (powerset), frame agreement under speaker
+// Test-only helpers for the segmentation tests: a small WAV reader, a segmentation feed over
+// pyannote's chunking (sliding_window), speaker decoding (powerset), frame agreement under speaker
 // permutation, and the derived models made by tools/*.py (folded, dynamic batch, fp32 upcast).
 #include <gtest/gtest.h>
 #include <sndfile.h>
@@ -10,7 +10,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "audio/mono_resampled_stream.h"
@@ -20,6 +23,7 @@
 #include "frames/powerset.h"
 #include "frames/sliding_window.h"
 #include "stages/segmentation.h"
+#include "stages/segmentation_feed.h"
 
 namespace parley::testing {
 
@@ -31,15 +35,53 @@ inline ChunkPlan chunk_plan(const std::vector<float>& audio) {
   return plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
 }
 
-// Chunk source over `audio`; with `chunk_positions`, model chunk i is pyannote chunk
-// chunk_positions[i] (a subset, to keep tests short).
-inline SegmentationModel::ChunkSource chunk_source(const std::vector<float>& audio,
-                                                   std::vector<std::size_t> chunk_positions = {}) {
-  return [&audio, plan = chunk_plan(audio), positions = std::move(chunk_positions)](
-             std::size_t chunk, std::span<float> out) {
-    const std::size_t position = positions.empty() ? chunk : positions.at(chunk);
-    copy_chunk(audio, plan, static_cast<std::int64_t>(position), out);
-  };
+// Chunks of `audio` for a segmentation run, their scores kept: with `chunk_positions`, model
+// chunk i is pyannote chunk chunk_positions[i] (a subset, to keep tests short), else chunk i.
+// With `origins`, each chunk's place in `audio` goes with it (the first convolution is shared).
+class ChunkFeed : public ScoreKeepingFeed {
+ public:
+  explicit ChunkFeed(const std::vector<float>& audio, std::vector<std::size_t> chunk_positions = {},
+                     bool origins = false)
+      : audio_(audio),
+        plan_(chunk_plan(audio)),
+        positions_(std::move(chunk_positions)),
+        origins_(origins) {}
+
+  // The chunks it feeds: the positions given, else every chunk of the recording.
+  std::size_t chunk_count() const {
+    return positions_.empty() ? static_cast<std::size_t>(plan_.num_chunks()) : positions_.size();
+  }
+  void read_chunk(std::size_t chunk, std::span<float> samples) override {
+    copy_chunk(audio_, plan_, position(chunk), samples);
+  }
+  std::optional<ChunkOrigin> origin(std::size_t chunk) override {
+    if (!origins_) return std::nullopt;
+    return ChunkOrigin{0, audio_, plan_.chunk_offset(position(chunk))};
+  }
+
+ private:
+  std::int64_t position(std::size_t chunk) const {
+    return static_cast<std::int64_t>(positions_.empty() ? chunk : positions_.at(chunk));
+  }
+
+  const std::vector<float>& audio_;
+  ChunkPlan plan_;
+  std::vector<std::size_t> positions_;
+  bool origins_ = false;
+};
+
+// Every chunk of `feed` through `model`: their log-probabilities [chunks, frames, classes].
+inline NdArray<float> segment(SegmentationModel& model, ChunkFeed& feed, std::size_t cpu_rows = 0) {
+  model.run(feed.chunk_count(), feed, cpu_rows);
+  return feed.take_all();
+}
+
+// The chunks of `audio` at `chunk_positions` (every chunk without) through `model`.
+inline NdArray<float> segment(SegmentationModel& model, const std::vector<float>& audio,
+                              std::vector<std::size_t> chunk_positions = {},
+                              std::size_t cpu_rows = 0) {
+  ChunkFeed feed(audio, std::move(chunk_positions));
+  return segment(model, feed, cpu_rows);
 }
 
 // Powerset log-probabilities -> 0/1 speakers, as community-1 decodes them.

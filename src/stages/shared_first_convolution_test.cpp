@@ -14,8 +14,7 @@
 namespace parley::pipeline {
 namespace {
 
-using testing::chunk_plan;
-using testing::chunk_source;
+using testing::ChunkFeed;
 
 constexpr const char* kFp16Model = "models/segmentation-3.0-fp16.onnx";
 // 39.97 s, three speakers: 30 whole windows and a zero-padded 31st.
@@ -25,16 +24,11 @@ bool bitwise_equal(const NdArray<float>& a, const NdArray<float>& b) {
   return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-// Every chunk of `audio`, with its origin in it, through `model`.
+// Every chunk of `audio`, with its origin in it unless `locate` is false, through `model`.
 NdArray<float> segment_recording(SegmentationModel& model, const std::vector<float>& audio,
                                  bool locate = true) {
-  const ChunkPlan plan = chunk_plan(audio);
-  const SegmentationModel::ChunkLocator locator = [&](std::size_t chunk) {
-    return SegmentationModel::ChunkOrigin{7, audio,
-                                          plan.chunk_offset(static_cast<std::int64_t>(chunk))};
-  };
-  return model.run(static_cast<std::size_t>(plan.num_chunks()), chunk_source(audio), {}, {},
-                   locate ? locator : SegmentationModel::ChunkLocator{});
+  ChunkFeed feed(audio, {}, locate);
+  return testing::segment(model, feed);
 }
 
 TEST(FirstConvolutionSplit, FindsSincNetInTheFloat32Models) {
@@ -117,7 +111,7 @@ TEST(SharedFirstConvolution, SameOutputForAnyThreadsAndCacheSize) {
   ASSERT_TRUE(split.has_value());
   SharedFirstConvolution roomy(*split, runtime::SessionConfig{}, 64, "folded");
   SharedFirstConvolution cramped(*split, runtime::SessionConfig{}, 1, "folded");
-  const ChunkPlan plan = chunk_plan(audio);
+  const ChunkPlan plan = testing::chunk_plan(audio);
   const std::int64_t frames = roomy.frames_per_chunk(160000);
   ASSERT_EQ(frames, 15975);
   std::vector<float> samples(160000);
