@@ -1054,7 +1054,10 @@ parley_status parley_batch_new_from(const parley_options* options, parley_batch*
     *batch = nullptr;
     require(options, "parley_batch_new_from", "options");
     DiarizationConfig config = options_config(*options);
-    *batch = new_batch(options_models(*options), std::move(config), options->values).release();
+    auto handle = new_batch(options_models(*options), std::move(config), options->values);
+    // The named option is parley_batch_set_exclusive's start value.
+    handle->exclusive = options->values.value("exclusive", false);
+    *batch = handle.release();
   });
 }
 
