@@ -255,7 +255,7 @@ typedef struct parley_batch parley_batch;
 PARLEY_API parley_status parley_batch_new(const parley_params* params, parley_batch** batch);
 /* parley_batch_new from named options (parley_options): their devices, engines and jobs lay the
  * engine out as `parley diarize --devices --engines --jobs` does (parley_batch_new takes the
- * defaults of those). */
+ * defaults of those); their exclusive is the batch's parley_batch_set_exclusive. */
 PARLEY_API parley_status parley_batch_new_from(const parley_options* options, parley_batch** batch);
 /* Queue a recording; `index` (may be NULL) receives its number (0, 1, ... in submission order).
  * Only the speaker counts of `options` apply; NULL: defaults. */

@@ -13,6 +13,7 @@ a TypeError).
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -254,7 +255,10 @@ class _TurnList(list):
         return self
 
 
-FORMATS = ("rttm", "json", "txt", "srt", "vtt")
+# The option table's format choices (parley.options()), as every face offers them.
+FORMATS: tuple[str, ...] = tuple(next(option["choices"]
+                                      for option in json.loads(_parley.options_json())
+                                      if option["name"] == "format"))
 """What :meth:`Diarization.to_format` writes, as ``parley diarize --format`` does."""
 
 
@@ -601,8 +605,6 @@ class Pipeline:
 def options() -> list[dict[str, Any]]:
     """Every diarization option of every face of parley (name, type, default, bounds, help, and
     which faces offer it), the one table the CLI, the server, the C API and this package follow."""
-    import json
-
     return json.loads(_parley.options_json())
 
 

@@ -192,6 +192,9 @@ def test_keywords_follow_the_option_table():
     python_options = [option for option in table if option["faces"]["python"]]
     assert {"devices", "engines", "jobs", "embedding_features"} <= {
         option["name"] for option in python_options}
+    # The formats Diarization.to_format writes are the table's.
+    formats = next(option for option in table if option["name"] == "format")
+    assert parley.FORMATS == tuple(formats["choices"])
     for option in python_options:
         assert option["name"] in keywords, f"Pipeline lacks the option {option['name']}"
         default = keywords[option["name"]].default

@@ -73,10 +73,22 @@ static void rejects_bad_params(const char* models) {
   CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
   CHECK(strstr(parley_last_error(), "key=value") != NULL);
 
+  /* A missing models folder: the engine's locator refuses it, the same for the params and the
+   * named options. */
   params = parley_default_params();
   params.models_dir = "/no/such/folder";
-  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_INVALID_ARGUMENT);
-  CHECK(strstr(parley_last_error(), "models_dir") != NULL);
+  CHECK(parley_diarizer_new(&params, &diarizer) == PARLEY_ERROR_MODELS);
+  CHECK(strstr(parley_last_error(), "'/no/such/folder' (models_dir) does not exist") != NULL);
+  {
+    char from_params[512];
+    parley_options* named = NULL;
+    snprintf(from_params, sizeof from_params, "%s", parley_last_error());
+    CHECK(parley_options_new(NULL, &named) == PARLEY_OK);
+    CHECK(parley_options_set(named, "models_dir", "/no/such/folder") == PARLEY_OK);
+    CHECK(parley_diarizer_new_from(named, &diarizer) == PARLEY_ERROR_MODELS);
+    CHECK(strcmp(parley_last_error(), from_params) == 0);
+    parley_options_free(named);
+  }
 
   params.models_dir = models;
   params.threads = -1;

@@ -76,8 +76,13 @@ TEST(COptions, EveryCOptionIsAFieldWithTheTablesDefault) {
   };
 
   // Options a C caller gives only by name (parley_options_set): parley_params stays as it is
-  // (no ABI change for a new option).
-  const std::set<std::string> named_only = {"devices", "engines", "jobs", "embedding_features"};
+  // (no ABI change for a new option). exclusive is also a result's (parley_result_format's
+  // argument) and a batch's (parley_batch_set_exclusive).
+  const std::set<std::string> named_only = {"devices", "engines", "jobs", "embedding_features",
+                                            "exclusive"};
+  for (const char* function : {"parley_batch_set_exclusive", "parley_result_format"}) {
+    EXPECT_NE(header.find(function), std::string::npos) << function;
+  }
   const auto options = nlohmann::json::parse(parley_options_json());
   ASSERT_FALSE(options.empty());
   std::size_t c_options = 0;

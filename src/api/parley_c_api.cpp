@@ -243,14 +243,8 @@ std::optional<std::filesystem::path> optional_path(const char* text) {
 }
 
 DiarizationModels model_paths(const parley_params& params) {
+  // A missing folder is refused by the locator, as for parley_diarizer_new_from.
   const auto models_dir = optional_path(params.models_dir);
-  std::error_code ec;
-  if (models_dir && !std::filesystem::is_directory(*models_dir, ec)) {
-    invalid(fmt::format(
-        "models_dir: no such folder '{}' (pass the folder that holds the models, or NULL to use "
-        "$PARLEY_MODELS and the per-user cache)",
-        models_dir->string()));
-  }
   DiarizationModels explicit_paths;
   explicit_paths.segmentation = optional_path(params.segmentation_model).value_or("");
   explicit_paths.embedding = optional_path(params.embedding_model).value_or("");
@@ -1054,7 +1048,10 @@ parley_status parley_batch_new_from(const parley_options* options, parley_batch*
     *batch = nullptr;
     require(options, "parley_batch_new_from", "options");
     DiarizationConfig config = options_config(*options);
-    *batch = new_batch(options_models(*options), std::move(config), options->values).release();
+    auto handle = new_batch(options_models(*options), std::move(config), options->values);
+    // The named option is parley_batch_set_exclusive's start value.
+    handle->exclusive = options->values.value("exclusive", false);
+    *batch = handle.release();
   });
 }
 

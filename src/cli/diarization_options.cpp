@@ -73,7 +73,8 @@ CLI::Validator number_above(double bound) {
 int max_threads() { return pipeline::max_threads(); }
 
 CLI::Validator threads_check() {
-  const CLI::Validator range = number_between(1, max_threads());
+  // 0 is every core, as the table, the C API and Python take it.
+  const CLI::Validator range = number_between(0, max_threads());
   return CLI::Validator(
       [range](std::string& text) -> std::string {
         std::string problem = range(text);
@@ -229,18 +230,9 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
   add_table_option(command, "num_speakers", flags.num_speakers);
   add_table_option(command, "min_speakers", flags.min_speakers);
   add_table_option(command, "max_speakers", flags.max_speakers);
-  // A mistyped --models must not fall back to $PARLEY_MODELS unnoticed.
-  add_table_option(command, "models_dir", flags.models_dir)
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            std::error_code ec;
-            if (std::filesystem::is_directory(text, ec)) return "";
-            return fmt::format(
-                "no such folder '{}' (pass the folder that holds the models, or leave --models "
-                "out to use $PARLEY_MODELS and the per-user cache)",
-                text);
-          },
-          "DIR"));
+  // A missing folder is refused by the engine's locator (models/model_locator.h), as for every
+  // face: a mistyped --models never falls back to $PARLEY_MODELS unnoticed.
+  add_table_option(command, "models_dir", flags.models_dir);
   command
       .add_flag("-q,--quiet", flags.quiet,
                 "only errors on standard error: no progress, summary or warnings")
@@ -367,22 +359,6 @@ void add_model_provider_flags(CLI::App& command, ModelProviderFlags& flags) {
   add_table_option(command, "segmentation_batch", flags.accelerator_segmentation_batch);
   add_table_option(command, "segmentation_sessions", flags.accelerator_segmentation_sessions);
   add_table_option(command, "gpu_float16", flags.accelerator_float16);
-}
-
-void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config) {
-  config.clustering.method = cluster::parse_clustering_method(flags.clustering);
-  if (flags.ahc_threshold) {
-    if (config.clustering.method != cluster::ClusteringMethod::kAhc) {
-      fail("--ahc-threshold applies to --clustering ahc only");
-    }
-    config.clustering.ahc.threshold = *flags.ahc_threshold;
-    // An explicit threshold is the user's choice for every recording length.
-    config.clustering.ahc.adaptive_threshold = false;
-  }
-  config.speakers.num_speakers = flags.num_speakers;
-  config.speakers.min_speakers = flags.min_speakers;
-  config.speakers.max_speakers = flags.max_speakers;
-  config.validate();
 }
 
 std::string format_result(const pipeline::DiarizationResult& result,

@@ -120,9 +120,6 @@ struct ModelProviders {
 ModelProviders model_providers(const pipeline::DiarizationModels& models,
                                const pipeline::DiarizationConfig& config);
 
-// Applies the clustering and speaker-count flags to `config`.
-void apply_diarization_flags(const DiarizationFlags& flags, pipeline::DiarizationConfig& config);
-
 // The result in the chosen format (pipeline::format_result, the writer every face uses).
 std::string format_result(const pipeline::DiarizationResult& result, const DiarizationFlags& flags);
 

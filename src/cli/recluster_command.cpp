@@ -10,6 +10,7 @@
 #include "models/model_locator.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/intermediates_io.h"
+#include "pipeline/option_values.h"
 
 namespace parley::cli {
 namespace {
@@ -22,8 +23,10 @@ struct ReclusterArguments {
 };
 
 void run_recluster(const ReclusterArguments& arguments) {
+  // The flags as option values, applied as diarize applies them (pipeline/option_values.h); no
+  // engine flags here, so the table's defaults stand for those.
   pipeline::DiarizationConfig config;
-  apply_diarization_flags(arguments.flags, config);
+  pipeline::apply_options(table_values(EngineFlags{}, arguments.flags), config);
   check_format(arguments.flags, false);
   const OutputOptions output_options{.overwrite_read_only = arguments.flags.force};
   check_output_file("--out", arguments.flags.out, output_options);

@@ -195,7 +195,7 @@ std::vector<OptionSpec> make_options() {
   add(option("exclusive", OptionType::kFlag, false,
              "at most one speaker at a time (turns suited to transcripts) in rttm, txt, srt and "
              "vtt",
-             {true, true, false, false, false}, "--exclusive"));
+             {true, true, true, false, false}, "--exclusive"));
   {
     const auto names = result_format_names();
     add(choice("format", {names.begin(), names.end()}, "rttm",

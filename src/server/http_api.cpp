@@ -56,6 +56,13 @@ std::string valid_utf8(const std::string& text) {
   return nlohmann::json::parse(json_text(text)).get<std::string>();
 }
 
+// An option value in a message: text as it is, numbers as fmt writes them (1 s, not 1.0).
+std::string shown_value(const nlohmann::json& value) {
+  if (value.is_string()) return valid_utf8(value.get<std::string>());
+  if (value.is_number_float()) return fmt::format("{}", value.get<double>());
+  return value.dump();
+}
+
 void write_error(httplib::Response& response, const HttpError& error) {
   response.status = error.status;
   if (error.retry_after_seconds > 0) {
@@ -523,10 +530,7 @@ void HttpApi::add_routes() {
                              {"providers", engine_.providers},
                              {"devices", engine_.devices},
                              {"queue_depth", queued_jobs(store_)},
-                             {"settings",
-                              {{"step", config_.step_seconds},
-                               {"clustering", config_.clustering},
-                               {"embedding_mode", config_.embedding_mode}}}};
+                             {"settings", config_.fixed_settings()}};
     if (!engine_.warning.empty()) health["warning"] = engine_.warning;
     write_json(response, 200, health);
   });
@@ -946,9 +950,34 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     }
   };
 
+  // Every server option of the table, by what it sets: the settings the server fixed when it
+  // started must be named with its values; the other output options (speaker counts) and the
+  // faces' own (exclusive) are the job's; the format is how its result is written.
   Job job;
-  for (const char* name : {"num_speakers", "min_speakers", "max_speakers", "exclusive"}) {
-    if (auto value = option(name)) job.options[name] = *value;
+  std::string format = wait ? "json" : "rttm";
+  const nlohmann::json fixed = config_.fixed_settings();
+  for (const pipeline::OptionSpec& spec : pipeline::diarization_options()) {
+    if (!spec.faces.server) continue;
+    const auto value = option(spec.name.c_str());
+    if (!value) continue;
+    if (const auto found = fixed.find(spec.name); found != fixed.end()) {
+      if (*value != *found) {
+        refuse(422, "setting_fixed",
+               fmt::format("{}: the server runs with {} {} (a server's model settings are fixed "
+                           "when it starts; got {})",
+                           spec.name, spec.name, shown_value(*found), shown_value(*value)));
+      }
+    } else if (spec.name == "format") {
+      format = value->get<std::string>();
+    } else if (spec.target == pipeline::OptionTarget::kOutput ||
+               spec.target == pipeline::OptionTarget::kFace) {
+      job.options[spec.name] = *value;
+    } else {
+      refuse(422, "setting_fixed",
+             fmt::format("{}: a server's engine settings are fixed when it starts (they are "
+                         "not taken per job)",
+                         spec.name));
+    }
   }
   // Checked now as the job queue will apply them (job_configuration), so that a job it takes
   // cannot fail on its options.
@@ -957,24 +986,6 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
   } catch (const Error& error) {
     refuse(422, "invalid_option", error.what());
   }
-  // The engine's model settings are fixed when the server starts.
-  if (auto value = option("step"); value && value->get<double>() != config_.step_seconds) {
-    refuse(422, "setting_fixed",
-           fmt::format("step: the server runs with step {} (a server's model settings are fixed "
-                       "when it starts; got {})",
-                       config_.step_seconds, value->dump()));
-  }
-  for (const auto& [name, fixed] : {std::pair{"clustering", config_.clustering},
-                                    std::pair{"embedding_mode", config_.embedding_mode}}) {
-    if (auto value = option(name); value && *value != fixed) {
-      refuse(422, "setting_fixed",
-             fmt::format("{}: the server runs with {} {} (a server's model settings are fixed when "
-                         "it starts; got {})",
-                         name, name, fixed, value->get<std::string>()));
-    }
-  }
-  const std::string format =
-      option("format").value_or(nlohmann::json(wait ? "json" : "rttm")).get<std::string>();
   // A voiceprint is the centroid of the recording (or its range) diarized as one speaker, as
   // identity::voiceprint_from_samples makes it; the queue's engine runs it as a job.
   std::string name;

@@ -132,6 +132,70 @@ capped_job = wait_done(server, json.loads(body)["id"])
 check(capped_job["state"] == "done" and result(server, capped_job["id"]) == capped and
       capped != expected["sample"], "max_speakers=1 gives the CLI's --max-speakers 1 RTTM")
 check(request(server, f"/v1/jobs/{capped_job['id']}", "DELETE")[0] == 204, "remove it again")
+# Every server option of the table a job names is either the job's (kept in its options, which
+# job_configuration applies) or, for a setting the server fixed when it started (GET /v1/health's
+# settings), refused with setting_fixed unless it names the server's value; the format is the
+# answer's. Each job is removed again (paging counts the others).
+def other_value(option, current):
+    if option["choices"]:
+        return next(choice for choice in option["choices"] if choice != current)
+    if option["type"] == "flag":
+        return "false" if current else "true"
+    if option["type"] in ("integer", "number"):
+        low, high = option["minimum"], option["maximum"]
+        value = high if current == low else low
+        return str(int(value) if option["type"] == "integer" else value)
+    sys.exit(f"FAILED: no test value for the server option {option['name']} ({option['type']})")
+
+
+def typed(option, text):
+    convert = {"flag": lambda text: text == "true", "integer": int, "number": float}
+    return convert.get(option["type"], str)(text)
+
+
+def stored_options(job_id):
+    with sqlite3.connect(f"file:{work}/state/jobs.sqlite3?mode=ro", uri=True) as db:
+        return json.loads(db.execute("SELECT options FROM jobs WHERE id = ?", (job_id,))
+                          .fetchone()[0])
+
+
+def accepted_and_removed(fields, what):
+    status, _, body = submit(server, clips[0], **fields)
+    check(status == 202, f"{what}: {status} {body!r}")
+    job_id = json.loads(body)["id"]
+    options = stored_options(job_id)
+    check(wait_done(server, job_id)["state"] == "done", f"{what}: the job runs")
+    check(request(server, f"/v1/jobs/{job_id}", "DELETE")[0] == 204, f"{what}: removed again")
+    return options
+
+
+for name, option in server_options.items():
+    if name in health["settings"]:
+        fixed = health["settings"][name]
+        given = str(fixed)
+        accepted_and_removed({name: given}, f"{name}={given}, the server's value")
+        other = other_value(option, fixed)
+        status, error = error_of(submit(server, clips[0], **{name: other}))
+        check(status == 422 and error["code"] == "setting_fixed" and name in error["message"],
+              f"{name}={other} (the server runs with {fixed}) is refused: {status} {error}")
+    elif name == "format":
+        for choice in option["choices"]:
+            with open(clips[0], "rb") as audio:
+                body, headers = form({"audio": ("clip.wav", audio.read()), name: choice})
+            status, answer_headers, answer = request(server, "/v1/diarize", "POST", body,
+                                                     headers)
+            check(status == 200, f"format={choice} on /v1/diarize: {status} {answer!r}")
+            check(request(server, answer_headers["Location"], "DELETE")[0] == 204,
+                  f"format={choice}: its job removed again")
+            check(choice != "json" or "diarization" in json.loads(answer),
+                  f"format=json answers JSON: {answer[:80]!r}")
+            check(choice != "vtt" or answer.startswith(b"WEBVTT"),
+                  f"format=vtt answers WebVTT: {answer[:80]!r}")
+    else:
+        value = other_value(option, option["default"])
+        options = accepted_and_removed({name: value}, f"{name}={value}")
+        check(options.get(name) == typed(option, value),
+              f"{name}={value} is the job's option: {options}")
 # Every face writes every format: without a transcript srt and vtt are cues naming the speaker.
 status, _, body = request(server, f"/v1/jobs/{job['id']}/result?format=srt")
 check(status == 200 and b" --> " in body and b"SPEAKER_0" in body, f"srt without a transcript: {status}")

@@ -65,4 +65,8 @@ std::string ServerConfig::to_string() const {
       step_seconds, clustering, embedding_mode);
 }
 
+nlohmann::json ServerConfig::fixed_settings() const {
+  return {{"step", step_seconds}, {"clustering", clustering}, {"embedding_mode", embedding_mode}};
+}
+
 }  // namespace parley::server

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "pipeline/option_table.h"
 
 namespace parley::server {
@@ -54,6 +56,9 @@ struct ServerConfig {
 
   void validate() const;
   std::string to_string() const;  // for the log; never shows the token
+  // The settings above as option values by the table's names: what a job naming one of them
+  // must equal, and what GET /v1/health lists.
+  nlohmann::json fixed_settings() const;
 };
 
 }  // namespace parley::server
