@@ -738,6 +738,7 @@ PYBIND11_MODULE(_parley, module) {
       .def("rename", &Library::rename, py::arg("old"), py::arg("new"), py::arg("merge"))
       .def("export_json", &Library::export_json)
       .def("import_json", &Library::import_json, py::arg("document"), py::arg("diarizer"));
+  module.attr("DEFAULT_IDENTIFY_THRESHOLD") = PARLEY_DEFAULT_IDENTIFY_THRESHOLD;
   py::class_<NamedResult>(module, "NamedResult")
       .def("format", &NamedResult::format, py::arg("format"), py::arg("exclusive"), py::arg("uri"));
 

@@ -23,7 +23,7 @@ from . import _parley
 if TYPE_CHECKING:
     from . import Diarization, Pipeline, Turn
 
-DEFAULT_THRESHOLD = 0.5
+DEFAULT_THRESHOLD: float = _parley.DEFAULT_IDENTIFY_THRESHOLD
 """Cosine score at or above which a speaker and a voiceprint match (not validated on real voices
 here: measure yours with ``parley voiceprint evaluate``)."""
 

@@ -135,3 +135,24 @@ def test_named_result_in_every_format(pipeline, tmp_path):
         named.to_format("docx")
     # The unnamed result stays as it was.
     assert " Bob" not in second.to_format("rttm")
+
+
+def test_default_threshold_is_the_engines():
+    """Python's default threshold comes from the binding, which takes the C header's macro (tied
+    to identity::kDefaultThreshold by a static_assert); a rebuilt header with another value, or a
+    Python constant written again by hand, would differ here."""
+    import inspect
+    import re
+
+    from parley import _parley, identity
+
+    assert identity.DEFAULT_THRESHOLD == _parley.DEFAULT_IDENTIFY_THRESHOLD
+    default = inspect.signature(parley.SpeakerLibrary.identify).parameters["threshold"].default
+    assert default == _parley.DEFAULT_IDENTIFY_THRESHOLD
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "include", "parley", "parley.h")
+    if not os.path.exists(header):
+        pytest.skip("the C header is not beside this test (an installed package)")
+    with open(header, encoding="utf-8") as file:
+        match = re.search(r"^#define PARLEY_DEFAULT_IDENTIFY_THRESHOLD\s+(\S+)", file.read(), re.M)
+    assert match, "parley.h no longer defines PARLEY_DEFAULT_IDENTIFY_THRESHOLD"
+    assert _parley.DEFAULT_IDENTIFY_THRESHOLD == float(match.group(1))

@@ -21,6 +21,10 @@
 #include "parley/parley.h"
 #include "stages/shared_trunk.h"
 
+// The C header cannot include C++, so it writes the engine's default again; this keeps the two one.
+static_assert(PARLEY_DEFAULT_IDENTIFY_THRESHOLD == parley::identity::kDefaultThreshold,
+              "PARLEY_DEFAULT_IDENTIFY_THRESHOLD must equal identity::kDefaultThreshold");
+
 struct parley_library {
   std::unique_ptr<parley::identity::SpeakerLibrary> library;
   std::string list_json;

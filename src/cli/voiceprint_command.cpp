@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "audio/audio_range.h"
 #include "audio/decoded_audio.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
@@ -89,27 +90,18 @@ void run_add(const VoiceprintArguments& arguments) {
                                                        digest, arguments.engine.embedding_mode);
     source = fmt::format("{} {}", arguments.from, arguments.speaker);
   } else {
-    const audio::DecodedAudio audio = audio::DecodedAudio::decode(arguments.audio);
-    const std::span<const float> all = audio.samples();
-    const double duration = static_cast<double>(all.size()) / kSampleRate;
     const double start = arguments.start.value_or(0.0);
-    const double end = std::min(arguments.end.value_or(duration), duration);
-    if (!(start < end)) {
-      fail("--start {} and --end {} leave nothing of {} ({} s long)", format_seconds(start),
-           format_seconds(end), arguments.audio, format_seconds(duration));
-    }
-    const auto first = static_cast<std::size_t>(start * kSampleRate);
-    const auto last = std::min(all.size(), static_cast<std::size_t>(end * kSampleRate));
+    const std::vector<float> samples = audio::decode_range(arguments.audio, start, arguments.end);
+    const double seconds = static_cast<double>(samples.size()) / kSampleRate;
     models::warn_if_speed_twin(paths.embedding);
     pipeline::Diarizer diarizer(paths,
-                                diarization_config(arguments.engine, arguments.flags, end - start));
+                                diarization_config(arguments.engine, arguments.flags, seconds));
     Progress progress(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
-    voiceprint =
-        identity::voiceprint_from_samples(diarizer, all.subspan(first, last - first),
-                                          recording_uri(arguments.audio), digest, progress);
+    voiceprint = identity::voiceprint_from_samples(
+        diarizer, samples, recording_uri(arguments.audio), digest, progress);
     source = arguments.audio;
     if (arguments.start || arguments.end) {
-      source += fmt::format(" {}-{}", format_seconds(start), format_seconds(end));
+      source += fmt::format(" {}-{}", format_seconds(start), format_seconds(start + seconds));
     }
   }
   const std::int64_t id = library.add(arguments.name, voiceprint, source);

@@ -20,6 +20,13 @@ sox "$shared/eval/pyannote-sample/sample.wav" "$a/other.wav" trim 20 20
 
 # A voiceprint from a range of a recording, and one from a speaker of a JSON result.
 "$parley" voiceprint add --library "$lib" Alice "$a/clip.wav" --start 1 --end 9 "${m[@]}" -q
+# Ranges that hold nothing are refused with what to give instead (audio::decode_range).
+for range in "--start 30:give a start before 20.000 s" "--start 9 --end 3:give an end after the start" "--start 4 --end 4:give an end after the start"; do
+  if "$parley" voiceprint add --library "$lib" Nobody "$a/clip.wav" ${range%%:*} "${m[@]}" -q 2>"$work/err"; then
+    echo "FAILED: voiceprint add ${range%%:*} was taken" >&2; exit 1
+  fi
+  check 'grep -qF "${range#*:}" "$work/err"' "${range%%:*}: $(cat "$work/err")"
+done
 "$parley" diarize "$a/clip.wav" "${m[@]}" --format json -o "$work/clip.json" -q
 "$parley" voiceprint add --library "$lib" Bob --from "$work/clip.json" --speaker SPEAKER_00 "${m[@]}" -q
 "$parley" voiceprint list --library "$lib" >"$work/list" 2>"$work/err"

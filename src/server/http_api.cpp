@@ -16,8 +16,8 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "audio/audio_range.h"
 #include "audio/audio_source.h"
-#include "audio/mono_resampled_stream.h"
 #include "cluster/speaker_count_constraints.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -838,28 +838,6 @@ std::string float_wav(std::span<const float> samples) {
   return bytes;
 }
 
-// The samples of [start, end) seconds of `path` (end: none, to its end), at 16 kHz mono.
-std::vector<float> decode_range(const fs::path& path, double start, std::optional<double> end) {
-  audio::MonoResampledStream stream(path);
-  const auto first = static_cast<std::size_t>(start * kSampleRate);
-  const std::size_t last =
-      end ? static_cast<std::size_t>(*end * kSampleRate) : std::numeric_limits<std::size_t>::max();
-  std::vector<float> block(1 << 16);
-  std::vector<float> samples;
-  std::size_t at = 0;
-  while (at < last) {
-    const std::size_t read = stream.read(block);
-    if (read == 0) break;
-    const std::size_t from = std::max(at, first);
-    const std::size_t to = std::min(at + read, last);
-    if (from < to)
-      samples.insert(samples.end(), block.begin() + static_cast<std::ptrdiff_t>(from - at),
-                     block.begin() + static_cast<std::ptrdiff_t>(to - at));
-    at += read;
-  }
-  return samples;
-}
-
 }  // namespace
 
 void HttpApi::accept_job(const httplib::Request& request, const httplib::ContentReader& reader,
@@ -997,9 +975,10 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     check_name(name);
     start = parse_seconds("start", field("start"));
     end = parse_seconds("end", field("end"));
-    if (end && !(*end > start.value_or(0.0))) {
-      refuse(422, "invalid_parameter",
-             fmt::format("end {} must come after start {}", *end, start.value_or(0.0)));
+    try {
+      audio::check_time_range(start.value_or(0.0), end);
+    } catch (const Error& error) {
+      refuse(422, "invalid_parameter", error.what());
     }
     job.options["num_speakers"] = 1;
     job.options["voiceprint"] = name;
@@ -1123,17 +1102,14 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     if (range) {
       std::vector<float> samples;
       try {
-        samples = decode_range(readable, start.value_or(0.0), end);
+        samples = audio::decode_range(readable, start.value_or(0.0), end);
+      } catch (const audio::EmptyRangeError& error) {
+        refuse(422, "invalid_parameter", error.what());
       } catch (const Error& error) {
         const std::string client_name = job.options["filename"];
         refuse(415, "unsupported_audio",
                replace_all(replace_all(error.what(), readable.string(), client_name),
                            job.audio.string(), client_name));
-      }
-      if (samples.empty()) {
-        refuse(422, "invalid_parameter",
-               fmt::format("start {} leaves nothing of the recording ({:.3f} s long)",
-                           start.value_or(0.0), duration.value_or(0.0)));
       }
       if (static_cast<double>(samples.size()) / kSampleRate > config_.max_sync_audio_seconds) {
         refuse(413, "too_long",
