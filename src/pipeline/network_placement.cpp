@@ -375,7 +375,7 @@ void ProviderPlacement::validate() const {
   const bool named_cpu = !choice.automatic && choice.provider == runtime::ProviderId::kCpu;
   if ((named_cpu || force == runtime::ForceMode::kCpu) && !options.empty()) {
     std::vector<std::string> given;
-    for (const auto& [key, value] : options) given.push_back(key + "=" + value);
+    for (const auto& [key, value] : options) given.push_back(fmt::format("{}={}", key, value));
     fail("provider_options ({}) have no effect on the cpu provider ({}); drop them",
          fmt::join(given, ", "), force == runtime::ForceMode::kCpu ? "force_cpu" : "provider cpu");
   }

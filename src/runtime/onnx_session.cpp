@@ -508,6 +508,7 @@ std::vector<NdArray<float>> OnnxSession::run_bound(
     const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
     const std::vector<std::string>& output_names) {
   std::vector<std::vector<std::int64_t>> input_shapes;
+  input_shapes.reserve(named_inputs.size());
   for (const auto& [name, array] : named_inputs) {
     input_shapes.emplace_back(array->shape().begin(), array->shape().end());
   }
