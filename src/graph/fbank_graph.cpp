@@ -84,7 +84,7 @@ std::string append_front_end(onnx::GraphProto& graph, std::int64_t opset,
   const std::string floor = g.floats("log_floor", {}, {static_cast<float>(spec.log_floor)});
   const std::string log_mel_by_bin =
       g.node("Log", {g.node("Max", {energies, floor}, "mel_floored")}, "log_mel_by_bin");
-  const std::string log_mel = g.node("Transpose", {log_mel_by_bin}, "log_mel");  // [1, T, bins]
+  std::string log_mel = g.node("Transpose", {log_mel_by_bin}, "log_mel");  // [1, T, bins]
   g.ints_attribute("perm", {0, 2, 1});
 
   // Window means: differences of the cumulative sum over frames, in float64. ONNX Runtime's
@@ -125,7 +125,7 @@ std::string append_front_end(onnx::GraphProto& graph, std::int64_t opset,
   const auto gather = [&](const std::string& data, const std::string& index_input,
                           const std::string& stem) {
     const std::string index = g.cast(index_input, onnx::TensorProto::INT64, stem + "_index");
-    const std::string gathered = g.node("Gather", {data, index}, stem);
+    std::string gathered = g.node("Gather", {data, index}, stem);
     g.int_attribute("axis", 1);
     return gathered;
   };
