@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "frames/segments.h"
+#include "identity/centroids_test_support.h"
 #include "testing/temporary_directory.h"
 
 namespace parley::corpus {
@@ -15,20 +16,8 @@ namespace fs = std::filesystem;
 
 // A recording whose speaker i talks from 10 i to 10 i + 5 with centroid `centroids[i]`.
 RecordingOutcome outcome_with(std::size_t index, const std::vector<std::vector<float>>& centroids) {
-  pipeline::DiarizationResult result;
-  result.uri = "call";
+  pipeline::DiarizationResult result = testing::result_with_centroids(centroids);
   result.duration_seconds = 10.0 * static_cast<double>(centroids.size());
-  const std::size_t dimension = centroids.front().size();
-  result.speaker_embeddings = NdArray<float>({centroids.size(), dimension});
-  for (std::size_t i = 0; i < centroids.size(); ++i) {
-    std::copy(centroids[i].begin(), centroids[i].end(),
-              result.speaker_embeddings.data() + i * dimension);
-    pipeline::Turn turn{10.0 * static_cast<double>(i), 10.0 * static_cast<double>(i) + 5.0,
-                        pipeline::speaker_label(i), static_cast<int>(i), static_cast<int>(i)};
-    result.turns.push_back(turn);
-    result.exclusive_turns.push_back(turn);
-  }
-  result.speaker_count = centroids.size();
   RecordingOutcome outcome;
   outcome.index = index;
   outcome.result = std::move(result);

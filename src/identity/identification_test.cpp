@@ -10,28 +10,13 @@
 #include "core/error.h"
 #include "frames/output.h"
 #include "frames/segments.h"
+#include "identity/centroids_test_support.h"
 #include "identity/voiceprint.h"
 
 namespace parley::identity {
 namespace {
 
-// A diarization whose speaker centroids the test chooses: speaker i talks from 10 i to 10 i + 5.
-pipeline::DiarizationResult result_with(const std::vector<std::vector<float>>& centroids) {
-  pipeline::DiarizationResult result;
-  result.uri = "call";
-  const std::size_t dimension = centroids.empty() ? 0 : centroids.front().size();
-  result.speaker_embeddings = NdArray<float>({centroids.size(), dimension});
-  for (std::size_t i = 0; i < centroids.size(); ++i) {
-    std::copy(centroids[i].begin(), centroids[i].end(),
-              result.speaker_embeddings.data() + i * dimension);
-    pipeline::Turn turn{10.0 * static_cast<double>(i), 10.0 * static_cast<double>(i) + 5.0,
-                        pipeline::speaker_label(i), static_cast<int>(i), static_cast<int>(i)};
-    result.turns.push_back(turn);
-    result.exclusive_turns.push_back(turn);
-  }
-  result.speaker_count = centroids.size();
-  return result;
-}
+using testing::result_with_centroids;
 
 // A unit vector at `degrees` from (1, 0) in the first two of three dimensions.
 std::vector<float> at_angle(double degrees) {
@@ -50,7 +35,7 @@ TEST(Identification, CosineIsScaleFreeAndNaNForZero) {
 }
 
 TEST(Identification, NamesMatchingClustersAndLeavesTheOthers) {
-  auto result = result_with({at_angle(0), at_angle(90), {0, 0, 1}});
+  auto result = result_with_centroids({at_angle(0), at_angle(90), {0, 0, 1}});
   const std::vector<Candidate> library = {{"Bob", {at_angle(85)}}, {"Alice", {at_angle(5)}}};
   const Identification identification = identify(result, library, 0.5);
   ASSERT_EQ(identification.named.size(), 2u);
@@ -107,7 +92,7 @@ TEST(Identification, ThresholdEdges) {
 }
 
 TEST(Identification, BestVoiceprintOfANameCounts) {
-  auto result = result_with({at_angle(0)});
+  auto result = result_with_centroids({at_angle(0)});
   const std::vector<Candidate> library = {{"Alice", {at_angle(80), at_angle(10)}}};
   const auto scores = score_matrix(result.speaker_embeddings, library);
   EXPECT_NEAR(scores(0, 0), std::cos(10.0 * std::acos(-1.0) / 180.0), 1e-6);
@@ -141,7 +126,7 @@ TEST(Identification, RefusesVoiceprintsOfAnotherModel) {
 }
 
 TEST(Identification, JsonCarriesNamesAndScores) {
-  auto result = result_with({at_angle(0), at_angle(90)});
+  auto result = result_with_centroids({at_angle(0), at_angle(90)});
   const std::vector<Candidate> library = {{"Alice", {at_angle(0)}}};
   const Identification identification = identify(result, library, 0.5);
   const std::string document = add_identification_json(
@@ -162,7 +147,7 @@ TEST(Identification, JsonCarriesNamesAndScores) {
 
 TEST(Identification, ASpeakerWithoutCentroidIsReportedWithItsReason) {
   // SPEAKER_01 is what pyannote pads for a speaker without clean speech: zeros.
-  auto result = result_with({at_angle(0), {0, 0, 0}, at_angle(90)});
+  auto result = result_with_centroids({at_angle(0), {0, 0, 0}, at_angle(90)});
   const std::vector<Candidate> library = {{"Alice", {at_angle(0)}}, {"Bob", {at_angle(90)}}};
   const Identification identification = identify(result, library, 0.5);
   ASSERT_EQ(identification.named.size(), 2u);
@@ -183,7 +168,7 @@ TEST(Identification, ASpeakerWithoutCentroidIsReportedWithItsReason) {
 }
 
 TEST(Identification, EveryComparableSpeakerLeavesNoUnidentifiableList) {
-  auto result = result_with({at_angle(0)});
+  auto result = result_with_centroids({at_angle(0)});
   const Identification identification = identify(result, {}, 0.5);
   EXPECT_TRUE(identification.unidentifiable.empty());
   const auto parsed = nlohmann::json::parse(add_identification_json(

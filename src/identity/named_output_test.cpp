@@ -8,32 +8,17 @@
 #include <nlohmann/json.hpp>
 
 #include "frames/segments.h"
+#include "identity/centroids_test_support.h"
 #include "identity/library_namer.h"
 
 namespace parley::identity {
 namespace {
 
-// Speaker i talks from 10 i to 10 i + 5; its centroid is `centroids[i]`.
-pipeline::DiarizationResult result_with(const std::vector<std::vector<float>>& centroids) {
-  pipeline::DiarizationResult result;
-  result.uri = "call";
-  const std::size_t dimension = centroids.front().size();
-  result.speaker_embeddings = NdArray<float>({centroids.size(), dimension});
-  for (std::size_t i = 0; i < centroids.size(); ++i) {
-    std::copy(centroids[i].begin(), centroids[i].end(),
-              result.speaker_embeddings.data() + i * dimension);
-    pipeline::Turn turn{10.0 * static_cast<double>(i), 10.0 * static_cast<double>(i) + 5.0,
-                        pipeline::speaker_label(i), static_cast<int>(i), static_cast<int>(i)};
-    result.turns.push_back(turn);
-    result.exclusive_turns.push_back(turn);
-  }
-  result.speaker_count = centroids.size();
-  return result;
-}
+using testing::result_with_centroids;
 
 // SPEAKER_00 is Alice (a voiceprint 0.8 away in cosine), SPEAKER_01 nobody in the library.
 struct Named {
-  pipeline::DiarizationResult result = result_with({{1, 0, 0}, {0, 1, 0}});
+  pipeline::DiarizationResult result = result_with_centroids({{1, 0, 0}, {0, 1, 0}});
   Identification identification;
   Named() {
     const std::vector<Candidate> library = {{"Alice", {{0.8f, 0.0f, 0.6f}}}};
@@ -79,7 +64,7 @@ TEST(NamedOutput, TheFusedTranscriptJsonHasTheIdentification) {
 
 TEST(NamedOutput, WithoutALibraryTheOutputIsAsUnnamed) {
   const LibraryNamer none;
-  const pipeline::DiarizationResult result = result_with({{1, 0, 0}, {0, 1, 0}});
+  const pipeline::DiarizationResult result = result_with_centroids({{1, 0, 0}, {0, 1, 0}});
   for (const std::string_view format : pipeline::result_format_names()) {
     EXPECT_EQ(none.format(result, format), pipeline::format_result(result, format)) << format;
   }
@@ -88,8 +73,8 @@ TEST(NamedOutput, WithoutALibraryTheOutputIsAsUnnamed) {
 
 TEST(NamedOutput, LinkedOutputCarriesGlobalLabelsAndTheNamesScores) {
   // Two recordings of the same two voices; the first voice is in the library.
-  const auto first = result_with({{1, 0, 0}, {0, 1, 0}});
-  const auto second = result_with({{0, 1, 0}, {1, 0, 0}});
+  const auto first = result_with_centroids({{1, 0, 0}, {0, 1, 0}});
+  const auto second = result_with_centroids({{0, 1, 0}, {1, 0, 0}});
   std::vector<RecordingSpeakers> speakers = {recording_speakers(first), recording_speakers(second)};
   speakers[0].recording = "one";
   speakers[1].recording = "two";
