@@ -120,8 +120,9 @@ TEST_F(RunRecordTest, RecordIsWrittenWithItsFolder) {
 }
 
 // The providers are in the fingerprint: a run that knows its recordings' lengths (the CLI) must
-// route as one that does not (the C API, parley.distributed), or they redo each other's work.
-TEST(FingerprintedRouting, WeighsTheDefaultLengthWhateverTheRecordings) {
+// place its networks as one that does not (the C API, parley.distributed), or they redo each
+// other's work.
+TEST(FingerprintedPlacement, WeighsTheDefaultLengthWhateverTheRecordings) {
   pipeline::DiarizationConfig config;
   config.placement = pipeline::ProviderPlacement{};
   config.placement->expected_audio_seconds = 15.0;
@@ -136,7 +137,7 @@ TEST(FingerprintedRouting, WeighsTheDefaultLengthWhateverTheRecordings) {
 }
 
 // The longest recording still bounds the step: it is refused before any model loads.
-TEST(FingerprintedRouting, StepIsCheckedAgainstTheLongestRecording) {
+TEST(FingerprintedPlacement, StepIsCheckedAgainstTheLongestRecording) {
   if (memory_budget_bytes() == 0) GTEST_SKIP() << "the system does not say how much memory it has";
   pipeline::DiarizationConfig config;
   config.step_seconds = 0.01;

@@ -1,12 +1,12 @@
 #pragma once
 // A float32 model rewritten to compute in float16 between its float32 inputs and outputs, for
-// GPU providers whose tensor cores run float16 convolutions, matrix products and cuDNN's LSTMs
-// several times faster than float32: every float32 weight and constant becomes float16, each
-// float32 input is cast to float16 where the graph starts and each float32 output back to
-// float32 where it ends, so callers feed and read the same tensors as before. The rewrite is
-// not exact; the pipeline gates its use with agreement measurements (docs/benchmarks.md,
-// "Toward the hardware limit"). Graphs with an operator outside a list known to take float16
-// operands in every input (or with subgraphs) are refused, naming the operator.
+// GPU providers with float16 tensor cores for convolutions, matrix products and cuDNN's LSTMs
+// (whether that pays is measured, not assumed: docs/benchmarks.md): every float32 weight and
+// constant becomes float16, each float32 input is cast to float16 where the graph starts and each
+// float32 output back to float32 where it ends, so callers feed and read the same tensors as
+// before. The rewrite is not exact; the pipeline gates its use with agreement measurements
+// (docs/benchmarks.md, "Toward the hardware limit"). Graphs with an operator outside a list known
+// to take float16 operands in every input (or with subgraphs) are refused, naming the operator.
 #include <string>
 
 #include "runtime/provider.h"

@@ -143,8 +143,8 @@ runtime::PlacementDecision place_one(const ModelJob& job, const ProviderPlacemen
   return runtime::place_model(request, cache, costs, statuses, notices);
 }
 
-// --segmentation-sessions (`wanted`): fewer when that many sessions of `batch` chunks would not
-// fit in the device's free memory (said once), one on a static-shape provider.
+// The configured segmentation sessions (`wanted`): fewer when that many sessions of `batch` chunks
+// would not fit in the device's free memory (said once), one on a static-shape provider.
 int fitting_sessions(const ModelJob& job, runtime::ProviderId provider, int wanted,
                      const ProviderPlacement& placement, std::size_t batch,
                      const PlacementEnvironment& environment, runtime::OnceNotices& notices) {

@@ -21,7 +21,7 @@ using runtime::ProviderChoice;
 using runtime::ProviderId;
 
 // Synthetic machines: the decisions are pure functions of these facts, so no GPU is needed.
-class ModelRoutingTest : public ::testing::Test {
+class NetworkPlacementTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ =
@@ -105,7 +105,7 @@ class ModelRoutingTest : public ::testing::Test {
   runtime::OnceNotices notices_{[this](const std::string& message) { said_.push_back(message); }};
 };
 
-TEST_F(ModelRoutingTest, WithoutRoutingTheExplicitProvidersAreUsedAsGiven) {
+TEST_F(NetworkPlacementTest, WithoutRoutingTheExplicitProvidersAreUsedAsGiven) {
   DiarizationConfig config;
   config.threads = 3;
   config.segmentation_batch_size = 2;
@@ -123,7 +123,7 @@ TEST_F(ModelRoutingTest, WithoutRoutingTheExplicitProvidersAreUsedAsGiven) {
   EXPECT_TRUE(said_.empty());
 }
 
-TEST_F(ModelRoutingTest, AutoWithoutGpuRunsBothOnTheCpuAndSaysSoOnce) {
+TEST_F(NetworkPlacementTest, AutoWithoutGpuRunsBothOnTheCpuAndSaysSoOnce) {
   const auto sessions = plan(routed("auto"), cpu_statuses_);
   ASSERT_TRUE(sessions.segmentation_placement);
   ASSERT_TRUE(sessions.embedding_placement);
@@ -142,7 +142,7 @@ TEST_F(ModelRoutingTest, AutoWithoutGpuRunsBothOnTheCpuAndSaysSoOnce) {
   EXPECT_NE(said_.front().find("CPU"), std::string::npos) << said_.front();
 }
 
-TEST_F(ModelRoutingTest, NamedUnavailableProviderIsAClearError) {
+TEST_F(NetworkPlacementTest, NamedUnavailableProviderIsAClearError) {
   try {
     plan(routed("cuda"), cpu_statuses_);
     FAIL() << "expected an error";
@@ -154,7 +154,7 @@ TEST_F(ModelRoutingTest, NamedUnavailableProviderIsAClearError) {
   EXPECT_THROW(plan(routed("auto", runtime::ForceMode::kGpu), cpu_statuses_), Error);
 }
 
-TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentation) {
+TEST_F(NetworkPlacementTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentation) {
   DiarizationConfig config = routed("cuda");
   config.placement->options = {{"device_id", "0"}};
   const auto sessions = plan(config, gpu_statuses_);
@@ -174,7 +174,7 @@ TEST_F(ModelRoutingTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmentati
 }
 
 // Float16 reaches only models on a dynamic-shape accelerator; on the CPU the flag changes nothing.
-TEST_F(ModelRoutingTest, Float16OnlyWhereAModelRunsOnTheGpu) {
+TEST_F(NetworkPlacementTest, Float16OnlyWhereAModelRunsOnTheGpu) {
   DiarizationConfig config = routed("cuda");
   config.accelerator_float16 = true;
   auto sessions = plan(config, gpu_statuses_);
@@ -193,7 +193,7 @@ TEST_F(ModelRoutingTest, Float16OnlyWhereAModelRunsOnTheGpu) {
 
 // A captured graph reaches the embedding network on CUDA; where that network runs on the CPU the
 // request is refused in the option's words, never dropped without a word.
-TEST_F(ModelRoutingTest, CudaGraphReachesTheEmbeddingOnCudaAndIsRefusedOnTheCpu) {
+TEST_F(NetworkPlacementTest, CudaGraphReachesTheEmbeddingOnCudaAndIsRefusedOnTheCpu) {
   DiarizationConfig config = routed("cuda");
   auto sessions = plan(config, gpu_statuses_);
   EXPECT_FALSE(sessions.embedding.capture_pooled_graph) << "off unless asked for";
@@ -232,7 +232,7 @@ TEST_F(ModelRoutingTest, CudaGraphReachesTheEmbeddingOnCudaAndIsRefusedOnTheCpu)
 
 // Several segmentation sessions feed a GPU at once, as many as the free memory holds: each of
 // 128 chunks needs about 670 MB by the estimate (runtime/device_memory.h).
-TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {
+TEST_F(NetworkPlacementTest, SegmentationSessionsShrinkToTheFreeMemory) {
   DiarizationConfig config = routed("cuda");
   auto sessions_with = [&](std::optional<runtime::DeviceMemory> memory) {
     said_.clear();
@@ -253,7 +253,7 @@ TEST_F(ModelRoutingTest, SegmentationSessionsShrinkToTheFreeMemory) {
   EXPECT_EQ(sessions_with(runtime::DeviceMemory{8 * kGiB, kGiB / 2, "test"}), 1);
 }
 
-TEST_F(ModelRoutingTest, PerModelChoiceOverridesTheCommonOne) {
+TEST_F(NetworkPlacementTest, PerModelChoiceOverridesTheCommonOne) {
   DiarizationConfig config = routed("cuda");
   config.placement->segmentation_choice = ProviderChoice::parse("cpu");
   const auto sessions = plan(config, gpu_statuses_);
@@ -264,14 +264,14 @@ TEST_F(ModelRoutingTest, PerModelChoiceOverridesTheCommonOne) {
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCuda);
 }
 
-TEST_F(ModelRoutingTest, ShortJobsUseSmallerSegmentationBatches) {
+TEST_F(NetworkPlacementTest, ShortJobsUseSmallerSegmentationBatches) {
   DiarizationConfig config = routed("cuda");
   config.placement->expected_audio_seconds = 15.0;  // 6 chunks
   const auto sessions = plan(config, gpu_statuses_);
   EXPECT_EQ(sessions.segmentation.batch_size, 6u);
 }
 
-TEST_F(ModelRoutingTest, StaticShapeProviderPadsToBucketsThroughTheCache) {
+TEST_F(NetworkPlacementTest, StaticShapeProviderPadsToBucketsThroughTheCache) {
   const auto sessions = plan(routed("migraphx"), gpu_statuses_);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kMigraphx);
   ASSERT_TRUE(sessions.segmentation.batch_buckets);
@@ -288,7 +288,7 @@ TEST_F(ModelRoutingTest, StaticShapeProviderPadsToBucketsThroughTheCache) {
       << sessions.segmentation_placement->reason;
 }
 
-TEST_F(ModelRoutingTest, AutoLeavesUncompiledStaticShapesOnTheCpu) {
+TEST_F(NetworkPlacementTest, AutoLeavesUncompiledStaticShapesOnTheCpu) {
   const auto sessions = plan(routed("auto"), migraphx_only());
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCpu);
   EXPECT_EQ(sessions.embedding.session.provider, ProviderId::kCpu);
@@ -299,7 +299,7 @@ TEST_F(ModelRoutingTest, AutoLeavesUncompiledStaticShapesOnTheCpu) {
 // Under auto a static-shape provider takes the embedding only when the graphs the pipeline
 // will load are compiled: the pooled pass in shared mode, the trunk buckets in exact mode; the
 // whole embedding file (what warm-cache compiled before) is never loaded and does not count.
-TEST_F(ModelRoutingTest, AutoChecksTheEmbeddingGraphsThePipelineLoads) {
+TEST_F(NetworkPlacementTest, AutoChecksTheEmbeddingGraphsThePipelineLoads) {
   const auto statuses = migraphx_only();
   const auto targets = embedding_compile_targets(models_.embedding, root_ / "cache");
   ASSERT_TRUE(targets && targets->pooled);
@@ -359,7 +359,7 @@ TEST(AutomaticSegmentationWorkers, EveryThreadUpToFourThenAQuarter) {
 
 // On the CPU every call holds its whole batch: --segmentation-batch 1000 took 13.8 GB on a 30 s
 // clip. Batches the machine's memory cannot hold are refused before any model loads.
-TEST_F(ModelRoutingTest, CpuBatchesThatTheMachineCannotHoldAreRefused) {
+TEST_F(NetworkPlacementTest, CpuBatchesThatTheMachineCannotHoldAreRefused) {
   const std::uintmax_t memory = memory_budget_bytes();
   if (memory == 0) GTEST_SKIP() << "the system does not say how much memory it has";
   const auto message_of = [this](const DiarizationConfig& config) -> std::string {
@@ -398,7 +398,7 @@ TEST_F(ModelRoutingTest, CpuBatchesThatTheMachineCannotHoldAreRefused) {
 }
 
 // The step sets how many chunks a recording keeps until clustering ends (about 16 KiB each).
-TEST_F(ModelRoutingTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
+TEST_F(NetworkPlacementTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
   const std::uintmax_t memory = memory_budget_bytes();
   if (memory == 0) GTEST_SKIP() << "the system does not say how much memory it has";
   DiarizationConfig config = routed("cpu");
@@ -425,7 +425,7 @@ TEST_F(ModelRoutingTest, AStepWhoseChunksTheMachineCannotHoldIsRefused) {
   EXPECT_NO_THROW(plan(config, cpu_statuses_));
 }
 
-TEST_F(ModelRoutingTest, ManyCpuThreadsGetFewerSegmentationWorkersAndEveryEmbeddingThread) {
+TEST_F(NetworkPlacementTest, ManyCpuThreadsGetFewerSegmentationWorkersAndEveryEmbeddingThread) {
   DiarizationConfig config;
   config.threads = 16;
   const auto sessions = plan(config, cpu_statuses_);

@@ -11,7 +11,7 @@ namespace parley::runtime {
 namespace {
 namespace fs = std::filesystem;
 
-class ModelRouterTest : public ::testing::Test {
+class PlacementTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::temp_directory_path() / ("parley_placement_test_" + std::to_string(::getpid()));
@@ -64,7 +64,7 @@ class ModelRouterTest : public ::testing::Test {
   std::vector<ProviderStatus> unused_gpu_statuses_;
 };
 
-TEST_F(ModelRouterTest, ColdShapesRunOnTheCpuUntilCompiled) {
+TEST_F(PlacementTest, ColdShapesRunOnTheCpuUntilCompiled) {
   CompileCache cache(root_);
   CostModelStore costs(root_, "test-host");
   OnceNotices quiet(nullptr);
@@ -80,7 +80,7 @@ TEST_F(ModelRouterTest, ColdShapesRunOnTheCpuUntilCompiled) {
   EXPECT_EQ(decision.provider, ProviderId::kMigraphx);
 }
 
-TEST_F(ModelRouterTest, StoredCostsKeepSmallJobsOnTheCpu) {
+TEST_F(PlacementTest, StoredCostsKeepSmallJobsOnTheCpu) {
   CompileCache cache(root_);
   for (std::size_t batch : {1, 2, 4, 8}) compile(cache, batch);
   CostModelStore costs(root_, "test-host");
@@ -100,7 +100,7 @@ TEST_F(ModelRouterTest, StoredCostsKeepSmallJobsOnTheCpu) {
   EXPECT_FALSE(place_model(forced, cache, costs, gpu_statuses_, quiet).on_accelerator);
 }
 
-TEST_F(ModelRouterTest, NoGpuFallsBackOnceOrFailsWhenForced) {
+TEST_F(PlacementTest, NoGpuFallsBackOnceOrFailsWhenForced) {
   CompileCache cache(root_);
   CostModelStore costs(root_, "test-host");
   std::vector<std::string> said;
