@@ -270,9 +270,6 @@ def iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable
 def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable[str]],
                   out_dir: Union[str, "os.PathLike[str]"], output_format: str,
                   batch_size: Optional[int], **options: Any) -> Iterator[Report]:
-    if output_format not in FORMATS:
-        raise parley.Error(f"output_format must be one of {', '.join(FORMATS)} "
-                           f"(got {output_format!r})")
     unknown = set(options) - set(PIPELINE_OPTIONS) - set(SPEAKER_OPTIONS)
     if unknown:
         raise parley.Error(f"unknown option(s) {', '.join(sorted(unknown))}; expected some of "
