@@ -401,6 +401,10 @@ class Batch {
 
   std::string layout() const { return parley_batch_layout(handle_); }
 
+  double skipped_seconds(std::size_t index) const {
+    return parley_batch_skipped_seconds(handle_, index);
+  }
+
   py::tuple counts() const {
     std::size_t done = 0, skipped = 0, failed = 0;
     parley_batch_counts(handle_, &done, &skipped, &failed);
@@ -484,6 +488,34 @@ bool run_finished(const Settings& settings, const py::bytes& path_bytes,
   check(status);
   return finished != 0;
 }
+// parley_corpus_plan_json's text, as str (a file name's bytes that are not UTF-8 come as escaped
+// lone surrogates, which json.loads keeps as surrogateescape keeps them).
+// `out_dir` None: the names and repeats only.
+py::str corpus_plan_json(const Settings& settings, const std::vector<py::bytes>& paths,
+                         const std::optional<py::bytes>& out_dir_bytes,
+                         const std::vector<std::string>& formats) {
+  std::vector<std::string> texts;
+  for (const auto& path : paths) texts.push_back(without_nul(path, "path"));
+  const std::optional<std::string> out_dir =
+      out_dir_bytes ? std::optional<std::string>(without_nul(*out_dir_bytes, "out_dir"))
+                    : std::nullopt;
+  std::vector<const char*> path_pointers;
+  for (const auto& text : texts) path_pointers.push_back(text.c_str());
+  std::vector<const char*> format_pointers;
+  for (const auto& format : formats) format_pointers.push_back(format.c_str());
+  struct Free {
+    void operator()(char* value) const { parley_free(value); }
+  };
+  std::unique_ptr<char, Free> plan;
+  {
+    py::gil_scoped_release release;  // hashes the models the first time
+    plan.reset(parley_corpus_plan_json(settings.handle(), path_pointers.data(),
+                                       path_pointers.size(), out_dir ? out_dir->c_str() : nullptr,
+                                       format_pointers.data(), format_pointers.size()));
+  }
+  return text(checked(plan.get()));
+}
+
 // The speaker library and identification (parley.h, "Who is speaking, by name").
 // An identification's named result, in every format with the names' scores.
 class NamedResult {
@@ -714,6 +746,7 @@ PYBIND11_MODULE(_parley, module) {
            py::arg("name"), py::arg("num_speakers"), py::arg("min_speakers"),
            py::arg("max_speakers"), py::arg("exclusive") = false)
       .def("layout", &Batch::layout)
+      .def("skipped_seconds", &Batch::skipped_seconds, py::arg("index"))
       .def("counts", &Batch::counts)
       .def("finish", &Batch::finish)
       .def("next", &Batch::next);
@@ -723,6 +756,9 @@ PYBIND11_MODULE(_parley, module) {
   module.def("run_finished", &run_finished, py::arg("settings"), py::arg("path"),
              py::arg("out_dir"), py::arg("format"), py::arg("name"), py::arg("num_speakers"),
              py::arg("min_speakers"), py::arg("max_speakers"));
+
+  module.def("corpus_plan_json", &corpus_plan_json, py::arg("settings"), py::arg("paths"),
+             py::arg("out_dir"), py::arg("formats"));
 
   module.def("score_rttm", &score_rttm, py::arg("reference"), py::arg("hypothesis"),
              py::arg("collar"), py::arg("skip_overlap"));

@@ -339,6 +339,28 @@ PARLEY_API const char* parley_output_names(const char* const* paths, size_t coun
  * reads it (one path per line or parley eval's TSV; '#' comments; relative paths from the
  * manifest's folder). NULL on failure. Valid as parley_output_names' text. */
 PARLEY_API const char* parley_manifest_paths(const char* manifest);
+/* The plan of a run of `paths` into `out_dir` with `options` (their speaker counts and exclusive
+ * too), as `parley diarize --out-dir` plans its list, without loading the models: what a
+ * scheduler hands out. Each file once (a repeat, the same absolute path however written, is left
+ * out), named over the whole list as parley_output_names names it, and for each of the `formats`
+ * ("rttm", "json", "txt", "srt", "vtt"; at least one, each once) its output, its record and
+ * whether an earlier run finished it with these settings. As JSON:
+ *   {"recordings": [{"index", "audio", "name", "finished", "audio_seconds",
+ *                    "outputs": [{"format", "output", "record", "finished"}]}],
+ *    "repeats": [{"index", "first"}]}
+ * "index" and "first" are positions in `paths`; "finished" is set when every format is, and
+ * "audio_seconds" is then what the record says (else 0). Texts keep the file names' bytes: a
+ * byte that is not UTF-8 is written as the escaped lone surrogate U+DC00 + the byte (Python's
+ * surrogateescape: json.loads, then os.fsencode, gives the bytes back). Pass a recording's
+ * "name" to parley_batch_submit_to. `out_dir` NULL: the names and repeats only ("outputs" empty,
+ * nothing finished; `options` and `formats` are not read and may be NULL). The text is the
+ * caller's: free it with parley_free. NULL on failure (parley_last_error says why). */
+PARLEY_API char* parley_corpus_plan_json(const parley_options* options, const char* const* paths,
+                                         size_t count, const char* out_dir,
+                                         const char* const* formats, size_t format_count);
+/* For a recording `index` that parley_batch_next_result answered PARLEY_SKIPPED: the seconds of
+ * audio its record says. 0 for any other. */
+PARLEY_API double parley_batch_skipped_seconds(const parley_batch* batch, size_t index);
 
 /* ---- Scoring ------------------------------------------------------------------------------ */
 

@@ -7,15 +7,17 @@
     for report in parley.distributed.iter_archive(client, "files.tsv", "/shared/out", step=2):
         print(report.status, report.path, report.message)
 
-Each worker process loads the models once (a worker plugin holding one corpus engine, or one per
-GPU with ``resources={"GPU": n}``) and takes batches of recordings. Every result is written as
-soon as it is done, atomically, as ``parley diarize --out-dir`` names and writes it: the RTTM (or
-JSON) under ``out_dir`` and a record in ``out_dir/.parley/<name>.<format>.json``. A rerun skips what a
-record says was finished with the same settings. See docs/distributed.md.
+Each worker process loads the models once (a worker plugin holding one corpus engine, laid out
+by libparley over the worker's GPUs with ``resources={"GPU": n}``) and takes batches of
+recordings. Every result is written as soon as it is done, atomically, as ``parley diarize
+--out-dir`` names and writes it: the output under ``out_dir`` and a record beside it. A rerun skips
+what a record says was finished with the same settings. See docs/distributed.md.
 
-Names, settings fingerprints, records and the skip decision are libparley's (corpus/run_record.h,
-through the C API), the same as the CLI's: a CLI run and a Dask run over one folder skip each
-other's finished recordings. This module is only the Dask glue around them.
+The plan of the run (each file once, output names, outputs and records, what is finished: the
+client's :func:`plan`), settings fingerprints, records and the skip decision are libparley's
+(corpus/run_plan.h and run_record.h, through the C API), the same as the CLI's: a CLI run and a
+Dask run over one folder skip each other's finished recordings. This module is only the Dask glue
+around them: handing out the planned jobs, the worker plugin and the reports.
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ except ImportError as error:  # pragma: no cover - depends on the machine
         "python3-distributed) or a virtual environment made from it with "
         "--system-site-packages") from error
 
-__all__ = ["Report", "diarize_archive", "iter_archive", "read_manifest", "output_names",
+__all__ = ["Report", "diarize_archive", "iter_archive", "plan", "read_manifest", "output_names",
            "without_repeats"]
 
 FORMATS = parley.FORMATS  # every format parley diarize writes, by the same writer
@@ -87,23 +89,28 @@ def read_manifest(manifest: Union[str, "os.PathLike[str]"]) -> list[str]:
             parley._parley.manifest_paths(os.fsencode(os.fspath(manifest)))]
 
 
-def _absolute(path: str) -> str:
-    return os.path.normpath(os.path.abspath(path))
+def plan(paths: Sequence[str], out_dir: Union[str, "os.PathLike[str]", None] = None,
+         output_format: str = "rttm", **options: Any) -> dict[str, Any]:
+    """libparley's plan of a run of ``paths`` into ``out_dir`` with ``options`` (parley.Pipeline's
+    arguments and num/min/max_speakers), as ``parley diarize --out-dir`` plans its list
+    (parley_corpus_plan_json): ``{"recordings": [...], "repeats": [...]}``. Each recording once,
+    with its position in ``paths`` ("index"), output "name", "outputs" (each format's "output"
+    and "record" paths), whether an earlier run "finished" it with these settings and the
+    "audio_seconds" its record says; "repeats" gives the positions ("index", "first") of each file
+    left out as listed twice. Without ``out_dir``, the names and repeats only."""
+    settings = parley._settings(**options) if options else parley._parley.Settings()
+    text = parley._parley.corpus_plan_json(
+        settings, [os.fsencode(os.fspath(path)) for path in paths],
+        None if out_dir is None else os.fsencode(os.fspath(out_dir)), [output_format])
+    return json.loads(text)
 
 
 def without_repeats(paths: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """``paths`` with each file once (the same absolute path however written), in order of first
     mention, as ``parley diarize`` keeps them; and (repeat, first mention) for each left out."""
-    first: dict[str, str] = {}
-    once, repeats = [], []
-    for path in paths:
-        where = _absolute(path)
-        if where in first:
-            repeats.append((path, first[where]))
-        else:
-            first[where] = path
-            once.append(path)
-    return once, repeats
+    planned = plan(paths)
+    return ([paths[recording["index"]] for recording in planned["recordings"]],
+            [(paths[repeat["index"]], paths[repeat["first"]]) for repeat in planned["repeats"]])
 
 
 def output_names(paths: Sequence[str]) -> list[str]:
@@ -113,22 +120,6 @@ def output_names(paths: Sequence[str]) -> list[str]:
     than 160 bytes is cut and takes the digits too. Each path must be listed once."""
     return [os.fsdecode(name) for name in
             parley._parley.output_names([os.fsencode(path) for path in paths])]
-
-
-def _finished(settings: "parley._parley.Settings", job: dict[str, Any], out_dir: str,
-              output_format: str, speakers: dict[str, Any]) -> Optional[dict]:
-    """The record of `job` when an earlier run finished it with these settings, else None."""
-    if not parley._parley.run_finished(settings, os.fsencode(job["path"]), os.fsencode(out_dir),
-                                       output_format, os.fsencode(job["name"]),
-                                       speakers.get("num_speakers"),
-                                       speakers.get("min_speakers"),
-                                       speakers.get("max_speakers")):
-        return None
-    try:
-        with open(job["record"], encoding="utf-8") as stream:
-            return json.load(stream)
-    except (OSError, ValueError):
-        return {}  # replaced meanwhile: finished all the same
 
 
 # ---- On the workers --------------------------------------------------------------------------
@@ -160,8 +151,8 @@ class _Engine:
     def run(self, jobs: Sequence[dict[str, Any]], out_dir: str, output_format: str,
             speakers: dict[str, Any]) -> Iterator[tuple[int, Any]]:
         """Diarizes `jobs` into `out_dir` (each output and its record written by the engine);
-        yields (position in jobs, Result, error message, or None for one an earlier attempt
-        finished) in completion order."""
+        yields (position in jobs, the batch's index, Result, error message, or None for one an
+        earlier attempt finished) in completion order."""
         answers: queue.Queue = queue.Queue()
         positions = {}
         with self._lock:
@@ -177,7 +168,14 @@ class _Engine:
                 self._owed.release()
         for _ in jobs:
             index, outcome = answers.get()
-            yield positions[index], outcome
+            yield positions[index], index, outcome
+
+    def skipped_seconds(self, index: int) -> float:
+        """The audio seconds of the record of submission `index`, found finished."""
+        return self._batch.skipped_seconds(index)
+
+    def layout(self) -> str:
+        return self._batch.layout()
 
     def close(self) -> None:
         self._batch.finish()
@@ -186,30 +184,38 @@ class _Engine:
 
 
 class PipelinePlugin(WorkerPlugin):
-    """Loads parley's models once per worker process and keeps them: one corpus engine, or one
-    per GPU when the worker was started with ``--resources GPU=n`` (devices 0..n-1 of those the
-    worker sees, so set CUDA_VISIBLE_DEVICES per worker)."""
+    """Loads parley's models once per worker process into one corpus engine and keeps it. A
+    worker started with ``--resources GPU=n`` spreads it over devices 0..n-1 of those it sees
+    (set CUDA_VISIBLE_DEVICES per worker) unless ``devices`` is given; how many engines each
+    device gets is libparley's layout (corpus/engine_layout.h, ``engines``), as the CLI's."""
 
     def __init__(self, options: dict[str, Any], name: str) -> None:
         self.options = {key: options[key] for key in PIPELINE_OPTIONS if key in options}
         self.name = name
-        self.engines: list[_Engine] = []
+        self.batch: Optional[_Engine] = None
 
     def setup(self, worker: Any) -> None:
         # Dask 2022.8 moved the resources to worker.state (the old name warns FutureWarning).
         state = getattr(worker, "state", worker)
         gpus = int(state.total_resources.get("GPU", 0))
-        devices = range(gpus) if gpus > 0 else [-1]
-        self.engines = [_Engine(parley._settings(**self.options, device_id=device))
-                        for device in devices]
+        options = dict(self.options)
+        if gpus > 0 and options.get("provider", "auto") != "cpu":
+            options.setdefault("devices", ",".join(str(device) for device in range(gpus)))
+        self.batch = _Engine(parley._settings(**options))
 
     def teardown(self, worker: Any) -> None:
-        for engine in self.engines:
-            engine.close()
-        self.engines = []
+        if self.batch is not None:
+            self.batch.close()
+            self.batch = None
+
+    def layout(self) -> dict[str, Any]:
+        """The engine layout libparley chose (parley_batch_layout)."""
+        assert self.batch is not None, "the plugin is not set up"
+        return json.loads(self.batch.layout())
 
     def engine(self) -> _Engine:
-        return min(self.engines, key=lambda engine: engine.in_flight)
+        assert self.batch is not None, "the plugin is not set up"
+        return self.batch
 
 
 def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
@@ -220,18 +226,14 @@ def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
     engine = get_worker().plugins[plugin_name].engine()
     reports: list[Report] = []
     started = time.monotonic()
-    for position, outcome in engine.run(jobs, out_dir, output_format, speakers):
+    for position, index, outcome in engine.run(jobs, out_dir, output_format, speakers):
         job = jobs[position]
         wall = time.monotonic() - started
         if isinstance(outcome, str):
             reports.append(Report(job["path"], job["output"], "failed", outcome, 0.0, wall))
         elif outcome is None:
-            try:
-                with open(job["record"], encoding="utf-8") as stream:
-                    audio_seconds = json.load(stream).get("audio_seconds", 0.0)
-            except (OSError, ValueError):
-                audio_seconds = 0.0
-            reports.append(Report(job["path"], job["output"], "done", "", audio_seconds))
+            reports.append(Report(job["path"], job["output"], "done", "",
+                                  engine.skipped_seconds(index)))
         else:
             result = parley.Diarization(outcome)
             reports.append(Report(job["path"], job["output"], "done", "", result.duration, wall,
@@ -268,9 +270,6 @@ def iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable
 def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable[str]],
                   out_dir: Union[str, "os.PathLike[str]"], output_format: str,
                   batch_size: Optional[int], **options: Any) -> Iterator[Report]:
-    if output_format not in FORMATS:
-        raise parley.Error(f"output_format must be one of {', '.join(FORMATS)} "
-                           f"(got {output_format!r})")
     unknown = set(options) - set(PIPELINE_OPTIONS) - set(SPEAKER_OPTIONS)
     if unknown:
         raise parley.Error(f"unknown option(s) {', '.join(sorted(unknown))}; expected some of "
@@ -279,28 +278,26 @@ def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterabl
         paths = read_manifest(inputs)
     else:
         paths = [os.fspath(path) for path in inputs]
-    # A file listed twice is diarized once, as by the CLI.
-    paths, repeats = without_repeats(paths)
     out_dir = os.path.abspath(os.fspath(out_dir))
-    os.makedirs(os.path.join(out_dir, ".parley"), exist_ok=True)
     engine_options = {key: options[key] for key in PIPELINE_OPTIONS if key in options}
-    settings = parley._settings(**engine_options)
     speakers = {key: options[key] for key in SPEAKER_OPTIONS if options.get(key) is not None}
+    # libparley's plan, as the CLI's: each file once, its name, output and record, and what an
+    # earlier run finished with these settings. Fails as a whole (models missing here) rather
+    # than once per recording.
+    planned = plan(paths, out_dir, output_format, **engine_options, **speakers)
 
-    for repeat, first in repeats:
-        yield Report(repeat, "", "skipped", f"{repeat} is listed twice (also as {first}); "
+    for repeat in planned["repeats"]:
+        path, first = paths[repeat["index"]], paths[repeat["first"]]
+        yield Report(path, "", "skipped", f"{path} is listed twice (also as {first}); "
                      "diarizing it once")
     pending = []
-    for path, name in zip(paths, output_names(paths)):
-        job = {"path": path, "name": name,
-               "output": os.path.join(out_dir, f"{name}.{output_format}"),
-               "record": os.path.join(out_dir, ".parley", f"{name}.{output_format}.json")}
-        # Fails as a whole (models missing here) rather than once per recording.
-        record = _finished(settings, job, out_dir, output_format, speakers)
-        if record is None:
-            pending.append(job)
+    for recording in planned["recordings"]:
+        path = paths[recording["index"]]
+        output = recording["outputs"][0]["output"]
+        if recording["finished"]:
+            yield Report(path, output, "skipped", "", recording["audio_seconds"])
         else:
-            yield Report(path, job["output"], "skipped", "", record.get("audio_seconds", 0.0))
+            pending.append({"path": path, "name": recording["name"], "output": output})
     if not pending:
         return
 

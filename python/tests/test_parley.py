@@ -139,6 +139,28 @@ def test_a_batch_writes_the_exclusive_turns_into_a_folder_as_the_command_line(pi
     assert (out_dir / "sample.txt").read_text() == sample.to_format("txt")
 
 
+def test_the_plan_of_a_run_keeps_the_bytes_of_a_name(tmp_path):
+    """parley_corpus_plan_json's names come back byte for byte, even those that are not UTF-8
+    (escaped lone surrogates, which json.loads and os.fsencode turn back into the bytes)."""
+    odd = os.fsencode(str(tmp_path)) + b"/caf\xe9.wav"
+    again = os.fsencode(str(tmp_path)) + b"/./caf\xe9.wav"
+    plan = json.loads(parley._parley.corpus_plan_json(parley._parley.Settings(), [odd, again],
+                                                      None, []))
+    assert [os.fsencode(recording["name"]) for recording in plan["recordings"]] == [b"caf\xe9"]
+    assert os.fsencode(plan["recordings"][0]["audio"]) == odd
+    assert plan["repeats"] == [{"index": 1, "first": 0}]
+    # Into a folder: each format's output and record, nothing finished yet.
+    plan = json.loads(parley._parley.corpus_plan_json(
+        parley._settings(models_dir=MODELS), [odd], os.fsencode(str(tmp_path / "out")),
+        ["rttm", "json"]))
+    outputs = plan["recordings"][0]["outputs"]
+    assert [os.fsencode(output["output"]) for output in outputs] == [
+        os.fsencode(str(tmp_path / "out")) + b"/caf\xe9." + suffix for suffix in (b"rttm", b"json")]
+    assert os.fsencode(outputs[0]["record"]) == (os.fsencode(str(tmp_path / "out"))
+                                                 + b"/.parley/caf\xe9.rttm.json")
+    assert plan["recordings"][0]["finished"] is False
+
+
 def test_write_takes_the_format_from_the_extension(falcon, tmp_path):
     falcon.write(tmp_path / "turns.vtt", exclusive=True)
     assert (tmp_path / "turns.vtt").read_text() == falcon.to_format("vtt", exclusive=True)

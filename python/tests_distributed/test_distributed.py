@@ -1,5 +1,6 @@
 """parley.distributed on a LocalCluster of 2 worker processes, on 30 s recordings of
 ../shared/eval copied under 20 names; run by run_pytest.sh like the bindings' suite."""
+import json
 import os
 import shutil
 import signal
@@ -241,8 +242,73 @@ def test_worker_setup_reads_resources_without_a_future_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plugin.setup(Worker())
-    assert len(plugin.engines) == 1
+    # One corpus engine, laid out by libparley as a batch of the same options is.
+    assert plugin.layout() == json.loads(parley._parley.Batch(parley._settings(**OPTIONS)).layout())
     plugin.teardown(Worker())
+
+
+def test_a_worker_with_gpus_lays_one_engine_out_over_them(monkeypatch):
+    """``--resources GPU=n``: one corpus engine over devices 0..n-1, engines per device left to
+    libparley's layout (corpus/engine_layout.h), not one engine per GPU made here."""
+    made = []
+
+    class Engine:
+        def __init__(self, settings):
+            made.append(json.loads(settings.values_json()))
+
+        def close(self):
+            pass
+
+    class State:
+        total_resources = {"GPU": 2}
+
+    class Worker:
+        state = State()
+
+    monkeypatch.setattr(pd, "_Engine", Engine)
+    for options, devices in ((dict(OPTIONS, provider="cuda"), "0,1"),
+                             (dict(OPTIONS, provider="cuda", devices="1"), "1"),
+                             (dict(OPTIONS, provider="cpu"), None)):
+        plugin = pd.PipelinePlugin(options, "parley-test")
+        plugin.setup(Worker())
+        plugin.teardown(Worker())
+        assert len(made) == 1 and made.pop().get("devices") == devices, options
+
+
+def test_the_client_hands_out_libparleys_plan(client, corpus, tmp_path):
+    """distributed.py builds no output or record path and reads no record: what it reports and
+    hands out is libparley's plan (parley_corpus_plan_json), the CLI's, for a list with repeats
+    and names that clash."""
+    source = open(pd.__file__, encoding="utf-8").read()
+    for building in ('".parley"', "os.path.join(out_dir", "open(job", "audio_seconds\", 0"):
+        assert building not in source, building
+    first = corpus[1][0]
+    paths = corpus[1][:4] + [os.path.join(os.path.dirname(first), ".", os.path.basename(first))]
+    out = tmp_path / "out"
+    planned = pd.plan(paths, out, "rttm", **OPTIONS)
+    settings = parley._settings(**OPTIONS)
+    assert planned == json.loads(parley._parley.corpus_plan_json(
+        settings, [os.fsencode(path) for path in paths], os.fsencode(str(out)), ["rttm"]))
+    assert planned["repeats"] == [{"index": 4, "first": 0}]
+    names = [recording["name"] for recording in planned["recordings"]]
+    assert names == pd.output_names(paths[:4])
+    assert len(set(names)) == 4 and all(name.startswith("rec0") and "-" in name for name in names)
+    assert pd.without_repeats(paths) == (paths[:4], [(paths[4], paths[0])])
+
+    reports = pd.diarize_archive(client, paths, out, **OPTIONS)
+    by_status = sorted((report.status, report.output) for report in reports)
+    expected = sorted([("done", recording["outputs"][0]["output"])
+                       for recording in planned["recordings"]] + [("skipped", "")])
+    assert by_status == expected
+    # Finished now, with the seconds of audio each record holds: a rerun reports those.
+    again = pd.plan(paths, out, "rttm", **OPTIONS)
+    assert all(recording["finished"] and recording["audio_seconds"] > 25
+               for recording in again["recordings"])
+    rerun = {report.output: report for report in pd.diarize_archive(client, paths, out, **OPTIONS)
+             if report.output}
+    for recording in again["recordings"]:
+        report = rerun[recording["outputs"][0]["output"]]
+        assert report.status == "skipped" and report.audio_seconds == recording["audio_seconds"]
 
 
 class _Parsed(Exception):

@@ -534,6 +534,114 @@ static void writes_into_a_folder(const char* models, const char* eval) {
   CHECK(system(command) == 0);
 }
 
+/* The text of the first `"key":"` string value in `json` after `from`, into `value`. */
+static const char* json_string_after(const char* json, const char* from, const char* key,
+                                     char* value, size_t size) {
+  value[0] = '\0';
+  const char* at = json != NULL && from != NULL ? strstr(json, from) : NULL;
+  char pattern[64];
+  snprintf(pattern, sizeof pattern, "\"%s\":\"", key);
+  at = at != NULL ? strstr(at, pattern) : NULL;
+  if (at == NULL) return NULL;
+  at += strlen(pattern);
+  const size_t length = strcspn(at, "\"");
+  snprintf(value, size, "%.*s", (int)length, at);
+  return at + length;
+}
+
+/* The plan of a run over a list, as `parley diarize --manifest --out-dir` plans it: repeats
+ * left out, names over the whole list, what an earlier run finished with these settings (and
+ * not once a setting changes), and the formats and outputs a plan or a batch refuses. */
+static void plans_a_run(const char* models, const char* eval) {
+  char folder[] = "/tmp/parley-c-api-plan-XXXXXX";
+  CHECK(mkdtemp(folder) != NULL);
+  const char* audio = join(0, eval, "falcon-test/test.wav");
+  char again[1024];
+  snprintf(again, sizeof again, "%s/falcon-test/../falcon-test/test.wav", eval);
+  char elsewhere[1100];
+  snprintf(elsewhere, sizeof elsewhere, "%s/test.wav", folder);
+  CHECK(symlink(audio, elsewhere) == 0);
+  const char* paths[] = {audio, again, elsewhere};
+  const char* formats[] = {"rttm"};
+  parley_params params = parley_default_params();
+  params.models_dir = models;
+  params.threads = 2;
+  parley_options* options = NULL;
+  CHECK(parley_options_new(&params, &options) == PARLEY_OK);
+  if (options == NULL) return;
+  char out_dir[1100];
+  snprintf(out_dir, sizeof out_dir, "%s/out", folder);
+
+  char* plan = parley_corpus_plan_json(options, paths, 3, out_dir, formats, 1);
+  CHECK(plan != NULL);
+  /* The second path is the first's file: left out. Two files called test.wav: told apart. */
+  CHECK(plan != NULL && strstr(plan, "\"repeats\":[{\"index\":1,\"first\":0}]") != NULL);
+  char first_name[200], second_name[200];
+  const char* rest = json_string_after(plan, "\"index\":0", "name", first_name, sizeof first_name);
+  json_string_after(rest, "\"index\":2", "name", second_name, sizeof second_name);
+  CHECK(strncmp(first_name, "test-", 5) == 0 && strncmp(second_name, "test-", 5) == 0);
+  CHECK(strcmp(first_name, second_name) != 0);
+  CHECK(plan != NULL && strstr(plan, "\"finished\":true") == NULL);
+  CHECK(plan != NULL && strstr(plan, "/.parley/") != NULL);
+  parley_free(plan);
+
+  /* One recording written under its planned name: the plan then says it is finished, with the
+   * record's seconds of audio; the other is not. A batch refuses the other under the same name. */
+  parley_batch* batch = NULL;
+  CHECK(parley_batch_new_from(options, &batch) == PARLEY_OK);
+  if (batch != NULL) {
+    CHECK(parley_batch_submit_to(batch, audio, out_dir, "rttm", first_name, NULL, NULL) ==
+          PARLEY_OK);
+    CHECK(parley_batch_submit_to(batch, elsewhere, out_dir, "rttm", first_name, NULL, NULL) ==
+          PARLEY_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(parley_last_error(), "writes already") != NULL);
+    parley_batch_finish(batch);
+    parley_result* result = NULL;
+    CHECK(parley_batch_next_result(batch, NULL, &result) == PARLEY_OK);
+    parley_result_free(result);
+    parley_batch_free(batch);
+  }
+  plan = parley_corpus_plan_json(options, paths, 3, out_dir, formats, 1);
+  char seconds[64] = "";
+  if (plan != NULL) {
+    const char* first = strstr(plan, "\"index\":0");
+    const char* second = strstr(plan, "\"index\":2");
+    const char* finished = strstr(plan, "\"finished\":true");
+    CHECK(first != NULL && second != NULL && finished != NULL && finished > first &&
+          finished < second);
+    CHECK(strstr(second, "\"finished\":true") == NULL);
+    const char* at = first != NULL ? strstr(first, "\"audio_seconds\":") : NULL;
+    if (at != NULL) snprintf(seconds, sizeof seconds, "%s", at + strlen("\"audio_seconds\":"));
+    CHECK(atof(seconds) > 1.0);
+  }
+  CHECK(plan != NULL);
+  parley_free(plan);
+  /* Another step: nothing is finished with these settings. */
+  CHECK(parley_options_set(options, "step", "2") == PARLEY_OK);
+  plan = parley_corpus_plan_json(options, paths, 3, out_dir, formats, 1);
+  CHECK(plan != NULL && strstr(plan, "\"finished\":true") == NULL);
+  parley_free(plan);
+
+  /* A format twice, none, or one the writer lacks is refused. */
+  const char* twice[] = {"rttm", "rttm"};
+  CHECK(parley_corpus_plan_json(options, paths, 3, out_dir, twice, 2) == NULL);
+  CHECK(strstr(parley_last_error(), "twice") != NULL);
+  CHECK(parley_corpus_plan_json(options, paths, 3, out_dir, NULL, 0) == NULL);
+  const char* mp3[] = {"mp3"};
+  CHECK(parley_corpus_plan_json(options, paths, 3, out_dir, mp3, 1) == NULL);
+  /* Without a folder, names and repeats only; a name's bytes that are not UTF-8 come back as
+   * escaped lone surrogates. */
+  const char* odd[] = {"/nowhere/caf\xE9.wav", "/nowhere/./caf\xE9.wav"};
+  plan = parley_corpus_plan_json(NULL, odd, 2, NULL, NULL, 0);
+  CHECK(plan != NULL && strstr(plan, "\"name\":\"caf\\udce9\"") != NULL);
+  CHECK(plan != NULL && strstr(plan, "\"repeats\":[{\"index\":1,\"first\":0}]") != NULL);
+  parley_free(plan);
+  parley_options_free(options);
+  char command[200];
+  snprintf(command, sizeof command, "rm -rf '%s'", folder);
+  CHECK(system(command) == 0);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s MODELS_DIR EVAL_DIR\n", argv[0]);
@@ -576,6 +684,7 @@ int main(int argc, char** argv) {
   if (falcon_rttm != NULL) {
     runs_a_batch(models, eval, falcon_rttm);
     writes_into_a_folder(models, eval);
+    plans_a_run(models, eval);
     scores(eval, falcon_rttm);
   }
   free(falcon_rttm);

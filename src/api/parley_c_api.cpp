@@ -21,7 +21,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -43,6 +42,7 @@
 #include "corpus/engine_layout.h"
 #include "corpus/out_dir_writer.h"
 #include "corpus/recording_list.h"
+#include "corpus/run_plan.h"
 #include "corpus/run_record.h"
 #include "eval/der.h"
 #include "eval/rttm.h"
@@ -516,13 +516,10 @@ struct parley_batch {
     parley::corpus::PlannedOutputs outputs;
   };
   std::map<std::size_t, Destination> planned;
-  bool exclusive = false;         // parley_batch_set_exclusive: the turns submit_to writes
-  std::set<std::size_t> skipped;  // finished by an earlier run: answered PARLEY_SKIPPED
-  // The absolute output path of each parley_batch_submit_to, with the submission index and the
-  // audio path that claimed it.
-  std::map<std::string, std::pair<std::size_t, std::string>> claimed;
-  std::optional<parley::corpus::ModelDigests> digests;  // made at the first submit_to
-  std::string providers;
+  bool exclusive = false;  // parley_batch_set_exclusive: the turns submit_to writes
+  // Finished by an earlier run, answered PARLEY_SKIPPED: the seconds of audio their records say.
+  std::map<std::size_t, double> skipped;
+  parley::corpus::OutputClaims claims;  // the outputs of parley_batch_submit_to
   std::size_t done_count = 0;
   std::size_t failed_count = 0;
   std::thread runner;
@@ -576,28 +573,22 @@ struct parley_batch {
 
   std::size_t submit(parley::corpus::CorpusRecording recording,
                      std::optional<Destination> destination = {}) {
-    std::string output;
-    if (destination) {
-      output = std::filesystem::absolute(destination->outputs.formats.front().destination.output)
-                   .lexically_normal();
-    }
     std::lock_guard lock(mutex);
     if (finished) invalid("parley_batch_submit: the batch is finished (parley_batch_finish)");
-    // Two recordings writing one file would silently keep only the last one's result.
+    const std::size_t index = submitted;
     if (destination) {
-      if (const auto claim = claimed.find(output); claim != claimed.end()) {
+      try {
+        claims.claim(destination->outputs, index, recording.audio);
+      } catch (const std::exception& error) {
         invalid(fmt::format(
-            "parley_batch_submit_to: {} would write {}, which recording {} of this batch "
-            "({}) writes already; pass a distinct name (parley_output_names names a list's "
-            "recordings apart)",
-            parley::utf8_or_escaped(recording.audio.string()), parley::utf8_or_escaped(output),
-            claim->second.first, parley::utf8_or_escaped(claim->second.second)));
+            "parley_batch_submit_to: {}; pass a distinct name (parley_corpus_plan_json and "
+            "parley_output_names name a list's recordings apart)",
+            error.what()));
       }
     }
-    const std::size_t index = submitted++;
-    if (destination) claimed.emplace(output, std::pair(index, recording.audio.string()));
+    ++submitted;
     if (destination && destination->outputs.finished()) {
-      skipped.insert(index);
+      skipped.emplace(index, destination->outputs.formats.front().audio_seconds);
       parley::corpus::RecordingOutcome outcome;
       outcome.index = index;
       outcomes.push_back(std::move(outcome));
@@ -654,30 +645,6 @@ std::string output_name(const char* name, const std::filesystem::path& path, con
   return text;
 }
 
-// The run settings of `config` on `models`, from a cache: hashing the models takes a while, and
-// a caller checks a whole archive against the same settings.
-nlohmann::ordered_json cached_run_settings(const DiarizationModels& models,
-                                           const DiarizationConfig& config) {
-  static std::mutex mutex;
-  static std::map<std::string, nlohmann::ordered_json> cache;
-  std::string key = config.to_string();
-  for (const auto& path : {models.segmentation, models.embedding, models.plda / "plda.npz",
-                           models.plda / "xvec_transform.npz"}) {
-    std::error_code error;
-    const auto size = std::filesystem::file_size(path, error);
-    const auto modified = std::filesystem::last_write_time(path, error);
-    key += fmt::format("\n{} {} {}", path.string(), size, modified.time_since_epoch().count());
-  }
-  {
-    std::lock_guard lock(mutex);
-    if (const auto found = cache.find(key); found != cache.end()) return found->second;
-  }
-  nlohmann::ordered_json settings = parley::corpus::run_settings(
-      config, models, parley::corpus::describe_providers(models, config), false);
-  std::lock_guard lock(mutex);
-  return cache.emplace(key, std::move(settings)).first->second;
-}
-
 // The configuration and the models of named options, as the params entry points make them from
 // their params (pipeline/option_values.h).
 DiarizationConfig options_config(const parley_options& options) {
@@ -729,12 +696,21 @@ bool run_finished(const DiarizationModels& models, DiarizationConfig config,
   if (const auto speakers = speaker_counts(run)) config.speakers = *speakers;
   return with_status(PARLEY_ERROR_FAILED, [&] {
     const parley::corpus::OutDirWriter writer({out_dir, {chosen_format}, false, {}},
-                                              cached_run_settings(models, config));
+                                              parley::corpus::cached_run_settings(models, config));
     return writer.plan(chosen_name, audio).finished();
   });
 }
 
 thread_local std::string returned_text;  // what parley_output_names and friends hand out
+
+// `text` as the caller's own copy, which parley_free releases: malloc, not new, so that a binding
+// may hand it to free().
+char* caller_owned(const std::string& text) {
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy == nullptr) throw std::bad_alloc();
+  std::memcpy(copy, text.c_str(), text.size() + 1);
+  return copy;
+}
 
 }  // namespace
 
@@ -995,13 +971,7 @@ char* parley_result_format(const parley_result* result, const char* format, int 
                            const char* uri) {
   return answered<char*>(nullptr, [&]() -> char* {
     require(result, "parley_result_format", "result");
-    const std::string text =
-        result_text(*result, format, exclusive != 0, uri, "parley_result_format");
-    // malloc, not new: parley_free releases it, and a binding may hand it to free().
-    char* copy = static_cast<char*>(std::malloc(text.size() + 1));
-    if (copy == nullptr) throw std::bad_alloc();
-    std::memcpy(copy, text.c_str(), text.size() + 1);
-    return copy;
+    return caller_owned(result_text(*result, format, exclusive != 0, uri, "parley_result_format"));
   });
 }
 
@@ -1080,8 +1050,9 @@ parley_status parley_batch_submit_to(parley_batch* batch, const char* path, cons
     }
     auto destination = with_status(PARLEY_ERROR_FAILED, [&] {
       std::filesystem::create_directories(std::filesystem::path(out_dir) / ".parley");
-      parley::corpus::OutDirWriter writer({out_dir, {chosen_format}, exclusive, {}},
-                                          cached_run_settings(batch->models, config));
+      parley::corpus::OutDirWriter writer(
+          {out_dir, {chosen_format}, exclusive, {}},
+          parley::corpus::cached_run_settings(batch->models, config));
       parley::corpus::PlannedOutputs outputs = writer.plan(recording.uri, recording.audio);
       return parley_batch::Destination{std::move(writer), std::move(outputs)};
     });
@@ -1133,6 +1104,51 @@ const char* parley_manifest_paths(const char* manifest) {
     returned_text.clear();
     for (const auto& path : paths) returned_text += path.string() + "\n";
     return returned_text.c_str();
+  });
+}
+
+char* parley_corpus_plan_json(const parley_options* options, const char* const* paths, size_t count,
+                              const char* out_dir, const char* const* formats,
+                              size_t format_count) {
+  constexpr const char* function = "parley_corpus_plan_json";
+  return answered<char*>(nullptr, [&]() -> char* {
+    if (count > 0) require(paths, function, "paths");
+    std::vector<std::filesystem::path> listed;
+    for (std::size_t i = 0; i < count; ++i) {
+      require(paths[i], function, "paths[i]");
+      listed.emplace_back(paths[i]);
+    }
+    if (out_dir == nullptr) {
+      // Names and repeats only: no settings to read.
+      const parley::corpus::PlannedRun plan = with_status(
+          PARLEY_ERROR_INVALID_ARGUMENT, [&] { return parley::corpus::plan_run(listed); });
+      return caller_owned(parley::corpus::json_keeping_bytes(plan.describe()));
+    }
+    require(options, function, "options");
+    if (format_count > 0) require(formats, function, "formats");
+    std::vector<std::string> chosen;
+    for (std::size_t i = 0; i < format_count; ++i) {
+      chosen.push_back(output_format(formats[i], function));
+    }
+    const DiarizationConfig config = options_config(*options);
+    const DiarizationModels models = options_models(*options);
+    const auto settings = with_status(
+        PARLEY_ERROR_FAILED, [&] { return parley::corpus::cached_run_settings(models, config); });
+    const parley::corpus::PlannedRun plan = with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
+      const parley::corpus::OutDirWriter writer(
+          {out_dir, chosen, options->values.value("exclusive", false), {}}, settings);
+      return parley::corpus::plan_run(listed, writer);
+    });
+    return caller_owned(parley::corpus::json_keeping_bytes(plan.describe()));
+  });
+}
+
+double parley_batch_skipped_seconds(const parley_batch* batch, size_t index) {
+  return answered(0.0, [&] {
+    if (batch == nullptr) return 0.0;
+    std::lock_guard lock(batch->mutex);
+    const auto found = batch->skipped.find(index);
+    return found != batch->skipped.end() ? found->second : 0.0;
   });
 }
 

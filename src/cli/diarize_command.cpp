@@ -25,6 +25,9 @@
 #include "core/temporary_directory.h"
 #include "core/text.h"
 #include "corpus/engine_layout.h"
+#include "corpus/out_dir_writer.h"
+#include "corpus/run_plan.h"
+#include "corpus/run_record.h"
 #include "identity/named_output.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
@@ -190,11 +193,22 @@ void run_diarize(const DiarizeArguments& arguments) {
   // Every destination is checked before any model loads.
   const OutputOptions output_options{.overwrite_read_only = flags.force};
   std::string destination = flags.out;
+  // The turns alone go into --out-dir as a corpus run writes them (the same name, a record
+  // beside them), so that either run skips what the other finished; a transcript is no
+  // diarization a record could describe.
+  const bool recorded = !arguments.out_dir.empty() && !with_transcript;
+  // Recorded, the name a corpus run gives it (a long one cut and given digits), which is also the
+  // recording's name inside the output, as there.
+  const std::string output_name =
+      recorded ? corpus::plan_run({audio_path}).recordings.front().name : recording_uri(audio_path);
   if (!arguments.out_dir.empty()) {
     prepare_output_folder("--out-dir", arguments.out_dir);
-    destination = (std::filesystem::path(arguments.out_dir) /
-                   (recording_uri(audio_path) + "." + output_format))
-                      .string();
+    if (recorded) {
+      prepare_output_folder("--out-dir",
+                            (std::filesystem::path(arguments.out_dir) / ".parley").string());
+    }
+    destination =
+        (std::filesystem::path(arguments.out_dir) / (output_name + "." + output_format)).string();
     check_output_file("--out-dir", destination, output_options);
   } else {
     check_output_file("--out", destination, output_options);
@@ -209,8 +223,12 @@ void run_diarize(const DiarizeArguments& arguments) {
       static_cast<double>(audio::DecodedAudio::kDefaultSpillSamples)) {
     static_cast<void>(temporary_folder());  // where its samples will go
   }
+  // Recorded, the providers are chosen as a corpus run chooses them (they are in the record's
+  // fingerprint, which must not depend on the recording's length).
   const pipeline::DiarizationConfig config =
-      diarization_config(arguments.engine, flags, duration.value_or(0.0));
+      recorded ? corpus::fingerprinted_placement(diarization_config(arguments.engine, flags),
+                                                 duration.value_or(0.0))
+               : diarization_config(arguments.engine, flags, duration.value_or(0.0));
   // A transcript given as a file is read now: one that does not parse costs no diarization.
   std::optional<transcript::Transcript> given_words;
   if (!arguments.transcript.empty()) {
@@ -228,6 +246,17 @@ void run_diarize(const DiarizeArguments& arguments) {
   models::warn_if_speed_twin(paths.embedding);
   // A library of another model fails before the diarization, not after it.
   const ResultNamer namer(arguments.identity, paths.embedding);
+  std::optional<corpus::OutDirWriter> writer;
+  std::optional<corpus::PlannedOutputs> planned;
+  if (recorded) {
+    nlohmann::ordered_json settings = corpus::run_settings(
+        config, paths, corpus::describe_providers(paths, config), flags.exclusive);
+    if (namer.naming()) settings["voiceprints"] = namer.settings();
+    writer.emplace(
+        corpus::OutDirRequest{arguments.out_dir, {output_format}, flags.exclusive, output_options},
+        std::move(settings));
+    planned = writer->plan(output_name, audio_path);
+  }
   pipeline::Diarizer diarizer(paths, config);
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
@@ -238,7 +267,7 @@ void run_diarize(const DiarizeArguments& arguments) {
   if (!arguments.save_intermediates.empty()) save_directory = arguments.save_intermediates;
   const auto diarize_audio = [&] {
     return diarizer.diarize(
-        audio.samples(), recording_uri(audio_path), progress, save_directory,
+        audio.samples(), output_name, progress, save_directory,
         [&audio](std::size_t, std::size_t sample) { audio.release_before(sample); },
         [&audio](std::size_t, std::size_t end) { audio.wait_for(end); });
   };
@@ -300,10 +329,18 @@ void run_diarize(const DiarizeArguments& arguments) {
     } catch (const Error& error) {
       fail("{}; {}", error.what(), keep_turns(result, arguments));
     }
+  } else if (writer) {
+    // Written again even when an earlier run finished it: the intermediates were asked for.
+    writer->write(*planned, result, wall,
+                  [&](const pipeline::DiarizationResult& written, const std::string& format) {
+                    DiarizationFlags one = flags;
+                    one.format = format;
+                    return namer.format(written, one);
+                  });
   } else {
     text = namer.format(result, flags);
   }
-  write_output(text, destination, output_options);
+  if (!writer) write_output(text, destination, output_options);
   if (!flags.quiet) fmt::print(stderr, "{}\n", summary(result, wall));
 }
 

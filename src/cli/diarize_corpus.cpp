@@ -23,16 +23,14 @@
 #include "corpus/linked_run.h"
 #include "corpus/out_dir_writer.h"
 #include "corpus/recording_list.h"
+#include "corpus/run_plan.h"
 #include "corpus/run_record.h"
 #include "models/speed_twin.h"
 
 namespace parley::cli {
 namespace fs = std::filesystem;
 using corpus::read_recording_manifest;
-using corpus::RepeatedRecording;
 using corpus::Shard;
-using corpus::unique_output_names;
-using corpus::without_repeats;
 namespace {
 
 double peak_rss_mib() {
@@ -100,14 +98,7 @@ std::vector<fs::path> corpus_recordings(const std::vector<std::string>& audio,
     for (auto& path : read_recording_manifest(manifest)) recordings.push_back(std::move(path));
   }
   if (recordings.empty()) fail("name the recordings to diarize, or a --manifest that lists them");
-  // A file named twice is diarized once; the run goes on (every shard drops the same ones).
-  std::vector<RepeatedRecording> repeats;
-  std::vector<fs::path> once = without_repeats(recordings, &repeats);
-  for (const auto& repeat : repeats) {
-    spdlog::warn("{} is listed twice (also as {}); diarizing it once",
-                 recordings[repeat.repeat].string(), recordings[repeat.first].string());
-  }
-  return once;
+  return recordings;
 }
 
 void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
@@ -131,9 +122,14 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   if (out_dir.empty() && format != "rttm") {
     fail("--format {} writes one document per recording: with several, pass --out-dir DIR", format);
   }
-  // Names come from the whole list, so that every shard names a recording alike.
-  const std::vector<std::string> names = unique_output_names(audio);
+  // Each file once, named over the whole list (so that every shard names a recording alike), and
+  // this shard's part of it; a file named twice is diarized once and the run goes on.
   const Shard shard = corpus.shard.empty() ? Shard{} : Shard::parse(corpus.shard);
+  corpus::PlannedRun plan = corpus::plan_run(audio, shard);
+  for (const auto& repeat : plan.repeats) {
+    spdlog::warn("{} is listed twice (also as {}); diarizing it once",
+                 audio[repeat.repeat].string(), audio[repeat.first].string());
+  }
 
   // Every destination is checked before any work, so that nothing finished is lost to a typo.
   check_format(flags, false);
@@ -152,19 +148,16 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     if (!flags.quiet) progress.note(line);
   };
   // Inputs are probed before models load: one that cannot be opened fails alone, at once.
-  std::vector<corpus::CorpusRecording> inputs;
-  std::vector<double> durations;
-  std::size_t listed = 0;
+  std::vector<std::size_t> opened;  // the plan's recordings whose audio opened
+  const std::size_t listed = plan.recordings.size();
   std::size_t failed = 0;
   double longest = 0.0;
-  for (std::size_t i = 0; i < audio.size(); ++i) {
-    if (!shard.holds(i)) continue;
-    ++listed;
+  for (std::size_t k = 0; k < listed; ++k) {
     try {
-      const auto duration = audio::open_audio_source(audio[i])->info().duration_seconds();
+      const auto duration =
+          audio::open_audio_source(plan.recordings[k].audio)->info().duration_seconds();
       longest = std::max(longest, duration.value_or(0.0));
-      durations.push_back(duration.value_or(0.0));
-      inputs.push_back({audio[i], names[i], {}, {}});
+      opened.push_back(k);
     } catch (const Error& error) {
       progress.note(fmt::format("parley: {}", error.what()));
       ++failed;
@@ -192,32 +185,28 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
 
   // A rerun skips what an earlier run finished with the same settings and audio.
   std::optional<corpus::OutDirWriter> writer;
-  std::vector<corpus::PlannedOutputs> destinations;
-  std::size_t skipped = 0;
   if (!out_dir.empty()) {
     writer.emplace(corpus::OutDirRequest{out_dir, {format}, flags.exclusive, output_options},
                    settings);
-    std::vector<corpus::CorpusRecording> remaining;
-    std::vector<double> remaining_durations;
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      corpus::PlannedOutputs planned = writer->plan(inputs[k].uri, inputs[k].audio);
-      // Linking needs every recording's speakers, so a linked run diarizes them all again.
-      if (!linking && planned.finished()) {
-        ++skipped;
-        continue;
-      }
-      remaining.push_back(inputs[k]);
-      remaining_durations.push_back(durations[k]);
-      destinations.push_back(std::move(planned));
+    corpus::plan_outputs(plan, *writer);
+  }
+  std::vector<corpus::CorpusRecording> inputs;
+  std::vector<corpus::PlannedOutputs> destinations;
+  std::size_t skipped = 0;
+  for (const std::size_t k : opened) {
+    corpus::PlannedRun::Recording& recording = plan.recordings[k];
+    // Linking needs every recording's speakers, so a linked run diarizes them all again.
+    if (writer && !linking && recording.finished()) {
+      ++skipped;
+      continue;
     }
-    inputs = std::move(remaining);
-    durations = std::move(remaining_durations);
-    if (skipped > 0) {
-      say(
-          fmt::format("{} of {} recordings were finished by an earlier run with the same "
-                      "settings: skipped",
-                      skipped, listed));
-    }
+    inputs.push_back({recording.audio, recording.name, {}, {}});
+    destinations.push_back(std::move(recording.outputs));
+  }
+  if (skipped > 0) {
+    say(fmt::format(
+        "{} of {} recordings were finished by an earlier run with the same settings: skipped",
+        skipped, listed));
   }
 
   // Each file still to write, before any model loads (one finished earlier is left alone, even

@@ -46,11 +46,13 @@ nlohmann::json with_layout_values(nlohmann::json values, const std::string& devi
 // Whether these flags ask for the corpus engine even with one recording.
 bool wants_corpus(const CorpusFlags& flags);
 
-// The recordings named on the command line and in --manifest files, in that order.
+// The recordings named on the command line and in --manifest files, in that order (a file named
+// twice too: run_corpus plans the run, which leaves repeats out).
 std::vector<std::filesystem::path> corpus_recordings(const std::vector<std::string>& audio,
                                                      const CorpusFlags& flags);
 
-// Diarizes `audio` through the corpus engine: with `out_dir`, one <name>.<format> per recording
+// Diarizes `audio` through the corpus engine, as corpus::plan_run plans it (each file once, the
+// shard, what an earlier run finished): with `out_dir`, one <name>.<format> per recording
 // there and a record of its settings in <out_dir>/.parley/ (what a rerun checks); without, RTTM
 // of every recording in input order to flags.out. Fails after the run, saying how many, when any
 // recording failed. `identity`: speakers named from a library (each result as it comes), or

@@ -85,6 +85,23 @@ check 'grep -q "2 of 2 recordings were finished by an earlier run" "$work/err"' 
 run "$a/trn03.wav" "$a/trn02.wav" --out-dir "$work/out" --clustering ahc 2>"$work/err"
 check '! grep -q "finished by an earlier run" "$work/err"' "changed settings redo everything"
 
+# One recording with --out-dir is written as a corpus run writes it, with its record: a --manifest
+# run over the same folder skips it, and the other way round.
+echo "$a/trn03.wav" >"$work/one.txt"
+run "$a/trn03.wav" --out-dir "$work/single" -q
+check '[ -s "$work/single/.parley/trn03.rttm.json" ]' "one recording with --out-dir writes its record"
+run --manifest "$work/one.txt" --out-dir "$work/single" 2>"$work/err"
+check 'grep -q "nothing diarized: 1 of 1 recordings done earlier" "$work/err"' "a --manifest run skips a single --out-dir run's output"
+run --manifest "$work/one.txt" --out-dir "$work/manifest-first" -q
+run "$a/trn03.wav" --out-dir "$work/manifest-first" 2>"$work/err"
+check 'grep -q "nothing diarized: 1 of 1 recordings done earlier" "$work/err"' "a single --out-dir run skips a --manifest run's output"
+# Saving the intermediates diarizes the one recording on its own path; its output gets its record
+# all the same, and is what the corpus writes.
+run "$a/dev01.wav" --out-dir "$work/saved-out" --save-intermediates "$work/saved-npz" -q
+check '[ -s "$work/saved-out/.parley/dev01.rttm.json" ] && cmp -s "$work/saved-out/dev01.rttm" "$work/engines/dev01.rttm"' "--save-intermediates --out-dir writes the corpus output and its record"
+run --manifest <(echo "$a/dev01.wav") --out-dir "$work/saved-out" 2>"$work/err"
+check 'grep -q "nothing diarized: 1 of 1 recordings done earlier" "$work/err"' "a --manifest run skips a --save-intermediates run's output"
+
 # Destinations and numbers are checked before any model loads.
 : >"$work/a-file"
 set +e

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "pipeline/result_writer.h"
 
 namespace parley::corpus {
@@ -60,6 +61,23 @@ void OutDirWriter::write(const PlannedOutputs& planned, const pipeline::Diarizat
         formatter ? formatter(result, format_name) : format(result, format_name);
     write_result(one.destination, text, make_record(one, text, result, wall_seconds),
                  request_.output_options);
+  }
+}
+
+void OutputClaims::claim(const PlannedOutputs& planned, std::size_t index,
+                         const std::filesystem::path& audio) {
+  std::vector<std::string> outputs;
+  for (const PlannedRecording& one : planned.formats) {
+    std::string output = std::filesystem::absolute(one.destination.output).lexically_normal();
+    if (const auto claim = claimed_.find(output); claim != claimed_.end()) {
+      fail("{} would write {}, which recording {} ({}) writes already",
+           utf8_or_escaped(audio.string()), utf8_or_escaped(output), claim->second.first,
+           utf8_or_escaped(claim->second.second));
+    }
+    outputs.push_back(std::move(output));
+  }
+  for (std::string& output : outputs) {
+    claimed_.emplace(std::move(output), std::pair(index, audio.string()));
   }
 }
 

@@ -4,9 +4,12 @@
 // overlap, beside its record (corpus/run_record.h). `parley diarize --out-dir`, the C API's
 // parley_batch_submit_to (and through it Python and parley.distributed) all write through it, so
 // that what one face writes another skips, whatever the format or `exclusive`.
+#include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -66,6 +69,22 @@ class OutDirWriter {
  private:
   OutDirRequest request_;
   nlohmann::ordered_json settings_;
+};
+
+// The outputs a run has handed out, and to which recording: two recordings writing one file would
+// silently keep only the last one's result. A face that takes recordings one at a time with
+// names of its caller's choosing (parley_batch_submit_to) claims each recording's outputs before
+// it queues it; a list planned whole (corpus/run_plan.h) has names that never clash.
+class OutputClaims {
+ public:
+  // Claims every output of `planned` for recording `index` (`audio`). Fails, naming both
+  // recordings and the file, when an earlier claim holds one of them (the face says how its
+  // caller names a recording apart); nothing is claimed then.
+  void claim(const PlannedOutputs& planned, std::size_t index, const std::filesystem::path& audio);
+
+ private:
+  // The absolute, lexically normal output path -> the index and audio path that claimed it.
+  std::map<std::string, std::pair<std::size_t, std::string>> claimed_;
 };
 
 }  // namespace parley::corpus

@@ -92,5 +92,24 @@ TEST_F(OutDirWriterTest, RefusesUnknownRepeatedOrNoFormatsInFieldWords) {
   }
 }
 
+TEST_F(OutDirWriterTest, ClaimsRefuseASecondRecordingWritingTheSameOutput) {
+  const OutDirWriter both = writer({"rttm", "json"}, false);
+  OutputClaims claims;
+  claims.claim(both.plan("talk", audio_), 0, audio_);
+  // Another recording under the same name, in one of the same formats: refused, naming both.
+  const fs::path other = *folder_ / "other" / "talk.wav";
+  try {
+    claims.claim(writer({"txt", "json"}, false).plan("talk", other), 1, other);
+    ADD_FAILURE() << "a second claim of talk.json was accepted";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(other.string()), std::string::npos) << message;
+    EXPECT_NE(message.find("recording 0 (" + audio_.string() + ")"), std::string::npos) << message;
+  }
+  // Refused whole: its other outputs were not claimed either, and other names are free.
+  claims.claim(writer({"txt"}, false).plan("talk", other), 1, other);
+  claims.claim(both.plan("talk-2", other), 2, other);
+}
+
 }  // namespace
 }  // namespace parley::corpus

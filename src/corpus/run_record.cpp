@@ -3,6 +3,8 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -67,6 +69,28 @@ nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
                                     const pipeline::DiarizationModels& models,
                                     std::string_view providers, bool exclusive) {
   return run_settings(config.output(), model_digests(models), providers, exclusive);
+}
+
+nlohmann::ordered_json cached_run_settings(const pipeline::DiarizationModels& models,
+                                           const pipeline::DiarizationConfig& config) {
+  static std::mutex mutex;
+  static std::map<std::string, nlohmann::ordered_json> cache;
+  std::string key = config.to_string();
+  for (const auto& path : {models.segmentation, models.embedding, models.plda / "plda.npz",
+                           models.plda / "xvec_transform.npz"}) {
+    std::error_code error;
+    const auto size = fs::file_size(path, error);
+    const auto modified = fs::last_write_time(path, error);
+    key += fmt::format("\n{} {} {}", path.string(), size, modified.time_since_epoch().count());
+  }
+  {
+    std::lock_guard lock(mutex);
+    if (const auto found = cache.find(key); found != cache.end()) return found->second;
+  }
+  nlohmann::ordered_json settings =
+      run_settings(config, models, describe_providers(models, config), false);
+  std::lock_guard lock(mutex);
+  return cache.emplace(key, std::move(settings)).first->second;
 }
 
 std::string utc_timestamp(fs::file_time_type time) {
@@ -136,7 +160,13 @@ PlannedRecording plan_recording(const fs::path& out_dir, const std::string& name
   PlannedRecording planned{
       RunDestination(out_dir, name, format), file_settings(with_format, audio), {}, false};
   planned.fingerprint = settings_fingerprint(planned.settings);
-  planned.finished = finished_record(planned.destination, planned.fingerprint).has_value();
+  if (const auto record = finished_record(planned.destination, planned.fingerprint)) {
+    planned.finished = true;
+    const auto seconds = record->find("audio_seconds");
+    if (seconds != record->end() && seconds->is_number()) {
+      planned.audio_seconds = seconds->get<double>();
+    }
+  }
   return planned;
 }
 

@@ -59,6 +59,14 @@ nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
                                     const pipeline::DiarizationModels& models,
                                     std::string_view providers, bool exclusive);
 
+// run_settings of `config` on `models` with the providers they resolve to (describe_providers)
+// and `exclusive` false (an OutDirWriter sets its own), from a cache of the process: hashing the
+// models takes a while, and a caller (the C API, a Dask client) checks a whole archive against
+// the same settings. The cache is keyed by the configuration and each model file's path, size
+// and modification time, so a model replaced on disk is hashed again.
+nlohmann::ordered_json cached_run_settings(const pipeline::DiarizationModels& models,
+                                           const pipeline::DiarizationConfig& config);
+
 // `time` as ISO 8601 in UTC with nanoseconds: 2026-11-26T17:25:03.123456789Z.
 std::string utc_timestamp(std::filesystem::file_time_type time);
 
@@ -92,6 +100,7 @@ struct PlannedRecording {
   nlohmann::ordered_json settings;  // file_settings of the run's settings with "format"
   std::string fingerprint;
   bool finished = false;
+  double audio_seconds = 0.0;  // the record's, when finished
 };
 // `settings` is run_settings(); the format is added to it here.
 PlannedRecording plan_recording(const std::filesystem::path& out_dir, const std::string& name,
