@@ -49,10 +49,11 @@ __all__ = ["Report", "diarize_archive", "iter_archive", "read_manifest", "output
 
 FORMATS = parley.FORMATS  # every format parley diarize writes, by the same writer
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers")
-# Options that choose the engine, as parley.Pipeline takes them (the option table's Python
-# options; device_id is each worker's GPU).
+# Options that choose the engine, as parley.Pipeline takes them: the option table's options of
+# both Python and parley.distributed (device_id is each worker's GPU; the table's faces_note says
+# why an option is not parley.distributed's).
 PIPELINE_OPTIONS = tuple(option["name"] for option in parley.options()
-                         if option["faces"]["python"] and option["name"] != "device_id"
+                         if option["faces"]["python"] and option["faces"]["dask"]
                          and option["name"] not in SPEAKER_OPTIONS)
 
 

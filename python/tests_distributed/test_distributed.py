@@ -296,7 +296,11 @@ def test_every_option_of_the_table_is_accepted_as_the_command_line_spells_it():
             value = option["choices"][-1]
         elif kind in ("text", "path"):
             value = "0"
-        given += [flag] if kind == "flag" else [flag, str(value)]
+        elif kind == "list":
+            value = ["device_id=0"]
+        assert value is not None, f"no test value for {option['name']} ({kind})"
+        given += ([flag] if kind == "flag" else
+                  [flag, value[0]] if kind == "list" else [flag, str(value)])
         expected[option["name"]] = value
     arguments = parser.parse_args(given)
     assert sorted(names) == sorted(expected)
