@@ -57,7 +57,12 @@ std::string with_flag_names(std::string_view message) {
       continue;
     }
     std::size_t end = position;
-    while (end < message.size() && is_identifier_char(message[end])) ++end;
+    // A dotted field ("shared_trunk.features") is one name; a sentence's full stop is not.
+    while (end < message.size() &&
+           (is_identifier_char(message[end]) || (message[end] == '.' && end + 1 < message.size() &&
+                                                 is_identifier_char(message[end + 1])))) {
+      ++end;
+    }
     const std::string_view word = message.substr(position, end - position);
     const auto found = flag_of_name().find(word);
     const char next = end < message.size() ? message[end] : '\0';

@@ -32,6 +32,8 @@ TEST(FlagNames, OnlyWholeIdentifiersChange) {
   EXPECT_EQ(with_flag_names("my_step_seconds and step_seconds_x stay"),
             "my_step_seconds and step_seconds_x stay");
   EXPECT_EQ(with_flag_names(""), "");
+  EXPECT_EQ(with_flag_names("shared_trunk.features: x. threads."),
+            "--embedding-features: x. threads.");
 }
 
 // Plain words name an option only where the engine's messages put an option; in prose they stay.

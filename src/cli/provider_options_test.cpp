@@ -62,7 +62,8 @@ TEST(ProviderOptions, ContradictionsAreTheEnginesInFlagNames) {
   EXPECT_NE(malformed.find("key=value"), std::string::npos) << malformed;
   // pipeline::ProviderPlacement::validate's message, which the C API shows as it is.
   EXPECT_EQ(message_of({"--provider", "cpu", "--provider-option", "a=b"}),
-            "--provider-option (a=b) have no effect on the cpu provider (provider cpu); drop them");
+            "--provider-option (a=b) have no effect on the cpu provider (--provider cpu); drop "
+            "them");
   EXPECT_EQ(message_of({"--force-cpu", "--provider-option", "a=b"}),
             "--provider-option (a=b) have no effect on the cpu provider (--force-cpu); drop them");
 }
