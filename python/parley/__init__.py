@@ -443,11 +443,6 @@ def _settings(**values: Any) -> "_parley.Settings":
         if name == "provider_options":
             if value is None:
                 continue
-            if isinstance(value, (list, tuple)):
-                # "key=value" texts, as the command line (and parley.distributed) spells them.
-                for item in value:
-                    settings.set(name, _text("each provider_options item", item).encode("utf-8"))
-                continue
             if not isinstance(value, dict):
                 raise ArgumentTypeError(f"provider_options must be a dict (got "
                                         f"{type(value).__name__})")
@@ -476,8 +471,7 @@ class Pipeline:
             the package was built in (build/models) or of an install (share/parley/models).
         provider: execution provider: "auto" (a GPU where it pays off), "cpu", "cuda",
             "tensorrt", ...; a named provider that cannot be used raises :class:`Error`.
-        provider_options: options passed to the provider, e.g. ``{"device_id": 1}`` (or the
-            command line's ``["device_id=1"]``).
+        provider_options: options passed to the provider, e.g. ``{"device_id": 1}``.
         step: seconds between 10 s analysis windows: 1 (pyannote's) or 2 (faster).
         embedding_mode: "shared" (one embedding pass over the recording, faster) or "exact".
         clustering: "vbx" (pyannote's) or "ahc".

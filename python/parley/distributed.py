@@ -421,6 +421,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("name the recordings to diarize, or a --manifest that lists them")
     options = {name: getattr(arguments, name) for name in names
                if getattr(arguments, name) is not None}
+    # --provider-option key=value, repeatable as on the command line: parley.Pipeline's dict.
+    provider_options = {}
+    for item in options.pop("provider_options", None) or []:
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            parser.error(f"--provider-option {item}: expected key=value")
+        provider_options[key] = value
+    if provider_options:
+        options["provider_options"] = provider_options
     output_format = options.pop("format", "rttm")
     if arguments.local is not None:
         import dask

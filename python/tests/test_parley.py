@@ -239,7 +239,7 @@ def test_every_engine_option_is_a_keyword_the_engine_checks():
     tuned = parley.Pipeline(models_dir=MODELS, threads=2, step=2, clustering="ahc",
                             ahc_threshold=0.5, embedding_batch=8, segmentation_batch=2,
                             no_streaming=True, sincnet_per_chunk=True, force_cpu=True,
-                            segmentation_provider="cpu", provider_options=[])
+                            segmentation_provider="cpu")
     assert tuned(FALCON).turns
 
 
