@@ -17,6 +17,7 @@ import json
 import math
 import numbers
 import os
+import threading
 import warnings
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
 
@@ -132,6 +133,19 @@ def _path(name: str, value: Any) -> bytes:
     if not path:
         raise InvalidArgument(f"{name} is empty; pass a file name")
     return path
+
+
+def _identify_threshold(value: Any) -> float:
+    """The identify_threshold keyword within the option table's bounds, in the table's words."""
+    option = next(option for option in options() if option["name"] == "identify_threshold")
+    low, high = option["minimum"], option["maximum"]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"identify_threshold must be a number "
+                                f"(got {type(value).__name__})")
+    number = _float("identify_threshold", value)
+    if not (math.isfinite(number) and low <= number <= high):
+        raise InvalidArgument(f"identify_threshold: must be {low:g} to {high:g} (got {value!r})")
+    return number
 
 
 def _progress(value: Any, name: str = "progress") -> Any:
@@ -284,6 +298,10 @@ class Diarization:
         self.speed_twin: bool = result.speed_twin
         """True when the speed twin (random weights) made the speaker embeddings: the turns'
         timing is real, their speaker labels are meaningless."""
+        self.identification: Optional["Identification"] = None
+        """The speakers a :class:`Pipeline` made with ``voiceprints=`` named (its
+        :meth:`Identification.relabel` and :meth:`Identification.to_format` give the turns
+        with the names); None without a library."""
 
     @property
     def embeddings(self) -> Any:
@@ -465,6 +483,23 @@ class Pipeline:
         devices, engines, jobs: how :meth:`map` lays out its corpus engine, as ``parley diarize
             --devices --engines --jobs``: GPUs ("0,1" or "all"; None: the configured one), model
             sets per device (None: automatic), recordings decoded and clustered at once.
+        segmentation_model, embedding_model, plda_dir: model files, each found through
+            ``models_dir`` when None.
+        ahc_threshold: the AHC distance threshold (``clustering="ahc"`` only; None: 0.60, 0.65
+            for long recordings).
+        segmentation_provider, embedding_provider: one model's provider (overrides
+            ``provider`` for it); force_gpu, force_cpu: every model on the GPU provider (fail
+            without one) or on the CPU.
+        embedding_batch, segmentation_batch, segmentation_sessions: chunks per embedding call
+            (exact mode), per segmentation call and segmentation calls feeding a GPU at once
+            (None: automatic).
+        gpu_float16: the models in float16 on a CUDA/ROCm GPU (not exact); sincnet_per_chunk:
+            segmentation's first convolution per chunk, as pyannote (slower, the same within
+            rounding); no_streaming: segment the whole recording before embedding (same
+            output); cuda_graph: "on" replays the embedding network as CUDA graphs.
+        voiceprints: a speaker library (:class:`SpeakerLibrary`'s file): every result's
+            :attr:`Diarization.identification` names the speakers that match it with a cosine
+            score of at least ``identify_threshold`` (as :meth:`SpeakerLibrary.identify`).
         progress: ``progress(fraction, stage)`` for every call (a call's own ``progress=``
             replaces it).
         hook: a pyannote.audio hook for every call (a call's own ``hook=`` replaces it), e.g.
@@ -489,18 +524,61 @@ class Pipeline:
                  progress: Optional[ProgressCallback] = None,
                  hook: Optional[Hook] = None, embedding_features: str = "auto",
                  devices: Optional[str] = None, engines: Optional[int] = None,
-                 jobs: int = 2) -> None:
+                 jobs: int = 2,
+                 segmentation_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 embedding_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 plda_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 ahc_threshold: Optional[float] = None,
+                 segmentation_provider: Optional[str] = None,
+                 embedding_provider: Optional[str] = None, force_gpu: bool = False,
+                 force_cpu: bool = False, embedding_batch: int = 32,
+                 segmentation_batch: Optional[int] = None,
+                 segmentation_sessions: Optional[int] = None, gpu_float16: bool = False,
+                 sincnet_per_chunk: bool = False, no_streaming: bool = False,
+                 cuda_graph: str = "off",
+                 voiceprints: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 identify_threshold: float = 0.5) -> None:
         self._settings = _settings(
             models_dir=models_dir, provider=provider, provider_options=provider_options,
             step=step, embedding_mode=embedding_mode, clustering=clustering, threads=threads,
             device_id=device_id, embedding_features=embedding_features, devices=devices,
-            engines=engines, jobs=jobs)
+            engines=engines, jobs=jobs, segmentation_model=segmentation_model,
+            embedding_model=embedding_model, plda_dir=plda_dir, ahc_threshold=ahc_threshold,
+            segmentation_provider=segmentation_provider, embedding_provider=embedding_provider,
+            force_gpu=force_gpu, force_cpu=force_cpu, embedding_batch=embedding_batch,
+            segmentation_batch=segmentation_batch, segmentation_sessions=segmentation_sessions,
+            gpu_float16=gpu_float16, sincnet_per_chunk=sincnet_per_chunk,
+            no_streaming=no_streaming, cuda_graph=cuda_graph)
         self._progress = _progress(progress)
         self._hook = _progress(hook, "hook")
+        # The identity options name speakers through a library of this pipeline's own, as
+        # SpeakerLibrary.identify does; checked before the models load.
+        self._identify_threshold = _identify_threshold(identify_threshold)
+        self._library = None
+        if voiceprints is not None:
+            from .identity import SpeakerLibrary
+
+            library = os.fsdecode(_path("voiceprints", voiceprints))
+            if not os.path.isfile(library):
+                # As the command line's --voiceprints: a mistyped path names no speaker silently.
+                raise InvalidArgument(f"voiceprints: no speaker library {library!r} (make one "
+                                      "with SpeakerLibrary(path).add or parley voiceprint add)")
+            self._library = SpeakerLibrary(library)
+        # The library handle is one thread's at a time; calls from several threads take turns.
+        self._library_lock = threading.Lock()
         self._diarizer = _parley.Diarizer(self._settings)
         if self._diarizer.speed_twin:
             for message in self._diarizer.warnings():
                 warnings.warn(message, SpeedTwinWarning, stacklevel=2)
+
+    def _named(self, diarization: "Diarization") -> "Diarization":
+        """`diarization` with its :attr:`Diarization.identification` when the pipeline has a
+        speaker library."""
+        if self._library is not None:
+            with self._library_lock:
+                diarization.identification = self._library.identify(
+                    self, diarization, self._identify_threshold)
+        return diarization
 
     def __call__(self, audio: Audio, sample_rate: int = 16000,
                  num_speakers: Optional[int] = None, min_speakers: Optional[int] = None,
@@ -544,7 +622,7 @@ class Pipeline:
         else:
             raise ArgumentTypeError(f"expected a file path or a numpy array "
                                     f"(got {type(audio).__name__})")
-        return Diarization(result)
+        return self._named(Diarization(result))
 
     def map(self, paths: Iterable[Union[str, bytes, "os.PathLike[str]"]],
             num_speakers: Optional[int] = None, min_speakers: Optional[int] = None,
@@ -594,7 +672,7 @@ class Pipeline:
                 else:
                     failures.append((paths[index], Error(outcome)))
                 continue
-            yield paths[index], Diarization(outcome)
+            yield paths[index], self._named(Diarization(outcome))
         if failures:
             error = Error(f"{len(failures)} of {len(paths)} recordings failed: "
                           + "; ".join(str(failure) for _, failure in failures))

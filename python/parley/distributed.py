@@ -51,10 +51,11 @@ __all__ = ["Report", "diarize_archive", "iter_archive", "plan", "read_manifest",
 
 FORMATS = parley.FORMATS  # every format parley diarize writes, by the same writer
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers")
-# Options that choose the engine, as parley.Pipeline takes them (the option table's Python
-# options; device_id is each worker's GPU).
+# Options that choose the engine, as parley.Pipeline takes them: the option table's options of
+# both Python and parley.distributed (device_id is each worker's GPU; the table's faces_note says
+# why an option is not parley.distributed's).
 PIPELINE_OPTIONS = tuple(option["name"] for option in parley.options()
-                         if option["faces"]["python"] and option["name"] != "device_id"
+                         if option["faces"]["python"] and option["faces"]["dask"]
                          and option["name"] not in SPEAKER_OPTIONS)
 
 
@@ -417,6 +418,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("name the recordings to diarize, or a --manifest that lists them")
     options = {name: getattr(arguments, name) for name in names
                if getattr(arguments, name) is not None}
+    # --provider-option key=value, repeatable as on the command line: parley.Pipeline's dict.
+    provider_options = {}
+    for item in options.pop("provider_options", None) or []:
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            parser.error(f"--provider-option {item}: expected key=value")
+        provider_options[key] = value
+    if provider_options:
+        options["provider_options"] = provider_options
     output_format = options.pop("format", "rttm")
     if arguments.local is not None:
         import dask

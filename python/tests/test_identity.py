@@ -156,3 +156,28 @@ def test_default_threshold_is_the_engines():
         match = re.search(r"^#define PARLEY_DEFAULT_IDENTIFY_THRESHOLD\s+(\S+)", file.read(), re.M)
     assert match, "parley.h no longer defines PARLEY_DEFAULT_IDENTIFY_THRESHOLD"
     assert _parley.DEFAULT_IDENTIFY_THRESHOLD == float(match.group(1))
+
+
+def test_pipeline_takes_the_identity_options(pipeline, tmp_path):
+    """Pipeline(voiceprints=, identify_threshold=) names every result's speakers as
+    SpeakerLibrary.identify does (the option table's identity options, as --voiceprints and
+    --identify-threshold)."""
+    first = pipeline(FALCON)
+    path = tmp_path / "team.db"
+    library = parley.SpeakerLibrary(path)
+    library.add("Bob", pipeline, first, "SPEAKER_00")
+    named_pipeline = parley.Pipeline(models_dir=MODELS, threads=2, step=2, voiceprints=path)
+    result = named_pipeline(FALCON)
+    assert result.identification is not None
+    assert result.identification["SPEAKER_00"].name == "Bob"
+    assert dict(result.identification) == dict(library.identify(named_pipeline, result))
+    assert pipeline(FALCON).identification is None
+    # Above every score nothing is named; the bounds and the message are the table's.
+    strict = parley.Pipeline(models_dir=MODELS, threads=2, step=2, voiceprints=path,
+                             identify_threshold=1.0)
+    assert not strict(FALCON).identification or all(
+        speaker.score >= 1.0 for speaker in strict(FALCON).identification.values())
+    with pytest.raises(parley.InvalidArgument, match=r"^identify_threshold: must be -1 to 1 "):
+        parley.Pipeline(models_dir=MODELS, voiceprints=path, identify_threshold=1.5)
+    with pytest.raises(parley.InvalidArgument, match="no speaker library"):
+        parley.Pipeline(models_dir=MODELS, voiceprints=tmp_path / "missing.db")

@@ -230,6 +230,9 @@ def test_keywords_follow_the_option_table():
     ("step", 11, "step: must be 0.1 to 10 (got 11)"),
     ("step", 11.0, "step: must be 0.1 to 10 (got 11)"),
     ("jobs", 0, "jobs: must be 1 to 256 (got 0)"),
+    ("ahc_threshold", 3, "ahc_threshold: must be 0 to 2 (got 3)"),
+    ("segmentation_sessions", 0, "segmentation_sessions: must be at least 1 (got 0)"),
+    ("cuda_graph", "maybe", "cuda_graph: expected one of off, on (got 'maybe')"),
     ("embedding_features", "gpu", "embedding_features: expected one of auto, host, graph (got "
                                   "'gpu')")])
 def test_pipeline_messages_are_the_engines(keyword, value, message):
@@ -244,6 +247,22 @@ def test_pipeline_messages_are_the_engines(keyword, value, message):
                                  capture_output=True, text=True)
         assert printed.returncode == 2
         assert f"{flag}: {message.split(': ', 1)[1]}" in printed.stderr
+
+
+def test_every_engine_option_is_a_keyword_the_engine_checks():
+    """The options that were the command line's only (the per-model providers, batch sizes,
+    float16, ...) are keywords, checked together by the engine as the CLI's flags are."""
+    with pytest.raises(parley.InvalidArgument,
+                       match=r"^force_cpu: contradicts embedding_provider cuda; drop one of them$"):
+        parley.Pipeline(models_dir=MODELS, force_cpu=True, embedding_provider="cuda")
+    with pytest.raises(parley.InvalidArgument,
+                       match=r"^ahc_threshold: applies to clustering ahc only$"):
+        parley.Pipeline(models_dir=MODELS, ahc_threshold=0.5)
+    tuned = parley.Pipeline(models_dir=MODELS, threads=2, step=2, clustering="ahc",
+                            ahc_threshold=0.5, embedding_batch=8, segmentation_batch=2,
+                            no_streaming=True, sincnet_per_chunk=True, force_cpu=True,
+                            segmentation_provider="cpu")
+    assert tuned(FALCON).turns
 
 
 def test_speaker_count_per_call(pipeline):

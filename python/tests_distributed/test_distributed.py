@@ -346,6 +346,16 @@ def test_arguments_follow_the_option_table(monkeypatch):
 
 
 
+def test_a_provider_option_is_key_equals_value(tmp_path, capsys):
+    """--provider-option is repeatable key=value, as on the command line; anything else is a
+    usage error before any cluster starts."""
+    with pytest.raises(SystemExit) as exited:
+        pd.main(["--local", "1", "--out-dir", str(tmp_path), "x.wav", "--provider-option",
+                 "device_id"])
+    assert exited.value.code == 2
+    assert "--provider-option device_id: expected key=value" in capsys.readouterr().err
+
+
 def test_every_option_of_the_table_is_accepted_as_the_command_line_spells_it():
     """parley.distributed's arguments are made from the table: each Dask option, given a valid
     value as ``parley diarize`` spells its flag, reaches the options handed to the engine."""
@@ -362,7 +372,11 @@ def test_every_option_of_the_table_is_accepted_as_the_command_line_spells_it():
             value = option["choices"][-1]
         elif kind in ("text", "path"):
             value = "0"
-        given += [flag] if kind == "flag" else [flag, str(value)]
+        elif kind == "list":
+            value = ["device_id=0"]
+        assert value is not None, f"no test value for {option['name']} ({kind})"
+        given += ([flag] if kind == "flag" else
+                  [flag, value[0]] if kind == "list" else [flag, str(value)])
         expected[option["name"]] = value
     arguments = parser.parse_args(given)
     assert sorted(names) == sorted(expected)

@@ -4,6 +4,7 @@
 // either drifts from the table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -78,8 +79,23 @@ TEST(COptions, EveryCOptionIsAFieldWithTheTablesDefault) {
   // Options a C caller gives only by name (parley_options_set): parley_params stays as it is
   // (no ABI change for a new option). exclusive is also a result's (parley_result_format's
   // argument) and a batch's (parley_batch_set_exclusive).
-  const std::set<std::string> named_only = {"devices", "engines", "jobs", "embedding_features",
-                                            "exclusive"};
+  const std::set<std::string> named_only = {"devices",
+                                            "engines",
+                                            "jobs",
+                                            "embedding_features",
+                                            "exclusive",
+                                            "ahc_threshold",
+                                            "embedding_batch",
+                                            "segmentation_batch",
+                                            "segmentation_sessions",
+                                            "segmentation_provider",
+                                            "embedding_provider",
+                                            "force_gpu",
+                                            "force_cpu",
+                                            "gpu_float16",
+                                            "no_streaming",
+                                            "sincnet_per_chunk",
+                                            "cuda_graph"};
   for (const char* function : {"parley_batch_set_exclusive", "parley_result_format"}) {
     EXPECT_NE(header.find(function), std::string::npos) << function;
   }
@@ -100,6 +116,29 @@ TEST(COptions, EveryCOptionIsAFieldWithTheTablesDefault) {
     EXPECT_EQ(value->second(), option["default"]) << field;
   }
   EXPECT_EQ(c_options, defaults.size());
+}
+
+// The identity options reach C as the identity functions' arguments (the table's faces_note):
+// the threshold's default is the table's.
+TEST(COptions, IdentityThresholdIsTheTables) {
+  const auto options = nlohmann::json::parse(parley_options_json());
+  const auto threshold = std::find_if(options.begin(), options.end(), [](const auto& option) {
+    return option["name"] == "identify_threshold";
+  });
+  ASSERT_NE(threshold, options.end());
+  EXPECT_EQ((*threshold)["default"], PARLEY_DEFAULT_IDENTIFY_THRESHOLD);
+  EXPECT_NE((*threshold)["faces_note"].get<std::string>().find("parley_identify"),
+            std::string::npos);
+  parley_options* named = nullptr;
+  ASSERT_EQ(parley_options_new(nullptr, &named), PARLEY_OK);
+  EXPECT_EQ(parley_options_set(named, "voiceprints", "team.db"), PARLEY_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(parley_last_error())
+                .rfind("voiceprints: not a named option of the C API (C: parley_library_open's "
+                       "path, then parley_identify per result;",
+                       0),
+            0u)
+      << parley_last_error();
+  parley_options_free(named);
 }
 
 // The C face hands its params to the engine as option values (pipeline/option_values.h): its

@@ -833,7 +833,9 @@ parley_status parley_options_set(parley_options* options, const char* name, cons
     with_status(PARLEY_ERROR_INVALID_ARGUMENT, [&] {
       const parley::pipeline::OptionSpec& spec = parley::pipeline::diarization_option(name);
       if (!spec.faces.c) {
-        parley::fail("{}: not an option of the C API (parley_options_json lists them)", name);
+        // The table's note says how C reaches the setting, where it can.
+        parley::fail("{}: not a named option of the C API ({})", name,
+                     spec.faces_note.empty() ? "parley_options_json lists them" : spec.faces_note);
       }
       if (value == nullptr) {
         options->values.erase(spec.name);

@@ -172,7 +172,11 @@ bool has_own_field(std::string_view name) {
                                                     "format",
                                                     "devices",
                                                     "engines",
-                                                    "jobs"};
+                                                    "jobs",
+                                                    "voiceprints",
+                                                    "identify_threshold",
+                                                    "link_speakers",
+                                                    "speakers_table"};
   return std::find(std::begin(kOwnFields), std::end(kOwnFields), name) != std::end(kOwnFields);
 }
 
@@ -221,6 +225,12 @@ CLI::Option* add_table_flag(CLI::App& command, std::string_view name, std::strin
   return add_table_option(command, name, target);
 }
 CLI::Option* add_table_flag(CLI::App& command, std::string_view name, int& target) {
+  return add_table_option(command, name, target);
+}
+CLI::Option* add_table_flag(CLI::App& command, std::string_view name, double& target) {
+  return add_table_option(command, name, target);
+}
+CLI::Option* add_table_flag(CLI::App& command, std::string_view name, bool& target) {
   return add_table_option(command, name, target);
 }
 
@@ -293,12 +303,7 @@ nlohmann::json table_values(const EngineFlags& engine, const DiarizationFlags& f
   const auto count = [&values](const char* name, auto value) {
     if (value > 0) values[name] = value;  // 0: automatic, the table's null
   };
-  text("provider", engine.provider.provider);
-  if (!engine.provider.provider_options.empty()) {
-    values["provider_options"] = engine.provider.provider_options;
-  }
-  values["force_gpu"] = engine.provider.force_gpu;
-  values["force_cpu"] = engine.provider.force_cpu;
+  values.update(provider_values(engine.provider));
   text("segmentation_provider", engine.model_providers.segmentation_provider);
   text("embedding_provider", engine.model_providers.embedding_provider);
   count("segmentation_batch", engine.model_providers.accelerator_segmentation_batch);
@@ -326,10 +331,9 @@ nlohmann::json table_values(const EngineFlags& engine, const DiarizationFlags& f
 pipeline::DiarizationConfig diarization_config(const EngineFlags& engine,
                                                const DiarizationFlags& flags,
                                                double expected_audio_seconds) {
-  // The engine's one way from option values to a configuration (pipeline/option_values.h); its
-  // messages name options, which main.cpp turns into flags.
-  // The provider flags first, for their messages in flag names.
-  provider_selection(engine.provider);
+  // The engine's one way from option values to a configuration (pipeline/option_values.h): it
+  // alone decides what the flags mean together; its messages name options, which main.cpp turns
+  // into flags (cli/flag_names.h).
   pipeline::DiarizationConfig config;
   pipeline::apply_options(table_values(engine, flags), config);
   if (expected_audio_seconds > 0.0)

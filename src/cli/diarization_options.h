@@ -43,6 +43,8 @@ void add_clustering_flags(CLI::App& command, DiarizationFlags& flags);
 // help, checks and default (written into `target`, which the flag then fills).
 CLI::Option* add_table_flag(CLI::App& command, std::string_view name, std::string& target);
 CLI::Option* add_table_flag(CLI::App& command, std::string_view name, int& target);
+CLI::Option* add_table_flag(CLI::App& command, std::string_view name, double& target);
+CLI::Option* add_table_flag(CLI::App& command, std::string_view name, bool& target);
 
 // Checks for numeric options in parley's words ("--num-speakers: must be at least 1 (got 0)");
 // CLI11's own range checks print 1.79e308 as a 309-digit number. A failed check is a usage

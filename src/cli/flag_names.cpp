@@ -2,8 +2,8 @@
 
 #include <array>
 #include <cctype>
+#include <map>
 #include <utility>
-#include <vector>
 
 #include "pipeline/option_table.h"
 
@@ -18,23 +18,31 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kOtherFla
     {"overwrite_read_only", "--force"},
 }};
 
-// Field (as library messages name it) -> the flag that sets it: the option table's, and the
-// others above. Only identifiers with an underscore are listed: plain words ("threads",
-// "provider") also appear in ordinary prose.
-std::vector<std::pair<std::string, std::string>> flag_of_field() {
-  std::vector<std::pair<std::string, std::string>> pairs;
-  for (const auto& option : pipeline::diarization_options()) {
-    const std::string field = option.config_field.empty() ? option.name : option.config_field;
-    if (option.faces.cli && field.find('_') != std::string::npos) {
-      pairs.emplace_back(field, option.cli_flag);
+// Option name or configuration field (as library messages name them) -> the flag that sets it.
+const std::map<std::string, std::string, std::less<>>& flag_of_name() {
+  static const std::map<std::string, std::string, std::less<>> flags = [] {
+    std::map<std::string, std::string, std::less<>> pairs;
+    for (const auto& option : pipeline::diarization_options()) {
+      if (!option.faces.cli) continue;
+      pairs.emplace(option.name, option.cli_flag);
+      if (!option.config_field.empty()) pairs.emplace(option.config_field, option.cli_flag);
     }
-  }
-  for (const auto& [field, flag] : kOtherFlagOfField) pairs.emplace_back(field, flag);
-  return pairs;
+    for (const auto& [field, flag] : kOtherFlagOfField) pairs.emplace(field, flag);
+    return pairs;
+  }();
+  return flags;
 }
 
 bool is_identifier_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+// Whether a plain word (no underscore) at `position`, followed by `next`, names an option rather
+// than standing in prose: what comes before it (`before`, the message up to the word) says so.
+bool names_an_option(std::string_view before, char next) {
+  if (before.ends_with("contradicts ") || before.ends_with("use ")) return true;
+  const bool clause_start = before.empty() || before.ends_with("; ") || before.ends_with("(");
+  return clause_start && (next == ':' || next == ' ');
 }
 
 }  // namespace
@@ -49,14 +57,21 @@ std::string with_flag_names(std::string_view message) {
       continue;
     }
     std::size_t end = position;
-    while (end < message.size() && is_identifier_char(message[end])) ++end;
-    const std::string_view word = message.substr(position, end - position);
-    std::string_view replacement = word;
-    static const auto pairs = flag_of_field();
-    for (const auto& [field, flag] : pairs) {
-      if (word == field) replacement = flag;
+    // A dotted field ("shared_trunk.features") is one name; a sentence's full stop is not.
+    while (end < message.size() &&
+           (is_identifier_char(message[end]) || (message[end] == '.' && end + 1 < message.size() &&
+                                                 is_identifier_char(message[end + 1])))) {
+      ++end;
     }
-    translated += replacement;
+    const std::string_view word = message.substr(position, end - position);
+    const auto found = flag_of_name().find(word);
+    const char next = end < message.size() ? message[end] : '\0';
+    if (found != flag_of_name().end() && (word.find('_') != std::string_view::npos ||
+                                          names_an_option(message.substr(0, position), next))) {
+      translated += found->second;
+    } else {
+      translated += word;
+    }
     position = end;
   }
   return translated;

@@ -5,6 +5,7 @@
 #include "cluster/speaker_count_constraints.h"
 #include "core/error.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_table.h"
 
 namespace parley::cli {
 namespace {
@@ -30,8 +31,44 @@ TEST(FlagNames, FieldsBecomeFlags) {
 TEST(FlagNames, OnlyWholeIdentifiersChange) {
   EXPECT_EQ(with_flag_names("my_step_seconds and step_seconds_x stay"),
             "my_step_seconds and step_seconds_x stay");
-  EXPECT_EQ(with_flag_names("threads must be at least 1"), "threads must be at least 1");
   EXPECT_EQ(with_flag_names(""), "");
+  EXPECT_EQ(with_flag_names("shared_trunk.features: x. threads."),
+            "--embedding-features: x. threads.");
+}
+
+// Plain words name an option only where the engine's messages put an option; in prose they stay.
+TEST(FlagNames, PlainWordsOnlyWhereTheyNameTheOption) {
+  EXPECT_EQ(with_flag_names("threads: must be at least 0 (got -1)"),
+            "--threads: must be at least 0 (got -1)");
+  EXPECT_EQ(with_flag_names("force_gpu: contradicts provider cpu; name a GPU provider or use "
+                            "provider auto"),
+            "--force-gpu: contradicts --provider cpu; name a GPU provider or use --provider auto");
+  EXPECT_EQ(with_flag_names("no effect on the cpu provider (provider cpu); drop them"),
+            "no effect on the cpu provider (--provider cpu); drop them");
+  EXPECT_EQ(with_flag_names("unknown execution provider 'metal'; valid names: auto, cpu"),
+            "unknown execution provider 'metal'; valid names: auto, cpu");
+  EXPECT_EQ(with_flag_names("the run uses 4 threads per core"), "the run uses 4 threads per core");
+  EXPECT_EQ(with_flag_names("--threads: already a flag"), "--threads: already a flag");
+}
+
+// The engine's messages start "{option}: {problem}" (pipeline/option_values.h) for every option
+// of the table: the CLI names the flag for each one it offers, and for the configuration field it
+// sets.
+TEST(FlagNames, EveryTableOptionBecomesItsFlag) {
+  std::size_t options = 0;
+  for (const pipeline::OptionSpec& spec : pipeline::diarization_options()) {
+    if (!spec.faces.cli) continue;
+    ++options;
+    EXPECT_EQ(with_flag_names(spec.name + ": must be at least 1 (got 0)"),
+              spec.cli_flag + ": must be at least 1 (got 0)");
+    if (!spec.config_field.empty()) {
+      EXPECT_EQ(with_flag_names(spec.config_field + ": must be at least 1 (got 0)"),
+                spec.cli_flag + ": must be at least 1 (got 0)");
+    }
+  }
+  EXPECT_GT(options, 30u);
+  // Options the CLI does not offer keep their names (the CLI has another way to set them).
+  EXPECT_EQ(with_flag_names("device_id: set twice"), "device_id: set twice");
 }
 
 // The library's own validation messages, as the CLI shows them.

@@ -4,27 +4,17 @@
 
 namespace parley::cli {
 
+// The identity options are the option table's (pipeline/option_table.h): their flags, help,
+// defaults and checks.
 void add_threshold_flag(CLI::App& command, double& threshold) {
-  command
-      .add_option("--identify-threshold", threshold,
-                  "cosine score at or above which a speaker and a voiceprint match (-1 to 1; "
-                  "`parley voiceprint evaluate` measures it on labelled recordings)")
-      ->check(number_between(-1.0, 1.0))
-      ->capture_default_str();
+  add_table_flag(command, "identify_threshold", threshold);
 }
 
 void add_identity_flags(CLI::App& command, IdentityFlags& flags) {
-  command
-      .add_option("--voiceprints", flags.voiceprints,
-                  "speaker library (from `parley voiceprint add`): name the speakers that "
-                  "match one of its voiceprints")
-      ->check(CLI::ExistingFile);
+  add_table_flag(command, "voiceprints", flags.voiceprints)->check(CLI::ExistingFile);
   add_threshold_flag(command, flags.threshold);
-  command.add_flag("--link-speakers", flags.link_speakers,
-                   "give one speaker the same global label in every recording of the run, and "
-                   "write a speakers table (names from --voiceprints win)");
-  command.add_option("--speakers-table", flags.speakers_table,
-                     "where --link-speakers writes its table (default: <out-dir>/speakers.tsv)");
+  add_table_flag(command, "link_speakers", flags.link_speakers);
+  add_table_flag(command, "speakers_table", flags.speakers_table);
 }
 
 ResultNamer::ResultNamer(const IdentityFlags& flags, const std::filesystem::path& embedding_model)

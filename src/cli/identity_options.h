@@ -28,7 +28,7 @@ struct IdentityFlags {
   bool naming() const { return !voiceprints.empty(); }
 };
 
-// --voiceprints, --identify-threshold, --link-speakers, --speakers-table.
+// --voiceprints, --identify-threshold, --link-speakers, --speakers-table (the option table's).
 void add_identity_flags(CLI::App& command, IdentityFlags& flags);
 // --identify-threshold alone (the voiceprint commands that score).
 void add_threshold_flag(CLI::App& command, double& threshold);

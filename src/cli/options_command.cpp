@@ -52,6 +52,7 @@ void add_options_command(CLI::App& app) {
           spec.default_value.is_null() ? "none" : spec.default_value.dump();
       fmt::print("{} ({}, default {}; {})\n  {}\n", spec.name, spec.type_name(), default_text,
                  faces_of(spec), spec.help);
+      if (!spec.faces_note.empty()) fmt::print("  not everywhere: {}\n", spec.faces_note);
     }
   });
 }

@@ -1,8 +1,5 @@
 #include "cli/provider_options.h"
 
-#include "cli/flag_names.h"
-#include "core/error.h"
-#include "pipeline/network_placement.h"
 #include "pipeline/option_table.h"
 
 namespace parley::cli {
@@ -22,43 +19,13 @@ void add_provider_options(CLI::App& command, ProviderArguments& arguments) {
   force_cpu->excludes(force_gpu);
 }
 
-runtime::ProviderChoice parse_provider_flag(std::string_view flag, const std::string& text) {
-  try {
-    return runtime::ProviderChoice::parse(text);
-  } catch (const Error& error) {
-    fail("{}: {}", flag, error.what());
-  }
-}
-
-ProviderSelection provider_selection(const ProviderArguments& arguments) {
-  ProviderSelection selection;
-  selection.choice = parse_provider_flag("--provider", arguments.provider);
-  selection.options = runtime::parse_provider_options(arguments.provider_options);
-  if (arguments.force_gpu && arguments.force_cpu) {
-    fail("--force-gpu and --force-cpu contradict each other; pass one of them");
-  }
-  const bool named_cpu =
-      !selection.choice.automatic && selection.choice.provider == runtime::ProviderId::kCpu;
-  if (arguments.force_gpu && named_cpu) {
-    fail("--force-gpu contradicts --provider cpu; name a GPU provider or use --provider auto");
-  }
-  if (arguments.force_cpu && !selection.choice.automatic && !named_cpu) {
-    fail("--force-cpu contradicts --provider {}; drop one of them", selection.choice.to_string());
-  }
-  selection.force = arguments.force_gpu   ? runtime::ForceMode::kGpu
-                    : arguments.force_cpu ? runtime::ForceMode::kCpu
-                                          : runtime::ForceMode::kNone;
-  // The engine's check (the C API and the server make the same), before any model loads.
-  pipeline::ProviderPlacement placement;
-  placement.choice = selection.choice;
-  placement.force = selection.force;
-  placement.options = selection.options;
-  try {
-    placement.validate();
-  } catch (const Error& error) {
-    fail("{}", with_flag_names(error.what()));
-  }
-  return selection;
+nlohmann::json provider_values(const ProviderArguments& arguments) {
+  nlohmann::json values = nlohmann::json::object();
+  if (!arguments.provider.empty()) values["provider"] = arguments.provider;
+  if (!arguments.provider_options.empty()) values["provider_options"] = arguments.provider_options;
+  values["force_gpu"] = arguments.force_gpu;
+  values["force_cpu"] = arguments.force_cpu;
+  return values;
 }
 
 }  // namespace parley::cli

@@ -3,14 +3,13 @@
 //   --provider auto|cpu|cuda|tensorrt|migraphx|amdgpu|rocm|coreml|openvino|dml
 //   --provider-option key=value   (repeatable; passed to ONNX Runtime)
 //   --force-gpu / --force-cpu     (strict: no fallback, no cost model)
+// Only the flags: what they mean together (contradictions, aliases, options a provider cannot
+// take) is the engine's (pipeline::provider_placement), as for every face.
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
-
-#include "runtime/placement.h"
-#include "runtime/provider.h"
+#include <nlohmann/json.hpp>
 
 namespace parley::cli {
 
@@ -24,17 +23,7 @@ struct ProviderArguments {
 // Adds the four flags to `command`, writing into `arguments` (which must outlive parsing).
 void add_provider_options(CLI::App& command, ProviderArguments& arguments);
 
-struct ProviderSelection {
-  runtime::ProviderChoice choice;
-  runtime::ProviderOptions options;
-  runtime::ForceMode force = runtime::ForceMode::kNone;
-};
-
-// Validates the flags together (unknown names, malformed options, contradictions such as
-// --force-gpu --provider cpu) and canonicalises aliases.
-ProviderSelection provider_selection(const ProviderArguments& arguments);
-
-// runtime::ProviderChoice::parse, its error prefixed with `flag` (e.g. "--segmentation-provider").
-runtime::ProviderChoice parse_provider_flag(std::string_view flag, const std::string& text);
+// The flags as option values by the option table's names (pipeline/option_values.h).
+nlohmann::json provider_values(const ProviderArguments& arguments);
 
 }  // namespace parley::cli

@@ -249,11 +249,11 @@ void add_serve_command(CLI::App& app) {
                    "days a finished job (its row, results and files) is kept; 0 keeps them all")
       ->check(number_at_least(0))
       ->capture_default_str();
-  command
-      ->add_option("--voiceprints", arguments->voiceprints,
-                   "speaker library (`parley voiceprint add`): every job's result names the "
-                   "speakers that match it (read per job: voiceprints added meanwhile count); "
-                   "clients manage it at /v1/voiceprints")
+  add_table_flag(*command, "voiceprints", arguments->voiceprints)
+      ->description(
+          "speaker library (`parley voiceprint add`): every job's result names the speakers that "
+          "match it (read per job: voiceprints added meanwhile count); clients manage it at "
+          "/v1/voiceprints")
       ->check(CLI::ExistingFile);
   add_threshold_flag(*command, arguments->identify_threshold);
   command->add_flag("--keep-uploads", arguments->keep_uploads,

@@ -18,6 +18,8 @@
 #include "core/stage_timer.h"
 #include "graph/accelerator_rewrite.h"
 #include "models/model_locator.h"
+#include "pipeline/network_placement.h"
+#include "pipeline/option_values.h"
 #include "runtime/compile_cache.h"
 #include "runtime/compiled_session.h"
 #include "runtime/cost_model.h"
@@ -122,8 +124,9 @@ struct Totals {
 void warm_shapes(const fs::path& model, const std::string& sha,
                  const std::vector<runtime::DeclaredInput>& inputs,
                  const std::vector<std::vector<runtime::InputShape>>& all_shapes,
-                 const runtime::ProviderStatus& status, const ProviderSelection& selection,
-                 runtime::CompileCache& cache, runtime::CostModelStore* costs, Totals& totals) {
+                 const runtime::ProviderStatus& status,
+                 const pipeline::ProviderPlacement& selection, runtime::CompileCache& cache,
+                 runtime::CostModelStore* costs, Totals& totals) {
   const auto& traits = runtime::traits(status.id);
   fmt::print("{} ({} shapes on {})\n", model.filename().string(), all_shapes.size(), traits.name);
 
@@ -206,7 +209,7 @@ void warm_shapes(const fs::path& model, const std::string& sha,
 }
 
 void warm_model(const fs::path& source_model, const runtime::ProviderStatus& status,
-                const ProviderSelection& selection, const runtime::ShapeProfile& profile,
+                const pipeline::ProviderPlacement& selection, const runtime::ShapeProfile& profile,
                 const std::vector<double>& steps, runtime::CompileCache& cache,
                 runtime::CostModelStore* costs, Totals& totals) {
   pipeline::EmbeddingGraphSettings settings;
@@ -276,7 +279,9 @@ void run_warm_cache(const WarmCacheArguments& arguments) {
   ProviderArguments provider_arguments;
   provider_arguments.provider = arguments.provider;
   provider_arguments.provider_options = arguments.provider_options;
-  const auto selection = provider_selection(provider_arguments);
+  // Where the models run is the engine's decision, as for every face.
+  const pipeline::ProviderPlacement selection =
+      pipeline::provider_placement(provider_values(provider_arguments));
   const auto resolution = runtime::resolve_provider(selection.choice, runtime::provider_statuses());
   if (resolution.provider == runtime::ProviderId::kCpu) {
     fmt::print(

@@ -21,13 +21,14 @@
 #include "core/ndarray.h"
 #include "identity/speaker_library.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_table.h"
 
 namespace parley::identity {
 
 // The threshold for WeSpeaker ResNet34-LM's cosine scores. Not validated here (the models this
 // project is built with are a random-weight twin): `parley voiceprint evaluate` measures the
 // equal-error threshold on labelled recordings, to choose one.
-inline constexpr double kDefaultThreshold = 0.5;
+inline constexpr double kDefaultThreshold = pipeline::kDefaultIdentifyThreshold;
 
 // The voiceprints of one name.
 struct Candidate {

@@ -20,9 +20,10 @@ namespace {
 
 // Who offers an option, in the order of OptionFaces' fields.
 constexpr OptionFaces kEveryFace{true, true, true, true, true};
+// Only where the command line itself is the reason (its faces_note says why).
 constexpr OptionFaces kCliOnly{true, false, false, false, false};
-// The engine's settings outside the server, which fixes them when it starts (and lays out its
-// engine once: devices, engines, jobs).
+// The engine's settings outside the server, which fixes them when it starts (`parley serve`
+// takes them as flags, and lays out its engine once: devices, engines, jobs).
 constexpr OptionFaces kLibraryFaces{true, false, true, true, true};
 
 OptionSpec option(std::string name, OptionType type, nlohmann::json default_value, std::string help,
@@ -45,6 +46,11 @@ OptionSpec bounded(OptionSpec spec, std::optional<double> minimum,
   return spec;
 }
 
+OptionSpec noted(OptionSpec spec, std::string faces_note) {
+  spec.faces_note = std::move(faces_note);
+  return spec;
+}
+
 OptionSpec choice(std::string name, std::vector<std::string> choices, std::string default_value,
                   std::string help, OptionFaces faces, std::string cli_flag,
                   std::string config_field = "") {
@@ -63,18 +69,14 @@ std::vector<OptionSpec> make_options() {
              "$PARLEY_MODELS, else models/ beside parley after the cache)",
              kLibraryFaces, "--models", "models_dir"));
   add(option("segmentation_model", OptionType::kPath, nullptr,
-             "segmentation .onnx (default: found through models_dir)",
-             {true, false, true, false, false}, "--segmentation-model"));
+             "segmentation .onnx (default: found through models_dir)", kLibraryFaces,
+             "--segmentation-model"));
   add(option("embedding_model", OptionType::kPath, nullptr,
-             "speaker-embedding .onnx (default: found through models_dir)",
-             {true, false, true, false, false}, "--embedding-model"));
-  {
-    OptionSpec plda = option("plda_dir", OptionType::kPath, nullptr,
-                             "folder with plda.npz and xvec_transform.npz (default: found "
-                             "through models_dir)",
-                             {true, false, true, false, false}, "--plda");
-    add(std::move(plda));
-  }
+             "speaker-embedding .onnx (default: found through models_dir)", kLibraryFaces,
+             "--embedding-model"));
+  add(option("plda_dir", OptionType::kPath, nullptr,
+             "folder with plda.npz and xvec_transform.npz (default: found through models_dir)",
+             kLibraryFaces, "--plda"));
   add(option("provider", OptionType::kText, "auto",
              "execution provider: auto (a GPU where it pays off, else the CPU), cpu, cuda, "
              "tensorrt, migraphx, rocm, coreml, openvino, dml (docs/providers.md)",
@@ -83,14 +85,16 @@ std::vector<OptionSpec> make_options() {
     OptionSpec spec =
         option("provider_options", OptionType::kList, nlohmann::json::array(),
                "key=value passed to the execution provider, repeatable (e.g. device_id=1)",
-               {true, false, true, true, false}, "--provider-option", "provider_options");
+               kLibraryFaces, "--provider-option", "provider_options");
     add(std::move(spec));
   }
-  add(bounded(option("device_id", OptionType::kInteger, -1,
-                     "accelerator number; -1: the provider's default (the CLI passes it as "
-                     "--provider-option device_id=N)",
-                     {false, false, true, true, false}, ""),
-              -1));
+  add(noted(bounded(option("device_id", OptionType::kInteger, -1,
+                           "accelerator number; -1: the provider's default (the CLI passes it as "
+                           "--provider-option device_id=N)",
+                           {false, false, true, true, false}, ""),
+                    -1),
+            "the CLI takes it as provider_options device_id=N; parley.distributed sets it on "
+            "each worker, one engine per GPU of the worker's resources"));
   {
     OptionSpec step = bounded(option("step", OptionType::kNumber, defaults.step_seconds,
                                      "seconds between 10 s analysis windows: 1 (pyannote) or 2 "
@@ -110,7 +114,7 @@ std::vector<OptionSpec> make_options() {
              "--clustering"));
   add(bounded(option("ahc_threshold", OptionType::kNumber, nullptr,
                      "AHC cosine-distance threshold (default 0.60; 0.65 for long recordings)",
-                     kCliOnly, "--ahc-threshold"),
+                     kLibraryFaces, "--ahc-threshold"),
               0.0, 2.0));
   add(bounded(option("threads", OptionType::kInteger, 0,
                      "CPU threads; 0: all cores (at most 4 per core); output is the same for any "
@@ -128,45 +132,45 @@ std::vector<OptionSpec> make_options() {
   add(bounded(option("embedding_batch", OptionType::kInteger, defaults.embedding_batch_size,
                      "chunks per embedding call in exact mode (on a GPU 128 ran an hour in 16 s "
                      "instead of 30 s, docs/benchmarks.md; larger batches hold more memory)",
-                     kCliOnly, "--embedding-batch", "embedding_batch_size"),
+                     kLibraryFaces, "--embedding-batch", "embedding_batch_size"),
               1));
   add(bounded(option("segmentation_batch", OptionType::kInteger, nullptr,
                      "chunks per segmentation call (default: on the CPU 8 / threads, from 2 to 4; "
                      "128 on a GPU, 256 with several engines on a GPU); 1 on the CPU rounds "
                      "differently in the last bits",
-                     kCliOnly, "--segmentation-batch", "segmentation_batch_size"),
+                     kLibraryFaces, "--segmentation-batch", "segmentation_batch_size"),
               1));
   add(bounded(option("segmentation_sessions", OptionType::kInteger, nullptr,
                      "segmentation calls feeding a GPU at once (each on its own stream, all "
                      "through one session; default 4, 2 per engine with several engines on a "
                      "GPU); output does not depend on it",
-                     kCliOnly, "--segmentation-sessions", "segmentation_accelerator_sessions"),
+                     kLibraryFaces, "--segmentation-sessions", "segmentation_accelerator_sessions"),
               1));
   add(option("segmentation_provider", OptionType::kText, nullptr,
-             "provider of the segmentation model only (overrides provider for it)", kCliOnly,
+             "provider of the segmentation model only (overrides provider for it)", kLibraryFaces,
              "--segmentation-provider"));
   add(option("embedding_provider", OptionType::kText, nullptr,
-             "provider of the speaker-embedding model only (overrides provider for it)", kCliOnly,
-             "--embedding-provider"));
+             "provider of the speaker-embedding model only (overrides provider for it)",
+             kLibraryFaces, "--embedding-provider"));
   add(option("force_gpu", OptionType::kFlag, false,
              "run every model on the GPU provider, even small or not yet compiled jobs; fail if "
              "no GPU provider can be used",
-             kCliOnly, "--force-gpu"));
-  add(option("force_cpu", OptionType::kFlag, false, "run every model on the CPU", kCliOnly,
+             kLibraryFaces, "--force-gpu"));
+  add(option("force_cpu", OptionType::kFlag, false, "run every model on the CPU", kLibraryFaces,
              "--force-cpu"));
   add(option("gpu_float16", OptionType::kFlag, false,
              "run the models in float16 on a CUDA/ROCm GPU (tensor cores; not exact: agreement "
              "with float32 in docs/benchmarks.md); no effect on the CPU",
-             kCliOnly, "--gpu-float16", "accelerator_float16"));
+             kLibraryFaces, "--gpu-float16", "accelerator_float16"));
   add(option("no_streaming", OptionType::kFlag, false,
              "segment the whole recording before embedding (same output; for timing the overlap "
              "of the two stages)",
-             kCliOnly, "--no-streaming"));
+             kLibraryFaces, "--no-streaming"));
   add(option("sincnet_per_chunk", OptionType::kFlag, false,
              "on the CPU, run segmentation's first convolution on every 10 s chunk, as pyannote "
              "does, instead of once over the recording (slower; the same within rounding, "
              "docs/segmentation.md)",
-             kCliOnly, "--sincnet-per-chunk"));
+             kLibraryFaces, "--sincnet-per-chunk"));
   add(choice("embedding_features", {"auto", "host", "graph"},
              shared_trunk_features_name(defaults.shared_trunk.features),
              "where the shared mode's graph passes compute fbank features: graph (on the "
@@ -178,7 +182,7 @@ std::vector<OptionSpec> make_options() {
              "replay the speaker-embedding network's passes as captured CUDA graphs (a session "
              "per model set; slower in a corpus, figures in docs/benchmarks.md); refused where "
              "that network runs on the CPU",
-             kCliOnly, "--cuda-graph", "embedding_graph_capture"));
+             kLibraryFaces, "--cuda-graph", "embedding_graph_capture"));
   // How a corpus run is laid out (corpus/engine_layout.h): not output settings.
   add(option("devices", OptionType::kText, nullptr,
              "GPUs to spread recordings over, one model set each: 0,1,... or all", kLibraryFaces,
@@ -192,10 +196,13 @@ std::vector<OptionSpec> make_options() {
                      "with several recordings: how many are decoded, and clustered, at once",
                      kLibraryFaces, "--jobs", "decode_threads"),
               1, kMaxCorpusJobs));
-  add(option("exclusive", OptionType::kFlag, false,
-             "at most one speaker at a time (turns suited to transcripts) in rttm, txt, srt and "
-             "vtt",
-             {true, true, true, false, false}, "--exclusive"));
+  add(noted(option("exclusive", OptionType::kFlag, false,
+                   "at most one speaker at a time (turns suited to transcripts) in rttm, txt, srt "
+                   "and vtt",
+                   {true, true, true, false, false}, "--exclusive"),
+            "Python: each result has both (Diarization.exclusive, to_format(exclusive=True)); "
+            "parley.distributed writes the overlapping turns (its records do not tell the two "
+            "apart yet)"));
   {
     const auto names = result_format_names();
     add(choice("format", {names.begin(), names.end()}, "rttm",
@@ -203,7 +210,37 @@ std::vector<OptionSpec> make_options() {
                "a transcript txt, srt and vtt are the speaker-labelled transcript and json adds "
                "it (the CLI's default is then txt, POST /v1/diarize's json)",
                {true, true, false, false, true}, "--format"));
+    options.back().faces_note =
+        "C and Python: every result writes every format (parley_result_format, "
+        "Diarization.to_format), and a batch into a folder takes it per recording";
   }
+  // Who the speakers are (identity/, docs/identity.md). C and Python name speakers with a
+  // library handle of their own: the path and the threshold are its functions' arguments.
+  add(noted(option("voiceprints", OptionType::kPath, nullptr,
+                   "speaker library (from `parley voiceprint add`): name the speakers that match "
+                   "one of its voiceprints",
+                   {true, false, false, true, false}, "--voiceprints"),
+            "C: parley_library_open's path, then parley_identify per result; the server: "
+            "`parley serve --voiceprints`, fixed when it starts; parley.distributed writes "
+            "unnamed results (no library on its workers yet)"));
+  add(noted(bounded(option("identify_threshold", OptionType::kNumber, kDefaultIdentifyThreshold,
+                           "cosine score at or above which a speaker and a voiceprint match (-1 "
+                           "to 1; `parley voiceprint evaluate` measures it on labelled "
+                           "recordings)",
+                           {true, false, false, true, false}, "--identify-threshold"),
+                    -1.0, 1.0),
+            "C: parley_identify's threshold (PARLEY_DEFAULT_IDENTIFY_THRESHOLD); the server: "
+            "`parley serve --identify-threshold`; parley.distributed: as voiceprints"));
+  add(noted(option("link_speakers", OptionType::kFlag, false,
+                   "give one speaker the same global label in every recording of the run, and "
+                   "write a speakers table (names from voiceprints win)",
+                   kCliOnly, "--link-speakers"),
+            "links the recordings of one command-line run (identity/speaker_linking.h); the C "
+            "API, Python and parley.distributed have no corpus-wide linking call yet"));
+  add(noted(option("speakers_table", OptionType::kPath, nullptr,
+                   "where link_speakers writes its table (default: <out-dir>/speakers.tsv)",
+                   kCliOnly, "--speakers-table"),
+            "a file of the command-line run that link_speakers writes; no other face links"));
   // What each option sets; a row without an entry here fails every run (and the table's tests).
   const std::vector<std::pair<OptionTarget, std::vector<std::string_view>>> targets = {
       {OptionTarget::kModels, {"models_dir", "segmentation_model", "embedding_model", "plda_dir"}},
@@ -218,6 +255,8 @@ std::vector<OptionSpec> make_options() {
         "cuda_graph"}},
       {OptionTarget::kLayout, {"devices", "engines", "jobs"}},
       {OptionTarget::kFace, {"exclusive", "format"}},
+      {OptionTarget::kIdentity,
+       {"voiceprints", "identify_threshold", "link_speakers", "speakers_table"}},
   };
   for (OptionSpec& spec : options) {
     const auto entry = std::find_if(targets.begin(), targets.end(), [&spec](const auto& target) {
@@ -312,6 +351,26 @@ std::string replace_underscores(std::string_view name) {
   return text;
 }
 
+std::string_view OptionSpec::target_name() const {
+  switch (target) {
+    case OptionTarget::kOutput:
+      return "output";
+    case OptionTarget::kExecution:
+      return "execution";
+    case OptionTarget::kPlacement:
+      return "placement";
+    case OptionTarget::kLayout:
+      return "layout";
+    case OptionTarget::kModels:
+      return "models";
+    case OptionTarget::kFace:
+      return "face";
+    case OptionTarget::kIdentity:
+      return "identity";
+  }
+  return "face";
+}
+
 std::string_view OptionSpec::type_name() const {
   switch (type) {
     case OptionType::kNumber:
@@ -347,7 +406,9 @@ nlohmann::json OptionSpec::to_json() const {
                                  {"help", help},
                                  {"faces", faces_json},
                                  {"config_field", config_field.empty() ? name : config_field},
-                                 {"aliases", aliases}};
+                                 {"aliases", aliases},
+                                 {"target", target_name()},
+                                 {"faces_note", faces_note}};
   return nlohmann::json::parse(spec.dump());
 }
 

@@ -21,6 +21,9 @@ namespace parley::pipeline {
 // bound, which corpus::CorpusConfig and corpus::EngineLayoutRequest take.
 inline constexpr int kDefaultCorpusJobs = 2;
 inline constexpr int kMaxCorpusJobs = 256;
+// The cosine score at or above which a speaker and a voiceprint match (the option
+// "identify_threshold"): identity::kDefaultThreshold and PARLEY_DEFAULT_IDENTIFY_THRESHOLD.
+inline constexpr double kDefaultIdentifyThreshold = 0.5;
 
 enum class OptionType {
   kNumber,   // a finite number within [minimum, maximum]
@@ -34,9 +37,10 @@ enum class OptionType {
 
 // What an option sets: the output (OutputSettings), how the run goes (ExecutionSettings), where
 // the models run (ProviderPlacement), how a corpus run is laid out (corpus::EngineLayoutRequest),
-// which model files load, or only how a face writes its result (format, exclusive).
+// which model files load, how a face writes its result (format, exclusive), or who the speakers
+// are (identity/: the speaker library, its threshold, linking across a corpus).
 // pipeline/option_values.h applies the first three to a DiarizationConfig.
-enum class OptionTarget { kOutput, kExecution, kPlacement, kLayout, kModels, kFace };
+enum class OptionTarget { kOutput, kExecution, kPlacement, kLayout, kModels, kFace, kIdentity };
 
 struct OptionFaces {
   bool cli = false;
@@ -60,9 +64,15 @@ struct OptionSpec {
   std::string c_name;        // the parley_params / parley_run_options field (`name` when empty)
   std::string config_field;  // the configuration field set, as library messages name it
   std::vector<std::string> aliases;  // older public names still accepted ("step_seconds")
+  // Why a face of the library's users (CLI, C, Python, parley.distributed) lacks the option,
+  // and how that face reaches the same setting where it can; empty when all four offer it. The
+  // server is left out: it takes per job only the output settings a job can change, the rest
+  // are `parley serve` flags fixed when it starts.
+  std::string faces_note;
 
   std::string_view c_field() const { return c_name.empty() ? name : c_name; }
   std::string_view type_name() const;
+  std::string_view target_name() const;  // "output", "execution", ... (OptionTarget)
   // The option as parley_options_json describes it.
   nlohmann::json to_json() const;
   // `text` as this option's typed value: a number, a whole number, one of the choices, a flag

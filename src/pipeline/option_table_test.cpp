@@ -81,5 +81,53 @@ TEST(OptionTable, EachOptionSaysWhatItSets) {
   }
 }
 
+// Every option that changes the output, the speed or the models is every library user's: the
+// CLI's, C's, Python's and parley.distributed's. An option a face lacks says why in its row, and
+// one all four offer has nothing to explain.
+TEST(OptionTable, EveryFaceOffersWhatChangesOutputOrSpeed) {
+  std::size_t noted = 0;
+  for (const OptionSpec& spec : diarization_options()) {
+    const bool everywhere = spec.faces.cli && spec.faces.c && spec.faces.python && spec.faces.dask;
+    EXPECT_EQ(everywhere, spec.faces_note.empty())
+        << spec.name
+        << (everywhere ? ": offered everywhere, yet noted" : ": say why in faces_note");
+    noted += everywhere ? 0 : 1;
+    const bool engine_setting =
+        spec.target == OptionTarget::kOutput || spec.target == OptionTarget::kExecution ||
+        spec.target == OptionTarget::kPlacement || spec.target == OptionTarget::kModels ||
+        spec.target == OptionTarget::kLayout;
+    if (engine_setting) {
+      EXPECT_TRUE(spec.faces.c && spec.faces.python) << spec.name;
+      // The command line spells device_id as a provider option; every other one is a flag.
+      EXPECT_TRUE(spec.faces.cli || spec.name == "device_id") << spec.name;
+    }
+  }
+  EXPECT_GT(noted, 0u);
+  // What only the command line has is about one command-line run.
+  for (const std::string_view name : {"link_speakers", "speakers_table"}) {
+    const OptionSpec& spec = diarization_option(name);
+    EXPECT_TRUE(spec.faces.cli && !spec.faces.c && !spec.faces.python && !spec.faces.dask);
+  }
+}
+
+TEST(OptionTable, IdentityOptionsAreRows) {
+  EXPECT_EQ(diarization_option("voiceprints").target, OptionTarget::kIdentity);
+  EXPECT_EQ(diarization_option("voiceprints").cli_flag, "--voiceprints");
+  EXPECT_EQ(diarization_option("identify_threshold").default_value, kDefaultIdentifyThreshold);
+  EXPECT_EQ(diarization_option("identify_threshold").check("1.5"), "must be -1 to 1 (got 1.5)");
+  EXPECT_EQ(diarization_option("link_speakers").type, OptionType::kFlag);
+  EXPECT_EQ(diarization_option("speakers_table").type, OptionType::kPath);
+  const auto json = nlohmann::json::parse(diarization_options_json());
+  const auto threshold = std::find_if(json.begin(), json.end(), [](const auto& option) {
+    return option["name"] == "identify_threshold";
+  });
+  ASSERT_NE(threshold, json.end());
+  EXPECT_EQ((*threshold)["target"], "identity");
+  EXPECT_EQ((*threshold)["faces"]["python"], true);
+  EXPECT_EQ((*threshold)["faces"]["c"], nullptr);
+  EXPECT_NE((*threshold)["faces_note"].get<std::string>().find("parley_identify"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace parley::pipeline

@@ -36,8 +36,9 @@ runtime::ProviderChoice provider_choice(std::string_view name, const std::string
   }
 }
 
-// The provider options together, with the rules the command line has always had.
-ProviderPlacement placement_of(const nlohmann::json& values) {
+}  // namespace
+
+ProviderPlacement provider_placement(const nlohmann::json& values) {
   ProviderPlacement placement;
   placement.choice = provider_choice("provider", text(values, "provider").value_or("auto"));
   std::vector<std::string> option_texts;
@@ -92,9 +93,11 @@ ProviderPlacement placement_of(const nlohmann::json& values) {
   return placement;
 }
 
+namespace {
+
 using Apply = std::function<void(const nlohmann::json& value, DiarizationConfig& config)>;
 
-// One case per kOutput and kExecution option (kPlacement ones go through placement_of).
+// One case per kOutput and kExecution option (kPlacement ones go through provider_placement).
 const std::map<std::string, Apply, std::less<>>& apply_cases() {
   static const std::map<std::string, Apply, std::less<>> cases = {
       {"step", [](const auto& v, auto& c) { c.step_seconds = v.template get<double>(); }},
@@ -177,7 +180,7 @@ void apply_options(const nlohmann::json& values, DiarizationConfig& config) {
     if (spec.name != name) fail("{}: the option is named {}; use that name", name, spec.name);
     spec.check_value(value);
   }
-  config.placement = placement_of(values);
+  config.placement = provider_placement(values);
   // The defaults first (threads 0: all cores), then the values given.
   const auto value_of = [&values](const OptionSpec& spec) -> const nlohmann::json& {
     const auto found = values.find(spec.name);

@@ -18,6 +18,12 @@ namespace parley::pipeline {
 // the table does not know.
 void apply_options(const nlohmann::json& values, DiarizationConfig& config);
 
+// The placement options of `values` (provider, provider_options, device_id, force_gpu,
+// force_cpu, segmentation_provider, embedding_provider) as one ProviderPlacement, with the rules
+// they have together (apply_options sets it as config.placement): for a face or command that
+// needs only where the models run (`parley warm-cache`). Fails "{option}: {problem}".
+ProviderPlacement provider_placement(const nlohmann::json& values);
+
 // The model files the values name (models_dir, segmentation_model, embedding_model, plda_dir),
 // the rest found as locate_models(explicit_paths, models_dir) finds them.
 DiarizationModels locate_models(const nlohmann::json& values);

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""CTest: the server's options against the option table, checked from outside.
+
+  serve_options_test.py PARLEY WRITE_TEST_EMBEDDING_MODEL WORK_DIR   (PARLEY_SHARED_DIR: shared)
+
+- docs/openapi.json, as committed, is what `parley options --openapi` writes and what the server
+  serves (rewrite it with `parley options --openapi > docs/openapi.json`);
+- the job form and the result's query parameter are written below by hand, independently of the
+  table (name, type, default, bounds, choices): the served document must say the same, and the
+  table's server options must be exactly these;
+- the server enforces them: for each option, a value just past each bound (or outside the
+  choices, or not of the type) is refused with 422 invalid_option and the table's message, and
+  the bounds themselves pass its checks (the request then fails only for want of audio, or on a
+  setting the server fixed when it started).
+Exits 77 (skipped) without the shared folder."""
+import json
+import os
+import subprocess
+import sys
+import wave
+
+from serve_test_support import (ServerProcess, check, error_of, form, prepare_models, request,
+                                shared_folder_or_skip, wait_done)
+
+parley, write_model, work = sys.argv[1:4]
+shared = shared_folder_or_skip()
+source_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+FORMATS = ["rttm", "json", "txt", "srt", "vtt"]
+SPEAKERS = {"type": "integer", "minimum": 1, "maximum": 1000}
+# The job form's options as docs/serve.md describes them: what a client may send.
+EXPECTED_FORM = {
+    "step": {"type": "number", "minimum": 0.1, "maximum": 10, "default": 1.0},
+    "embedding_mode": {"type": "string", "enum": ["shared", "exact"], "default": "shared"},
+    "clustering": {"type": "string", "enum": ["vbx", "ahc"], "default": "vbx"},
+    "num_speakers": SPEAKERS,
+    "min_speakers": SPEAKERS,
+    "max_speakers": SPEAKERS,
+    "exclusive": {"type": "boolean", "default": False},
+    "format": {"type": "string", "enum": FORMATS, "default": "rttm"},
+}
+# Form fields that are no option of the table: the recording and a transcript.
+OTHER_FIELDS = {"audio", "path", "transcript"}
+
+# --- The committed document is the generated one.
+generated = subprocess.run([parley, "options", "--openapi"], check=True, capture_output=True)
+with open(f"{source_dir}/docs/openapi.json", "rb") as document:
+    committed = document.read()
+check(committed == generated.stdout,
+      "docs/openapi.json is what `parley options --openapi` writes (rewrite it: build/parley "
+      "options --openapi > docs/openapi.json)")
+
+# --- The table's server options are the expected ones, with their types, defaults and bounds.
+table = json.loads(subprocess.run([parley, "options", "--json"], check=True,
+                                  capture_output=True, text=True).stdout)
+server_options = {option["name"]: option for option in table if option["faces"]["server"]}
+check(set(server_options) == set(EXPECTED_FORM),
+      f"the table's server options are the expected form: {sorted(server_options)} vs "
+      f"{sorted(EXPECTED_FORM)}")
+TABLE_TYPES = {"number": "number", "integer": "integer", "flag": "boolean", "choice": "string"}
+for name, expected in EXPECTED_FORM.items():
+    option = server_options[name]
+    check(TABLE_TYPES.get(option["type"]) == expected["type"], f"{name}: type {option['type']}")
+    check(option["default"] == expected.get("default"), f"{name}: default {option['default']}")
+    check(option["minimum"] == expected.get("minimum") and
+          option["maximum"] == expected.get("maximum"),
+          f"{name}: bounds {option['minimum']} to {option['maximum']}")
+    check(option["choices"] == expected.get("enum", []), f"{name}: choices {option['choices']}")
+
+# --- A server on the test models: what it serves and what it accepts.
+engine = prepare_models(work, shared, write_model) + ["--threads", "2"]
+server = ServerProcess(parley, engine, f"{work}/state")
+status, _, body = request(server, "/v1/openapi.json")
+check(status == 200 and json.loads(body) == json.loads(committed),
+      "the served OpenAPI is docs/openapi.json")
+served = json.loads(body)
+properties = served["components"]["schemas"]["JobForm"]["properties"]
+check(set(properties) == OTHER_FIELDS | set(EXPECTED_FORM),
+      f"the form's fields: {sorted(properties)}")
+for name, expected in EXPECTED_FORM.items():
+    schema = {key: value for key, value in properties[name].items() if key != "description"}
+    check(schema == expected, f"the form's {name}: {schema} vs {expected}")
+    check(properties[name].get("description"), f"the form's {name} is described")
+format_parameter = next(parameter for parameter in
+                        served["paths"]["/v1/jobs/{id}/result"]["parameters"]
+                        if parameter.get("name") == "format")
+check(format_parameter["in"] == "query" and format_parameter["schema"] ==
+      {"type": "string", "enum": FORMATS, "default": "rttm"},
+      f"the result's format parameter: {format_parameter}")
+
+status, _, body = request(server, "/v1/health")
+fixed = json.loads(body)["settings"]
+
+
+def submitted(name, value):
+    """The server's answer to a job form holding only this option (no audio)."""
+    body, headers = form({name: value})
+    return error_of(request(server, "/v1/jobs", "POST", body, headers))
+
+
+def number_text(value, integer):
+    return str(int(value)) if integer else f"{value:g}"
+
+
+for name, expected in EXPECTED_FORM.items():
+    kind = expected["type"]
+    refused, accepted = [], []
+    if kind in ("number", "integer"):
+        integer = kind == "integer"
+        low, high = expected["minimum"], expected["maximum"]
+        step = 1 if integer else 0.01
+        bounds = f"must be {number_text(low, integer)} to {number_text(high, integer)}"
+        for value in (low - step, high + step):
+            text = number_text(value, integer)
+            refused.append((text, f"{name}: {bounds} (got {text})"))
+        refused.append(("x", f"{name}: expects a number (got 'x')"))
+        if integer:
+            refused.append(("2.5", f"{name}: expects a whole number (got '2.5')"))
+        accepted = [number_text(low, integer), number_text(high, integer)]
+    elif kind == "boolean":
+        refused.append(("maybe", f"{name}: expected true or false (got 'maybe')"))
+        refused.append(("", f"{name}: expected true or false (got '')"))
+        accepted = ["true", "false", "on", "0"]
+    else:
+        choices = ", ".join(expected["enum"])
+        refused.append(("nope", f"{name}: expected one of {choices} (got 'nope')"))
+        accepted = list(expected["enum"])
+    for text, message in refused:
+        status, error = submitted(name, text)
+        check(status == 422 and error["code"] == "invalid_option" and error["message"] == message,
+              f"{name}={text!r} is refused with the table's message {message!r}: {status} {error}")
+    for text in accepted:
+        status, error = submitted(name, text)
+        # Past the option checks: the job lacks only its recording, or names a setting this
+        # server fixed when it started with another value.
+        value = json.loads(text) if kind in ("number", "integer") else text
+        expected_code = ("setting_fixed" if name in fixed and fixed[name] != value
+                         else "missing_audio")
+        check(status == 422 and error["code"] == expected_code,
+              f"{name}={text!r} passes the option checks: {status} {error}")
+
+# --- The result's format parameter: each choice answers, another is refused.
+clip = f"{work}/clip.wav"
+with wave.open(f"{shared}/eval/falcon-test/test.wav") as source, wave.open(clip, "wb") as out:
+    out.setparams(source.getparams())
+    out.writeframes(source.readframes(4 * source.getframerate()))
+with open(clip, "rb") as audio:
+    body, headers = form({"audio": ("clip.wav", audio.read())})
+status, _, body = request(server, "/v1/jobs", "POST", body, headers)
+check(status == 202, f"a job: {status} {body!r}")
+job = wait_done(server, json.loads(body)["id"])
+check(job["state"] == "done", f"the job runs: {job}")
+for name in FORMATS:
+    status, _, _ = request(server, f"/v1/jobs/{job['id']}/result?format={name}")
+    check(status == 200, f"format={name}: {status}")
+status, error = error_of(request(server, f"/v1/jobs/{job['id']}/result?format=nope"))
+check(status == 422 and error["code"] == "invalid_parameter",
+      f"format=nope is refused: {status} {error}")
+check(server.stop() == 0, "the server stops cleanly")
+print("ok")
