@@ -351,6 +351,18 @@ int main(int argc, char** argv) {
                    m.results[r].speaker_count, batch.speaker_count,
                    agreement(batch.turns, m.results[r].turns));
       }
+      // The other latency settings, as fast as possible: a shorter latency averages fewer windows
+      // into each final frame.
+      for (const double latency : options.latencies) {
+        stream::StreamConfig config_l = measured.front().config;
+        if (latency == config_l.latency_seconds) continue;
+        config_l.latency_seconds = latency;
+        const Fed fed = feed(models, config_l, audios[r], false);
+        fmt::print(
+            "agreement {} ({}, latency {} s): live {} speakers / offline {}, vs offline: {}\n",
+            options.recordings[r], measured.front().used, latency, fed.result.speaker_count,
+            batch.speaker_count, agreement(batch.turns, fed.result.turns));
+      }
       for (std::size_t i = 1; i < measured.size(); ++i) {
         const Measured& a = measured[0];
         const Measured& b = measured[i];
