@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,13 +92,16 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
     }
   };
   for (std::size_t at = 0; at < audio.size(); at += block) {
-    if (realtime) {
-      std::this_thread::sleep_until(
-          start + std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double>(static_cast<double>(at) / 16000.0)));
-    }
     const std::size_t n = std::min(block, audio.size() - at);
-    diarizer.push(std::span<const float>(audio).subspan(at, n));
+    // A block arrives when its last sample would have been captured, and is stamped so: a feed
+    // that falls behind counts the wait of the audio in its backlog.
+    std::optional<Clock::time_point> arrival;
+    if (realtime) {
+      arrival = start + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(static_cast<double>(at + n) / 16000.0));
+      std::this_thread::sleep_until(*arrival);
+    }
+    diarizer.push(std::span<const float>(audio).subspan(at, n), arrival);
     take();
   }
   // Events of the stream's end wait for no more audio: they are not live latencies.
@@ -346,6 +350,18 @@ int main(int argc, char** argv) {
                    options.recordings[r], m.used, static_cast<double>(audios[r].size()) / 16000.0,
                    m.results[r].speaker_count, batch.speaker_count,
                    agreement(batch.turns, m.results[r].turns));
+      }
+      // The other latency settings, as fast as possible: a shorter latency averages fewer windows
+      // into each final frame.
+      for (const double latency : options.latencies) {
+        stream::StreamConfig config_l = measured.front().config;
+        if (latency == config_l.latency_seconds) continue;
+        config_l.latency_seconds = latency;
+        const Fed fed = feed(models, config_l, audios[r], false);
+        fmt::print(
+            "agreement {} ({}, latency {} s): live {} speakers / offline {}, vs offline: {}\n",
+            options.recordings[r], measured.front().used, latency, fed.result.speaker_count,
+            batch.speaker_count, agreement(batch.turns, fed.result.turns));
       }
       for (std::size_t i = 1; i < measured.size(); ++i) {
         const Measured& a = measured[0];

@@ -22,7 +22,8 @@ class StreamEvent(NamedTuple):
     """One event of a stream. ``type``: "turn_start" (final), "turn_update" (provisional, only
     with ``provisional=True``) or "turn_end" (final); times in seconds from the stream's first
     sample; ``audio_time``: seconds of audio processed when it was made; ``latency``: wall
-    seconds from the audio's arrival to the event."""
+    seconds from the audio's arrival (when it was pushed) to the event, the compute of the
+    step that made it included."""
     type: str
     speaker: str
     start: float

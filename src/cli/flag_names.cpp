@@ -10,12 +10,14 @@
 namespace parley::cli {
 namespace {
 
-// Fields set by CLI flags that are not diarization options of the table (corpus and server
-// flags), or under a second name.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kOtherFlagOfField = {{
+// Fields set by CLI flags that are not diarization options of the table (corpus, server and
+// stream flags), or under a second name.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kOtherFlagOfField = {{
     {"accelerator_segmentation_batch_size", "--segmentation-batch"},
     {"dim_buckets", "--dim"},
     {"overwrite_read_only", "--force"},
+    {"latency_seconds", "--latency"},  // parley stream (stream::StreamConfig)
+    {"match_threshold", "--match-threshold"},
 }};
 
 // Option name or configuration field (as library messages name them) -> the flag that sets it.

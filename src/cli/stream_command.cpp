@@ -1,11 +1,19 @@
 // `parley stream FILE|-`: live diarization of a recording or of raw PCM arriving on standard
 // input, printing speaker-turn events as JSON lines while the audio goes by (docs/live.md).
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <csignal>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -39,10 +47,89 @@ struct StreamArguments {
 
 using Clock = std::chrono::steady_clock;
 
-// Sleeps until `seconds` of audio have had time to arrive since `start` (--realtime).
-void pace(Clock::time_point start, double seconds) {
-  std::this_thread::sleep_until(
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+// --realtime: sleeps until the block that ends `seconds` into the audio has arrived (a block
+// is complete once its last sample would have been captured) and returns that moment for
+// push(), so that a block pushed late still counts from its nominal arrival. As fast as
+// possible: none (the audio counts as arriving when it is pushed).
+std::optional<Clock::time_point> pace(bool realtime, Clock::time_point start, double seconds) {
+  if (!realtime) return std::nullopt;
+  const Clock::time_point arrival =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  std::this_thread::sleep_until(arrival);
+  return arrival;
+}
+
+// SIGINT and SIGTERM end the stream as the end of its input does (the last events, the -o file);
+// a second one aborts. The signals are blocked from construction on, in this thread and in every
+// thread started later (the engine's inherit the mask), and taken by one watcher thread, which
+// wakes a reader waiting for input through a pipe.
+class StopOnSignal {
+ public:
+  StopOnSignal() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
+    if (::pipe(wake_.data()) != 0) fail("cannot create a pipe: {}", std::strerror(errno));
+    watcher_ = std::thread([this] { watch(); });
+  }
+  ~StopOnSignal() {
+    closing_ = true;
+    pthread_kill(watcher_.native_handle(), SIGTERM);
+    watcher_.join();
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+  bool requested() const { return requested_; }
+  int wake_fd() const { return wake_[0]; }
+
+ private:
+  void watch() {
+    for (;;) {
+      int number = 0;
+      if (sigwait(&signals_, &number) != 0 || closing_) return;
+      if (!requested_.exchange(true)) {
+        spdlog::warn("{}: ending the stream as at the end of its input (again to abort)",
+                     strsignal(number));
+        const char byte = 1;
+        static_cast<void>(::write(wake_[1], &byte, 1));
+        continue;
+      }
+      // The second signal: its default action, which ends the process.
+      std::signal(number, SIG_DFL);
+      pthread_sigmask(SIG_UNBLOCK, &signals_, nullptr);
+      std::raise(number);
+    }
+  }
+
+  sigset_t signals_{};
+  sigset_t previous_{};
+  std::array<int, 2> wake_{-1, -1};
+  std::atomic<bool> requested_{false};
+  std::atomic<bool> closing_{false};
+  std::thread watcher_;
+};
+
+// Reads what `fd` has (at most `into.size()` bytes, waiting for some); 0 at its end or once a
+// signal asked the stream to stop.
+std::size_t read_some(int fd, std::span<unsigned char> into, const StopOnSignal& stop,
+                      const std::string& name) {
+  std::array<pollfd, 2> waits{{{fd, POLLIN, 0}, {stop.wake_fd(), POLLIN, 0}}};
+  for (;;) {
+    if (stop.requested()) return 0;
+    if (::poll(waits.data(), waits.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot wait for {}: {}", name, std::strerror(errno));
+    }
+    if (waits[1].revents != 0) return 0;
+    const ssize_t got = ::read(fd, into.data(), into.size());
+    if (got >= 0) return static_cast<std::size_t>(got);
+    if (errno != EINTR && errno != EAGAIN) fail("cannot read {}: {}", name, std::strerror(errno));
+  }
 }
 
 void print_events(stream::StreamDiarizer& diarizer) {
@@ -56,26 +143,29 @@ void print_events(stream::StreamDiarizer& diarizer) {
 }
 
 // A file the audio layer decodes, pushed at 16 kHz in 20 ms blocks.
-void stream_file(const StreamArguments& arguments, stream::StreamDiarizer& diarizer) {
+void stream_file(const StreamArguments& arguments, stream::StreamDiarizer& diarizer,
+                 const StopOnSignal& stop) {
   audio::MonoResampledStream audio(arguments.input);
   std::vector<float> block(static_cast<std::size_t>(kSampleRate / 50));
   const Clock::time_point start = Clock::now();
   double seconds = 0.0;
-  while (const std::size_t n = audio.read(block)) {
-    if (arguments.realtime) pace(start, seconds);
-    diarizer.push(std::span<const float>(block).first(n));
+  while (!stop.requested()) {
+    const std::size_t n = audio.read(block);
+    if (n == 0) break;
     seconds += static_cast<double>(n) / kSampleRate;
+    diarizer.push(std::span<const float>(block).first(n), pace(arguments.realtime, start, seconds));
     print_events(diarizer);
   }
 }
 
 // Raw PCM from a file or standard input, in whatever pieces read() returns.
-void stream_raw(const StreamArguments& arguments, stream::StreamDiarizer& diarizer) {
+void stream_raw(const StreamArguments& arguments, stream::StreamDiarizer& diarizer,
+                const StopOnSignal& stop) {
   const bool from_stdin = arguments.input == "-";
-  std::FILE* file = from_stdin ? stdin : std::fopen(arguments.input.c_str(), "rb");
-  if (file == nullptr) fail("cannot open {}: {}", arguments.input, std::strerror(errno));
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned(
-      from_stdin ? nullptr : file, [](std::FILE* f) { return f ? std::fclose(f) : 0; });
+  const int fd = from_stdin ? STDIN_FILENO : ::open(arguments.input.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open {}: {}", arguments.input, std::strerror(errno));
+  const std::unique_ptr<const int, void (*)(const int*)> owned(from_stdin ? nullptr : &fd,
+                                                               [](const int* f) { ::close(*f); });
   const bool int16 = arguments.raw_format == "s16le";
   const std::size_t sample_bytes = int16 ? 2 : 4;
   const std::size_t frame_bytes = sample_bytes * static_cast<std::size_t>(arguments.raw_channels);
@@ -88,28 +178,25 @@ void stream_raw(const StreamArguments& arguments, stream::StreamDiarizer& diariz
   const Clock::time_point start = Clock::now();
   double seconds = 0.0;
   for (;;) {
-    const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file);
-    if (got == 0) {
-      if (std::ferror(file)) fail("cannot read {}: {}", arguments.input, std::strerror(errno));
-      break;
-    }
+    const std::size_t got = read_some(fd, bytes, stop, arguments.input);
+    if (got == 0) break;
     carry.insert(carry.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(got));
     const std::size_t whole = carry.size() / frame_bytes * frame_bytes;
     const std::size_t samples = whole / sample_bytes;
-    if (arguments.realtime) pace(start, seconds);
+    seconds += static_cast<double>(samples / static_cast<std::size_t>(arguments.raw_channels)) /
+               arguments.raw_rate;
+    const std::optional<Clock::time_point> arrival = pace(arguments.realtime, start, seconds);
     if (int16) {
       pcm.resize(samples);
       std::memcpy(pcm.data(), carry.data(), whole);  // little-endian hosts only (x86, arm64)
-      diarizer.push_int16(pcm, arguments.raw_channels);
+      diarizer.push_int16(pcm, arguments.raw_channels, arrival);
     } else {
       floats.resize(samples);
       std::memcpy(floats.data(), carry.data(), whole);
       for (float& v : floats) v = std::isfinite(v) ? v : 0.0F;
-      diarizer.push_interleaved(floats, arguments.raw_channels);
+      diarizer.push_interleaved(floats, arguments.raw_channels, arrival);
     }
     carry.erase(carry.begin(), carry.begin() + static_cast<std::ptrdiff_t>(whole));
-    seconds += static_cast<double>(samples / static_cast<std::size_t>(arguments.raw_channels)) /
-               arguments.raw_rate;
     print_events(diarizer);
   }
   if (!carry.empty()) {
@@ -118,7 +205,45 @@ void stream_raw(const StreamArguments& arguments, stream::StreamDiarizer& diariz
   }
 }
 
-void run_stream(StreamArguments arguments) {
+// The batch clustering's flags, which only --final-recluster's diarization of the whole stream
+// reads (the live clustering has --max-speakers and --match-threshold).
+constexpr std::array<const char*, 4> kReclusterFlags = {"--num-speakers", "--min-speakers",
+                                                        "--clustering", "--ahc-threshold"};
+
+// Refuses flags that would be ignored: the sample format, rate and channels of a decoded file,
+// the batch clustering without --final-recluster, and -o - (standard output carries the events).
+void refuse_ignored_flags(const StreamArguments& arguments, const CLI::App& command) {
+  const auto given = [&](const char* flag) { return command.get_option(flag)->count() > 0; };
+  if (!arguments.raw) {
+    const bool sample_format =
+        arguments.flags.format == "s16le" || arguments.flags.format == "f32le";
+    for (const char* flag : {"--rate", "--channels", "--format"}) {
+      const bool format = std::string_view(flag) == "--format";
+      if (given(flag) && (!format || sample_format)) {
+        fail(
+            "{}{} describes headerless PCM: add --raw to read {} as raw samples; a recording is "
+            "decoded with the format, rate and channels of its header",
+            flag, format ? " " + arguments.flags.format : std::string(), arguments.input);
+      }
+    }
+  }
+  for (const char* flag : kReclusterFlags) {
+    if (given(flag) && !arguments.config.final_recluster) {
+      fail(
+          "{} applies only with --final-recluster (the batch diarization of the whole stream); "
+          "the live clustering takes --max-speakers and --match-threshold",
+          flag);
+    }
+  }
+  if (given("--out") && arguments.flags.out == "-") {
+    fail(
+        "-o - cannot be used: standard output carries the events (JSON lines); give -o a file for "
+        "the final result");
+  }
+}
+
+void run_stream(StreamArguments arguments, const CLI::App& command) {
+  refuse_ignored_flags(arguments, command);
   // --format is shared: a sample format describes --raw input, anything else the -o file.
   if (arguments.flags.format == "s16le" || arguments.flags.format == "f32le") {
     arguments.raw_format = std::exchange(arguments.flags.format, std::string());
@@ -148,15 +273,18 @@ void run_stream(StreamArguments arguments) {
   const bool write_result = flags.out != "-";
   if (write_result) check_output_file("--out", flags.out, output_options);
 
+  // Before the models load: their threads inherit the blocked signals.
+  const StopOnSignal stop;
   const pipeline::DiarizationModels paths = resolve_models(arguments.engine, flags);
+  // Loud on purpose, even with --quiet (as `parley diarize`): labels from a twin are noise.
   models::warn_if_speed_twin(paths.embedding);
   const stream::StreamModels models(paths, diarization_config(arguments.engine, flags));
   stream::StreamDiarizer diarizer(models, config);
   spdlog::debug("stream embedding: {}", stream::stream_embedding_name(diarizer.embedding()));
   if (arguments.raw) {
-    stream_raw(arguments, diarizer);
+    stream_raw(arguments, diarizer, stop);
   } else {
-    stream_file(arguments, diarizer);
+    stream_file(arguments, diarizer, stop);
   }
   const std::string uri =
       arguments.input == "-" ? std::string("stdin") : recording_uri(arguments.input);
@@ -227,7 +355,18 @@ void add_stream_command(CLI::App& app) {
   command->add_option("--channels", arguments->raw_channels, "--raw channels (interleaved)")
       ->check(number_between(1, 64))
       ->capture_default_str();
-  command->callback([arguments] { run_stream(*arguments); });
+  command->get_option("--out")->default_str("")->description(
+      "file of the final result (written when the input ends, also on SIGINT or SIGTERM); "
+      "standard output carries the events");
+  for (const char* flag : kReclusterFlags) {
+    CLI::Option* option = command->get_option(flag);
+    option->description("with --final-recluster only: " + option->get_description());
+  }
+  command->get_option("--max-speakers")
+      ->description(
+          "most speakers the stream creates (default 20); with --final-recluster, also the batch "
+          "clustering's bound");
+  command->callback([arguments, command] { run_stream(*arguments, *command); });
 }
 
 }  // namespace parley::cli

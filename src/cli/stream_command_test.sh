@@ -17,6 +17,24 @@ status=0; "$parley" stream x.wav --latency 9 2>"$work/err" || status=$?
 check '[ "$status" -eq 2 ] && grep -q -- "--latency" "$work/err"' "--latency out of range"
 status=0; "$parley" stream x.wav --stream-embedding fast 2>"$work/err" || status=$?
 check '[ "$status" -eq 2 ] && grep -q -- "--stream-embedding" "$work/err"' "unknown --stream-embedding"
+# Library messages name the config fields; the command names its flags.
+status=0; "$parley" stream x.wav --latency 0.5 --step 1 2>"$work/err" || status=$?
+check '[ "$status" -ne 0 ] && grep -q -- "--latency (0.5) must be at least --step (1)" "$work/err" && ! grep -q "_seconds" "$work/err"' \
+  "latency below the step, in flag names"
+# Flags that would be ignored are refused: raw-PCM flags on a decoded file, the batch clustering
+# without --final-recluster, -o - (standard output carries the events).
+for flags in "--rate 8000" "--channels 2" "--format s16le"; do
+  status=0; "$parley" stream x.wav $flags 2>"$work/err" || status=$?
+  check '[ "$status" -ne 0 ] && grep -q -- "add --raw" "$work/err"' "$flags without --raw"
+done
+for flags in "--num-speakers 2" "--min-speakers 2" "--clustering ahc" "--ahc-threshold 0.5"; do
+  status=0; "$parley" stream x.wav $flags 2>"$work/err" || status=$?
+  check '[ "$status" -ne 0 ] && grep -q -- "only with --final-recluster" "$work/err"' "$flags without --final-recluster"
+done
+status=0; "$parley" stream x.wav -o - 2>"$work/err" || status=$?
+check '[ "$status" -ne 0 ] && grep -q -- "standard output carries the events" "$work/err"' "-o - refused"
+"$parley" stream --help >"$work/help"
+check 'grep -q -- "with --final-recluster only: exact number of speakers" "$work/help"' "--help says what only --final-recluster reads"
 
 source "$source_dir/src/testing/require_shared.sh"
 shared=${PARLEY_SHARED_DIR:?}
@@ -43,6 +61,67 @@ check 'grep -q "stream embedding: rolling" "$work/verbose"' "rolling by default"
 status=0; "$parley" stream "$recording" --models "$work/models" --step 0.3333 --latency 1 \
   --stream-embedding rolling >/dev/null 2>"$work/err" || status=$?
 check '[ "$status" -ne 0 ] && grep -q "10 ms" "$work/err"' "rolling refused off the fbank grid"
+# -q leaves only the speed-twin notice on standard error, as `parley diarize -q` does.
+"$parley" stream "$recording" --models "$work/models" --threads 2 --step 2 -q >/dev/null 2>"$work/quiet"
+check '[ -z "$(grep -v "^!!!!\|speed twin with random weights" "$work/quiet")" ] && grep -q "speed twin" "$work/quiet"' \
+  "-q: nothing but the speed-twin notice"
+
+# --realtime paces the input: 4 s of audio take at least 4 s from the first read, and a final
+# event's latency counts from its audio's nominal arrival, so it is never under the setting
+# (less the 20 ms of a block).
+head -c $((44 + 4 * 32000)) "$recording" | tail -c $((4 * 32000)) >"$work/four.pcm"
+check '/usr/bin/python3 - "$parley" "$work" <<"PY"
+import json, subprocess, sys, time
+parley, work = sys.argv[1], sys.argv[2]
+run = subprocess.Popen([parley, "stream", work + "/four.pcm", "--raw", "--realtime", "--latency", "0.5",
+                        "--models", work + "/models", "--threads", "2", "-v"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+began = None
+for line in run.stderr:
+    if "stream embedding:" in line:
+        began = time.monotonic()
+out = run.stdout.read()
+assert run.wait() == 0 and began is not None
+took = time.monotonic() - began
+assert took >= 3.9, f"4 s of audio streamed in {took:.2f} s with --realtime"
+events = [json.loads(l) for l in out.splitlines()]
+live = [e for e in events if e["audio_time"] < 4.0]
+assert live, out
+assert all(e["latency"] >= 0.48 for e in live), out
+PY' "--realtime paces, latencies at least the setting"
+
+# SIGINT ends a live source as its end would: the turns so far in the -o file, open turns closed.
+# The source: 12 s of the recording at once, then a trickle that never ends.
+producer() {
+  /usr/bin/python3 -c "
+import sys, time
+pcm = open(sys.argv[1], \"rb\").read()[44:]
+try:
+    sys.stdout.buffer.write(pcm[:12 * 32000]); sys.stdout.flush()
+    while True:
+        sys.stdout.buffer.write(bytes(320)); sys.stdout.flush(); time.sleep(0.5)
+except BrokenPipeError:
+    pass
+" "$recording"
+}
+set -m  # a job of its own: a background job of a script would ignore SIGINT
+producer | "$parley" stream - --raw --models "$work/models" --threads 2 -o "$work/interrupted.rttm" \
+  >"$work/interrupted.jsonl" 2>"$work/interrupted.err" &
+pid=$!
+set +m
+for _ in $(seq 1 240); do
+  grep -q turn_end "$work/interrupted.jsonl" 2>/dev/null && break
+  sleep 0.5
+done
+kill -INT "$pid"
+status=0; wait "$pid" || status=$?
+check '[ "$status" -eq 0 ]' "SIGINT: exit status 0 (got $status)"
+check '[ -s "$work/interrupted.rttm" ]' "SIGINT: the RTTM is written"
+check '[ "$(wc -l <"$work/interrupted.rttm")" -eq "$(grep -c turn_end "$work/interrupted.jsonl")" ]' \
+  "SIGINT: the RTTM has the turns of the turn_end events"
+check '[ "$(grep -c turn_start "$work/interrupted.jsonl")" -eq "$(grep -c turn_end "$work/interrupted.jsonl")" ]' \
+  "SIGINT: every open turn is closed"
+
 "$parley" diarize "$recording" --models "$work/models" --threads 2 --quiet >"$work/diarize.rttm"
 # Same turns (columns 4 and 5), and each batch speaker under one live name throughout.
 check '[ "$(cut -d" " -f4,5 "$work/stream.rttm")" = "$(cut -d" " -f4,5 "$work/diarize.rttm")" ]' \

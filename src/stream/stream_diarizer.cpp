@@ -25,7 +25,7 @@ namespace parley::stream {
 using pipeline::Turn;
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = StreamClock;
 constexpr double kModelRate = 16000.0;
 constexpr std::int64_t kFrameStepSamples = 270;  // segmentation-3.0's frame step at 16 kHz
 // A window is one chunk: on the CPU its segmentation call has 2 rows, not the whole batch (the
@@ -378,7 +378,9 @@ struct StreamDiarizer::Impl {
     }
   }
 
-  void emit(StreamEvent event, double decisive_time, Clock::time_point now) {
+  // The clock is read here, once the step's compute is done: an event's latency includes it.
+  void emit(StreamEvent event, double decisive_time) {
+    const Clock::time_point now = Clock::now();
     event.audio_time = static_cast<double>(processed) / kModelRate;
     const auto decisive_sample = static_cast<std::int64_t>(std::ceil(decisive_time * kModelRate));
     Clock::time_point arrived = now;
@@ -396,14 +398,15 @@ struct StreamDiarizer::Impl {
     }
   }
 
-  void note_arrival(Clock::time_point now) {
-    if (!arrivals.empty() &&
-        (now - arrivals.back().second < std::chrono::milliseconds(5) || arrivals.size() >= 4096)) {
+  void note_arrival(Clock::time_point arrival) {
+    if (!arrivals.empty() && (arrival - arrivals.back().second < std::chrono::milliseconds(5) ||
+                              arrivals.size() >= 4096)) {
       // Close pushes share one record: the later samples count as arrived a little earlier.
       arrivals.back().first = received;
+      arrivals.back().second = std::min(arrivals.back().second, arrival);
       if (arrivals.size() < 4096) return;
     } else {
-      arrivals.emplace_back(received, now);
+      arrivals.emplace_back(received, arrival);
     }
     // Samples before the oldest open frame have made all their events.
     const auto oldest_needed =
@@ -412,7 +415,7 @@ struct StreamDiarizer::Impl {
     while (arrivals.size() > 1 && arrivals[1].first < oldest_needed) arrivals.pop_front();
   }
 
-  void accept(std::span<const float> samples16, Clock::time_point now) {
+  void accept(std::span<const float> samples16, Clock::time_point arrival) {
     if (samples16.empty()) return;
     if (audio_file.is_open()) {
       audio_file.write(reinterpret_cast<const char*>(samples16.data()),
@@ -420,7 +423,7 @@ struct StreamDiarizer::Impl {
       if (!audio_file) fail("cannot write the stream's temporary audio file (disk full?)");
     }
     received += static_cast<std::int64_t>(samples16.size());
-    note_arrival(now);
+    note_arrival(arrival);
     std::size_t used = 0;
     while (used < samples16.size()) {
       const std::size_t take = std::min(step_samples - pending.size(), samples16.size() - used);
@@ -428,14 +431,14 @@ struct StreamDiarizer::Impl {
                      samples16.begin() + static_cast<std::ptrdiff_t>(used + take));
       used += take;
       if (pending.size() == step_samples) {
-        run_step(pending, now);
+        run_step(pending);
         pending.clear();
       }
     }
   }
 
   // Moves the window by one step of new samples (zero padded when fewer) and analyses it.
-  void run_step(std::span<const float> step, Clock::time_point now) {
+  void run_step(std::span<const float> step) {
     std::memmove(window.data(), window.data() + step_samples,
                  (window_samples - step_samples) * sizeof(float));
     std::fill(window.end() - static_cast<std::ptrdiff_t>(step_samples), window.end(), 0.0F);
@@ -455,8 +458,8 @@ struct StreamDiarizer::Impl {
     }
     const ScopedStageTimer timer(stage_times, "aggregation");
     aggregate(analysis.segmentation, speakers);
-    finalize_until(static_cast<double>(processed) / kModelRate - config.latency_seconds, now);
-    if (config.provisional) provisional_events(now);
+    finalize_until(static_cast<double>(processed) / kModelRate - config.latency_seconds);
+    if (config.provisional) provisional_events();
   }
 
   // diart's incremental clustering: the window's local speakers to stream speakers.
@@ -580,13 +583,13 @@ struct StreamDiarizer::Impl {
   }
 
   // Makes final every open frame whose middle is at most `until` seconds.
-  void finalize_until(double until, Clock::time_point now) {
+  void finalize_until(double until) {
     while (!open.empty() && frame_middle(first_open) <= until) {
-      finalize_front(now);
+      finalize_front();
     }
   }
 
-  void finalize_front(Clock::time_point now) {
+  void finalize_front() {
     const FrameSum frame = std::move(open.front());
     open.pop_front();
     const double t = frame_middle(first_open);
@@ -595,9 +598,9 @@ struct StreamDiarizer::Impl {
     for (std::size_t s = 0; s < centroids.size(); ++s) {
       if (on[s] && !open_turn[s]) {
         open_turn[s] = t;
-        emit({StreamEvent::Kind::kTurnStart, pipeline::speaker_label(s), t, t}, t, now);
+        emit({StreamEvent::Kind::kTurnStart, pipeline::speaker_label(s), t, t}, t);
       } else if (!on[s] && open_turn[s]) {
-        close_turn(s, t, now);
+        close_turn(s, t);
       }
     }
     std::optional<std::size_t> loudest;
@@ -621,14 +624,14 @@ struct StreamDiarizer::Impl {
     return turn;
   }
 
-  void close_turn(std::size_t s, double end, Clock::time_point now) {
+  void close_turn(std::size_t s, double end) {
     const double start = *open_turn[s];
     open_turn[s].reset();
     turns.push_back(make_turn(s, start, end));
-    emit({StreamEvent::Kind::kTurnEnd, pipeline::speaker_label(s), start, end}, end, now);
+    emit({StreamEvent::Kind::kTurnEnd, pipeline::speaker_label(s), start, end}, end);
   }
 
-  void provisional_events(Clock::time_point now) {
+  void provisional_events() {
     // NaN: no segment under way (std::optional here trips GCC's maybe-uninitialized at -O3).
     constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t s = 0; s < centroids.size(); ++s) {
@@ -636,8 +639,7 @@ struct StreamDiarizer::Impl {
       double last = kNone;
       auto flush = [&] {
         if (!std::isnan(start) && !std::isnan(last)) {
-          emit({StreamEvent::Kind::kTurnUpdate, pipeline::speaker_label(s), start, last}, last,
-               now);
+          emit({StreamEvent::Kind::kTurnUpdate, pipeline::speaker_label(s), start, last}, last);
         }
         start = kNone;
         last = kNone;
@@ -663,22 +665,21 @@ struct StreamDiarizer::Impl {
   pipeline::DiarizationResult finish(const std::string& uri) {
     if (finished) fail("stream finish() called twice");
     finished = true;
-    const Clock::time_point now = Clock::now();
     if (resampler) {
       resampled.clear();
       resampler->flush(resampled);
-      accept(resampled, now);
+      accept(resampled, Clock::now());
     }
     const double duration = static_cast<double>(received) / kModelRate;
     if (!pending.empty()) {
       const std::vector<float> last = pending;
       pending.clear();
-      run_step(last, now);
+      run_step(last);
     }
     // The audio has ended: what every window said about the last frames is all there will be.
-    finalize_until(duration, now);
+    finalize_until(duration);
     for (std::size_t s = 0; s < centroids.size(); ++s) {
-      if (open_turn[s]) close_turn(s, std::max(*open_turn[s], duration), now);
+      if (open_turn[s]) close_turn(s, std::max(*open_turn[s], duration));
     }
     if (open_exclusive) {
       exclusive_turns.push_back(make_turn(open_exclusive->first, open_exclusive->second,
@@ -824,22 +825,24 @@ StreamEmbedding StreamDiarizer::embedding() const {
   return impl_->model_state ? StreamEmbedding::kRolling : StreamEmbedding::kWindow;
 }
 
-void StreamDiarizer::push(std::span<const float> samples) {
+void StreamDiarizer::push(std::span<const float> samples,
+                          std::optional<StreamClock::time_point> arrival) {
   if (impl_->finished) fail("stream: push() after finish()");
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point arrived = arrival.value_or(Clock::now());
   impl_->pushed += samples.size();
   if (impl_->resampler) {
     impl_->resampled.clear();
     impl_->resampler->process(samples, impl_->resampled);
-    impl_->accept(impl_->resampled, now);
+    impl_->accept(impl_->resampled, arrived);
   } else {
-    impl_->accept(samples, now);
+    impl_->accept(samples, arrived);
   }
 }
 
-void StreamDiarizer::push_interleaved(std::span<const float> samples, int channels) {
+void StreamDiarizer::push_interleaved(std::span<const float> samples, int channels,
+                                      std::optional<StreamClock::time_point> arrival) {
   if (channels < 1) fail("stream: channels must be at least 1 (got {})", channels);
-  if (channels == 1) return push(samples);
+  if (channels == 1) return push(samples, arrival);
   const auto c = static_cast<std::size_t>(channels);
   if (samples.size() % c != 0) {
     fail("stream: {} interleaved samples are not whole frames of {} channels", samples.size(), c);
@@ -850,15 +853,16 @@ void StreamDiarizer::push_interleaved(std::span<const float> samples, int channe
     for (std::size_t k = 0; k < c; ++k) sum += samples[i * c + k];
     mono[i] = sum / static_cast<float>(c);
   }
-  push(mono);
+  push(mono, arrival);
 }
 
-void StreamDiarizer::push_int16(std::span<const std::int16_t> samples, int channels) {
+void StreamDiarizer::push_int16(std::span<const std::int16_t> samples, int channels,
+                                std::optional<StreamClock::time_point> arrival) {
   std::vector<float> converted(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i) {
     converted[i] = static_cast<float>(samples[i]) / 32768.0F;
   }
-  push_interleaved(converted, channels);
+  push_interleaved(converted, channels, arrival);
 }
 
 std::vector<StreamEvent> StreamDiarizer::take_events() { return std::exchange(impl_->events, {}); }

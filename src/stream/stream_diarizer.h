@@ -24,6 +24,9 @@
 
 namespace parley::stream {
 
+// The clock of arrival times and event latencies.
+using StreamClock = std::chrono::steady_clock;
+
 // How a stream computes its windows' embeddings (docs/embedding.md §8.9).
 enum class StreamEmbedding {
   // rolling where it applies (the pipeline's embedding mode is shared, the step is a whole
@@ -171,7 +174,8 @@ struct StreamEvent {
   double end = 0.0;         // seconds (kTurnEnd, kTurnUpdate; equal to start for kTurnStart)
   double audio_time = 0.0;  // seconds of audio processed when the event was made (deterministic)
   // Wall seconds from the arrival of the audio at the event's decisive time (a turn start's or
-  // end's, an update's end) to the event (not deterministic: it depends on how audio arrives).
+  // end's, an update's end; push()'s `arrival`) to the moment the event was made, after the
+  // compute of the step that made it (not deterministic: it depends on how audio arrives).
   double latency_seconds = 0.0;
 
   // One line of JSON: {"type":"turn_start","speaker":"SPEAKER_00","start":1.234,...}.
@@ -210,11 +214,17 @@ class StreamDiarizer {
 
   // Mono samples at config().sample_rate, any count (0 too). Runs every whole step that became
   // available; events go to the callback if one is set, else wait for take_events().
-  void push(std::span<const float> samples);
+  // `arrival`: when the last of these samples arrived, for the events' latencies. A caller that
+  // knows it (a paced feeder: its start plus the audio so far; a capture callback's time stamp)
+  // says so, because audio that waited in a backlog before push() arrived earlier than the
+  // call; without it, the audio counts as arriving when push() is called.
+  void push(std::span<const float> samples, std::optional<StreamClock::time_point> arrival = {});
   // Interleaved float samples of `channels` channels, downmixed (mean) to mono.
-  void push_interleaved(std::span<const float> samples, int channels);
+  void push_interleaved(std::span<const float> samples, int channels,
+                        std::optional<StreamClock::time_point> arrival = {});
   // Interleaved signed 16-bit samples (scaled to [-1, 1)), downmixed.
-  void push_int16(std::span<const std::int16_t> samples, int channels);
+  void push_int16(std::span<const std::int16_t> samples, int channels,
+                  std::optional<StreamClock::time_point> arrival = {});
 
   // The events made since the last call, in order.
   std::vector<StreamEvent> take_events();

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "core/error.h"
 
@@ -254,6 +256,135 @@ TEST(StreamDiarizer, CallbackGetsTheEventsInsteadOfTheQueue) {
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.front().rfind(R"({"type":"turn_start","speaker":"SPEAKER_00","start":)", 0), 0U)
       << lines.front();
+}
+
+// LevelModel whose analysis takes a known time, as a real network's does.
+class SlowLevelModel : public LevelModel {
+ public:
+  static constexpr std::chrono::milliseconds kAnalysis{40};
+  explicit SlowLevelModel(std::chrono::milliseconds analysis = kAnalysis) : analysis_(analysis) {}
+  WindowAnalysis analyze(std::span<const float> window) const override {
+    std::this_thread::sleep_for(analysis_);
+    return LevelModel::analyze(window);
+  }
+
+ private:
+  std::chrono::milliseconds analysis_;
+};
+
+TEST(StreamDiarizer, LatencyCountsTheComputeOfTheStepThatMadeTheEvent) {
+  const StreamModels models(std::make_unique<SlowLevelModel>());
+  StreamConfig config;
+  config.latency_seconds = 0.5;
+  StreamDiarizer diarizer(models, config);
+  const std::vector<float> audio = conversation(12.0, 2);
+  std::vector<StreamEvent> events;
+  // 4 s a push: most events are made in the push their audio came with, after a few steps.
+  for (std::size_t at = 0; at < audio.size(); at += 64000) {
+    diarizer.push(
+        std::span<const float>(audio).subspan(at, std::min<std::size_t>(64000, audio.size() - at)));
+    for (StreamEvent& e : diarizer.take_events()) events.push_back(std::move(e));
+  }
+  ASSERT_GT(events.size(), 2U);
+  // Every event was made after a 40 ms analysis that began after its audio arrived.
+  const double floor = std::chrono::duration<double>(SlowLevelModel::kAnalysis).count();
+  for (const StreamEvent& e : events) EXPECT_GE(e.latency_seconds, floor) << e.to_json();
+}
+
+TEST(StreamDiarizer, StatedArrivalCountsAudioThatWaitedBeforeThePush) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  const std::vector<float> audio = conversation(30.0, 3);
+  // The same audio, pushed late: its arrival stated 10 s back, in blocks stamped at their ends as
+  // a paced feeder stamps them.
+  const StreamClock::time_point start = StreamClock::now() - std::chrono::seconds(40);
+  StreamDiarizer late(models, StreamConfig{}), now(models, StreamConfig{});
+  std::vector<StreamEvent> late_events, now_events;
+  for (std::size_t at = 0; at < audio.size(); at += 320) {
+    const std::size_t n = std::min<std::size_t>(320, audio.size() - at);
+    const auto arrival =
+        start + std::chrono::duration_cast<StreamClock::duration>(
+                    std::chrono::duration<double>(static_cast<double>(at + n) / 16000.0));
+    late.push(std::span<const float>(audio).subspan(at, n), arrival);
+    now.push(std::span<const float>(audio).subspan(at, n));
+    for (StreamEvent& e : late.take_events()) late_events.push_back(std::move(e));
+    for (StreamEvent& e : now.take_events()) now_events.push_back(std::move(e));
+  }
+  ASSERT_GT(late_events.size(), 4U);
+  // The stated arrivals are 10 s or more in the past (the audio's 30 s ended 10 s ago); without
+  // them, the audio counts as arriving at the push.
+  for (const StreamEvent& e : late_events) EXPECT_GE(e.latency_seconds, 10.0) << e.to_json();
+  for (const StreamEvent& e : now_events) EXPECT_LT(e.latency_seconds, 5.0) << e.to_json();
+  expect_same_events(late_events, now_events);
+}
+
+// One voice, a 12 s pause (no 10 s window holds two voices), the next voice, and so on.
+std::vector<float> voices_apart(int voices) {
+  std::vector<float> audio;
+  for (int v = 1; v <= voices; ++v) {
+    audio.insert(audio.end(), 15 * 16000, 0.1F * static_cast<float>(v));
+    audio.insert(audio.end(), 12 * 16000, 0.0F);
+  }
+  return audio;
+}
+
+TEST(StreamDiarizer, MaxSpeakersCapsTheSpeakersCreated) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  const std::vector<float> audio = voices_apart(3);
+  StreamConfig config;
+  EXPECT_EQ(stream_in_chunks(models, config, audio, {16000}).result.speaker_count, 3U);
+  config.max_speakers = 2;
+  const StreamRun capped = stream_in_chunks(models, config, audio, {16000});
+  EXPECT_EQ(capped.result.speaker_count, 2U);
+  // The third voice went to a known speaker: it is still found, under an existing label.
+  for (const StreamEvent& e : capped.events) {
+    EXPECT_TRUE(e.speaker == "SPEAKER_00" || e.speaker == "SPEAKER_01") << e.to_json();
+  }
+  double last_end = 0.0;
+  for (const Turn& t : capped.result.turns) last_end = std::max(last_end, t.end);
+  EXPECT_GT(last_end, 2 * 27.0 + 14.0);
+}
+
+TEST(StreamDiarizer, MatchThresholdDecidesBetweenANewSpeakerAndAMatch) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  // The fake's voices are near-orthogonal: cosine distance about 1 between two voices, a few
+  // hundredths between windows of one voice.
+  const std::vector<float> audio = voices_apart(2);
+  StreamConfig config;
+  config.match_threshold = 0.7;  // under 1: the second voice is new
+  EXPECT_EQ(stream_in_chunks(models, config, audio, {16000}).result.speaker_count, 2U);
+  config.match_threshold = 1.5;  // over 1: the second voice matches the first speaker
+  const StreamRun matched = stream_in_chunks(models, config, audio, {16000});
+  EXPECT_EQ(matched.result.speaker_count, 1U);
+  double last_end = 0.0;
+  for (const Turn& t : matched.result.turns) {
+    EXPECT_EQ(t.speaker, "SPEAKER_00");
+    last_end = std::max(last_end, t.end);
+  }
+  EXPECT_GT(last_end, 27.0 + 14.0);
+}
+
+TEST(StreamDiarizer, StreamsOnOneModelSetInThreadsGiveTheirOwnEvents) {
+  // A little time in the model, so that the threads' steps interleave.
+  const StreamModels models(std::make_unique<SlowLevelModel>(std::chrono::milliseconds(2)));
+  StreamConfig config;
+  config.provisional = true;
+  std::vector<std::vector<float>> audios;
+  for (unsigned seed = 1; seed <= 4; ++seed) {
+    audios.push_back(conversation(20.0, 2 + static_cast<int>(seed % 3), 16000.0, seed));
+  }
+  std::vector<StreamRun> alone;
+  for (const auto& audio : audios) alone.push_back(stream_in_chunks(models, config, audio, {4000}));
+  std::vector<StreamRun> together(audios.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < audios.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { together[i] = stream_in_chunks(models, config, audios[i], {1000 + 777 * i}); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t i = 0; i < audios.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_same_events(alone[i].events, together[i].events);
+  }
 }
 
 TEST(StreamDiarizer, ConfigIsValidated) {

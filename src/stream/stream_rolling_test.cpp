@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "audio/mono_resampled_stream.h"
@@ -162,6 +163,48 @@ TEST_F(StreamRolling, EventsDoNotDependOnChunkSizes) {
     for (std::size_t i = 0; i < whole.events.size(); ++i) {
       EXPECT_TRUE(whole.events[i].same_decision(chunked.events[i]))
           << i << ": " << whole.events[i].to_json() << " vs " << chunked.events[i].to_json();
+    }
+  }
+}
+
+// Streams on one model set from several threads (as parley serve's WebSocket streams, or
+// parley_stream handles on one parley_diarizer): each gives the events it gives alone, the
+// rolling trunk's per-stream cache and whole-window streams mixed.
+TEST_F(StreamRolling, StreamsInThreadsOnSharedModelsGiveTheirOwnEvents) {
+  const StreamModels models = make_models();
+  // Two 12 s pieces of the sample's conversation (it starts at 6.7 s): several turns each,
+  // cheap enough for three streams twice over.
+  const std::vector<float> first(audio_.begin() + 80000, audio_.begin() + 272000);
+  const std::vector<float> later(audio_.begin() + 240000, audio_.begin() + 432000);
+  struct Job {
+    const std::vector<float>* audio;
+    StreamEmbedding embedding;
+    std::vector<std::size_t> sizes;
+  };
+  const std::vector<Job> jobs{{&first, StreamEmbedding::kRolling, {3200}},
+                              {&later, StreamEmbedding::kRolling, {1234, 16001}},
+                              {&first, StreamEmbedding::kWindow, {8000}}};
+  const auto run = [&](const Job& job) {
+    StreamConfig config;
+    config.embedding = job.embedding;
+    config.provisional = true;
+    return stream_in_chunks(models, config, *job.audio, job.sizes);
+  };
+  std::vector<StreamRun> alone;
+  for (const Job& job : jobs) alone.push_back(run(job));
+  std::vector<StreamRun> together(jobs.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    threads.emplace_back([&, i] { together[i] = run(jobs[i]); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_GT(alone[i].events.size(), 4U);
+    ASSERT_EQ(alone[i].events.size(), together[i].events.size());
+    for (std::size_t e = 0; e < alone[i].events.size(); ++e) {
+      EXPECT_TRUE(alone[i].events[e].same_decision(together[i].events[e]))
+          << e << ": " << alone[i].events[e].to_json() << " vs " << together[i].events[e].to_json();
     }
   }
 }
