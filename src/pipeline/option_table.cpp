@@ -201,8 +201,8 @@ std::vector<OptionSpec> make_options() {
                    "and vtt",
                    {true, true, true, false, false}, "--exclusive"),
             "Python: each result has both (Diarization.exclusive, to_format(exclusive=True)); "
-            "parley.distributed writes the overlapping turns (its records do not tell the two "
-            "apart yet)"));
+            "parley.distributed writes the overlapping turns (its workers' batches are not given "
+            "the option yet)"));
   {
     const auto names = result_format_names();
     add(choice("format", {names.begin(), names.end()}, "rttm",
