@@ -28,8 +28,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kModelRate = 16000.0;
 constexpr std::int64_t kFrameStepSamples = 270;  // segmentation-3.0's frame step at 16 kHz
-// A window is one chunk: on the CPU its segmentation call has 2 rows, not the whole batch (the
-// rest are padding). 2 rows give the same bits as any larger batch; 1 row takes other kernels.
+// A window is one chunk: its segmentation call has 2 rows, not the whole batch or, on a GPU, the
+// accelerator's multiple of 64 (the rest are padding, and the streams sharing a model take turns
+// on it). On the CPU 2 rows give the same bits as any larger batch; 1 row takes other kernels.
 constexpr std::size_t kSegmentationRows = 2;
 
 // pipeline::ProgressSink that reports nowhere: a window is far too short to draw progress for.
