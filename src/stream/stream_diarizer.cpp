@@ -131,13 +131,16 @@ class DiarizerWindowModel : public WindowModel {
     pipeline::RollingTrunk trunk;
   };
 
-  // auto's choice: rolling where it keeps the batch pipeline's shared-mode definition (its
-  // embedding mode is shared), the graph tells the trunk's reach, and one session takes every
-  // pass length (a provider compiling per shape would compile each step's lengths).
+  // auto's choice (stream::rolling_by_default).
   bool rolling_by_default(const pipeline::EmbeddingExtractor& extractor, bool supported) const {
-    return supported && diarizer_.config().embedding_mode == pipeline::EmbeddingMode::kShared &&
-           extractor.trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal &&
-           !extractor.opens_per_shape();
+    RollingFacts facts;
+    facts.supported = supported;
+    facts.shared_mode = diarizer_.config().embedding_mode == pipeline::EmbeddingMode::kShared;
+    facts.local_field =
+        extractor.trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal;
+    facts.embedding_on_cpu = extractor.config().session.provider == runtime::ProviderId::kCpu &&
+                             !extractor.opens_per_shape();
+    return stream::rolling_by_default(facts);
   }
 
   void check_window(std::span<const float> window) const {
@@ -207,6 +210,10 @@ const char* stream_embedding_name(StreamEmbedding embedding) {
       break;
   }
   return "auto";
+}
+
+bool rolling_by_default(const RollingFacts& facts) {
+  return facts.supported && facts.shared_mode && facts.local_field && facts.embedding_on_cpu;
 }
 
 StreamEmbedding parse_stream_embedding(const std::string& name) {
