@@ -1,11 +1,15 @@
 // stream_bench: figures of live diarization (docs/live.md, docs/benchmarks.md): the latency of
 // final labels fed at real-time pace, agreement with the offline pipeline, the compute per
 // second of audio (streams one core keeps in real time), and the stream's memory after 3 hours
-// against 3 minutes.
+// against 3 minutes. With --streams N: N streams in one process on one set of models (as `parley
+// serve`'s WebSocket streams share the server's), each fed at real-time pace on its own thread:
+// the latency of each and of all together, and whether every stream's events equal the same
+// stream's run alone.
 #include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,12 +20,15 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/cfg/env.h>
 #include <CLI/CLI.hpp>
 
 #include "core/error.h"
 #include "core/progress.h"
 #include "eval/der.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_values.h"
+#include "runtime/shutdown.h"
 #include "stream/stream_diarizer.h"
 #include "wav_16k.h"
 
@@ -33,6 +40,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::vector<std::string> recordings;
   std::string models_dir;
+  std::string embedding_model;  // empty: found in the models folder
   int threads = 1;
   double seconds = 0.0;  // 0: whole recordings
   std::vector<double> latencies{2.0, 0.5};
@@ -44,6 +52,17 @@ struct Options {
   std::vector<std::string> embeddings{"auto"};
   int rounds = 1;
   bool embedding_agreement = false;
+  // Streams at once in this process, one run per count (none: the single-stream figures).
+  std::vector<int> streams;
+  // With streams: how many of them (the first) are compared with their run alone.
+  int compare_alone = 4;
+  double stream_offset = 7.0;      // stream i starts i times this many seconds into the audio
+  int first_stream = 0;            // the streams are i = first_stream, first_stream + 1, ...
+  bool check_streams = false;      // exit 1 when a stream's events differ from its run alone
+  std::string provider;            // empty: the CPU, as the models were always loaded here
+  std::string embedding_provider;  // the embedding network's own, if set
+  std::vector<std::string> provider_options;  // key=value for the accelerator
+  bool force_gpu = false;
 };
 
 class Silent : public ProgressSink {
@@ -76,13 +95,19 @@ struct Fed {
   std::vector<std::string> events;  // as JSON lines, without the wall latencies
 };
 
-// Feeds `audio` in 20 ms blocks, at real-time pace or as fast as possible.
+// Feeds `audio` in 20 ms blocks, at real-time pace or as fast as possible; real-time pace starts
+// at `start` (now if unset).
 Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
-         const std::vector<float>& audio, bool realtime) {
+         const std::vector<float>& audio, bool realtime,
+         std::optional<Clock::time_point> start_at = std::nullopt) {
   stream::StreamDiarizer diarizer(models, config);
   Fed fed;
   const std::size_t block = 320;
+  if (start_at) std::this_thread::sleep_until(*start_at);
   const Clock::time_point start = Clock::now();
+  // At real-time pace each block is pushed stamped with when it was due (below), so a stream that
+  // falls behind (its thread waiting for models that other streams hold) carries its backlog in
+  // its events' latencies.
   auto take = [&] {
     for (stream::StreamEvent e : diarizer.take_events()) {
       if (e.kind != stream::StreamEvent::Kind::kTurnUpdate)
@@ -191,6 +216,113 @@ void embedding_agreement(const stream::StreamModels& models, const std::string& 
       percentile(distances, 0.5), percentile(jitter, 0.5));
 }
 
+// `seconds` of `audio` from `offset` seconds on, wrapping around at its end.
+std::vector<float> excerpt(const std::vector<float>& audio, double offset, double seconds) {
+  std::vector<float> out(static_cast<std::size_t>(seconds * 16000.0));
+  const auto first = static_cast<std::size_t>(offset * 16000.0);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = audio[(first + i) % audio.size()];
+  return out;
+}
+
+std::string distribution(const std::vector<double>& values) {
+  return fmt::format("median {:.3f} s, p95 {:.3f} s, max {:.3f} s", percentile(values, 0.5),
+                     percentile(values, 0.95),
+                     values.empty() ? 0.0 : *std::max_element(values.begin(), values.end()));
+}
+
+// N streams at once on one set of models, each on its own thread at real-time pace, their starts
+// spread evenly over one step (streams that arrive at random moments, not all at one instant).
+// `alone` holds the events of the first streams run alone as fast as possible (more are added
+// as needed, up to `compare`), which the concurrent run must repeat. Returns whether every
+// stream compared gave the same events.
+bool concurrent_streams(const stream::StreamModels& models, const stream::StreamConfig& config,
+                        const std::vector<std::vector<float>>& audios, std::size_t compare,
+                        std::vector<std::vector<std::string>>& alone) {
+  const std::size_t n = audios.size();
+  compare = std::min(compare, n);
+  while (alone.size() < compare) {
+    alone.push_back(feed(models, config, audios[alone.size()], false).events);
+  }
+  std::vector<Fed> fed(n);
+  std::vector<std::exception_ptr> errors(n);
+  const Clock::time_point start = Clock::now() + std::chrono::milliseconds(200);
+  const double cpu_before = process_cpu_seconds();
+  const auto unix_seconds = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const double unix_start = unix_seconds() + 0.2;
+  {
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto delay = std::chrono::duration<double>(
+          config.step_seconds * static_cast<double>(i) / static_cast<double>(n));
+      threads.emplace_back([&, i, delay] {
+        try {
+          fed[i] = feed(models, config, audios[i], true,
+                        start + std::chrono::duration_cast<Clock::duration>(delay));
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu = process_cpu_seconds() - cpu_before;
+  const double unix_end = unix_seconds();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  // A stream keeps up when its final events come within the setting, the wait for the step to
+  // fill (up to one step) and the step's model time (under one step, or the stream falls
+  // behind and its latency grows without end).
+  const double bound = config.latency_seconds + 2.0 * config.step_seconds;
+  std::vector<double> pooled;
+  std::size_t kept = 0, identical = 0, compared = 0;
+  double audio_seconds = 0.0, model_seconds = 0.0;
+  std::size_t steps = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::vector<double>& latencies = fed[i].latencies;
+    pooled.insert(pooled.end(), latencies.begin(), latencies.end());
+    const bool within = !latencies.empty() && percentile(latencies, 0.95) <= bound;
+    const bool checked = i < compare;
+    const bool same = checked && fed[i].events == alone[i];
+    kept += within ? 1 : 0;
+    compared += checked ? 1 : 0;
+    identical += same ? 1 : 0;
+    audio_seconds += static_cast<double>(audios[i].size()) / 16000.0;
+    double stream_model = 0.0;
+    for (const auto& [stage, seconds] : fed[i].stages.entries()) {
+      if (stage != "clustering" && stage != "aggregation") stream_model += seconds;
+    }
+    model_seconds += stream_model;
+    const auto stream_steps = static_cast<std::size_t>(
+        std::ceil(static_cast<double>(audios[i].size()) / (config.step_seconds * 16000.0)));
+    steps += stream_steps;
+    fmt::print(
+        "stream {} of {}: {} final events, {}; {} the bound; model {:.1f} ms a step; events {}\n",
+        i + 1, n, latencies.size(), distribution(latencies), within ? "within" : "OVER",
+        1000.0 * stream_model / static_cast<double>(std::max<std::size_t>(stream_steps, 1)),
+        !checked ? "not compared"
+        : same   ? "identical to the stream alone"
+                 : "DIFFER from the stream alone");
+  }
+  fmt::print(
+      "streams {} in one process (latency {} s, step {} s, bound p95 <= {:.2f} s): {} final "
+      "events, {}; {} of {} within the bound; events identical to the stream alone: {} of {} "
+      "compared; model {:.1f} ms a step (its own calls, not the wait for the shared models); "
+      "{:.1f} s of "
+      "audio in {:.1f} s, process CPU {:.3f} s per second of audio; from {:.1f} to {:.1f} (Unix "
+      "time, to match device samples)\n",
+      n, config.latency_seconds, config.step_seconds, bound, pooled.size(), distribution(pooled),
+      kept, n, identical, compared,
+      1000.0 * model_seconds / static_cast<double>(std::max<std::size_t>(steps, 1)), audio_seconds,
+      wall, cpu / audio_seconds, unix_start, unix_end);
+  std::fflush(stdout);
+  return identical == compared;
+}
+
 // A model that costs nothing: the memory figures are about the stream's own state.
 class QuietModel : public stream::WindowModel {
  public:
@@ -240,6 +372,8 @@ int main(int argc, char** argv) {
   Options options;
   app.add_option("recordings", options.recordings, "16 kHz WAV recordings")->required();
   app.add_option("--models", options.models_dir, "models folder (else the usual search)");
+  app.add_option("--embedding-model", options.embedding_model,
+                 "speaker-embedding .onnx (else the one of the models folder)");
   app.add_option("--threads", options.threads, "CPU threads of the model calls")
       ->capture_default_str();
   app.add_option("--seconds", options.seconds, "use at most this much of each recording (0: all)");
@@ -261,14 +395,56 @@ int main(int argc, char** argv) {
                  "feed every recording this many times per embedding, alternating (timings)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  app.add_option("--streams", options.streams,
+                 "N streams at once in this process on one set of models, each at real-time "
+                 "pace on its own thread; several counts run one after the other, each with "
+                 "every --stream-embedding (only these figures; the first latency setting)")
+      ->check(CLI::Range(1, 512));
+  app.add_option("--compare-alone", options.compare_alone,
+                 "with --streams: compare this many streams' events with their run alone")
+      ->check(CLI::Range(0, 512))
+      ->capture_default_str();
+  app.add_option("--stream-offset", options.stream_offset,
+                 "with --streams: stream i starts i times this many seconds into the audio")
+      ->capture_default_str();
+  app.add_option("--first-stream", options.first_stream,
+                 "with --streams: number the streams from this one (N processes of one stream "
+                 "each, each its own audio)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_flag("--check-streams", options.check_streams,
+               "with --streams: exit 1 when a stream's events differ from its run alone");
+  app.add_option("--provider", options.provider,
+                 "execution provider as `parley stream --provider` (default: the CPU)");
+  app.add_flag("--force-gpu", options.force_gpu, "every model on the GPU provider");
+  app.add_option("--embedding-provider", options.embedding_provider,
+                 "provider of the embedding network only (as `parley stream`)");
+  app.add_option("--provider-option", options.provider_options,
+                 "key=value for the accelerator's provider, repeatable");
   CLI11_PARSE(app, argc, argv);
+  // SPDLOG_LEVEL=debug: each session's first runs by input shape (runtime/onnx_session.cpp).
+  spdlog::cfg::load_env_levels();
+  // Destroyed last: releases ONNX Runtime and its provider libraries in order before exit.
+  const runtime::OnnxRuntimeShutdownGuard onnx_runtime_shutdown;
   try {
     pipeline::DiarizationConfig config;
+    if (!options.provider.empty() || options.force_gpu || !options.embedding_provider.empty()) {
+      // The CLI's routing of the models (pipeline/option_values.h).
+      nlohmann::json values = {{"threads", options.threads}, {"force_gpu", options.force_gpu}};
+      if (!options.provider.empty()) values["provider"] = options.provider;
+      if (!options.embedding_provider.empty()) {
+        values["embedding_provider"] = options.embedding_provider;
+      }
+      if (!options.provider_options.empty()) values["provider_options"] = options.provider_options;
+      pipeline::apply_options(values, config);
+    }
     config.threads = options.threads;
+    pipeline::DiarizationModels explicit_paths;
+    explicit_paths.embedding = options.embedding_model;
     const pipeline::DiarizationModels paths = pipeline::locate_models(
-        {}, options.models_dir.empty() ? std::nullopt
-                                       : std::optional<std::filesystem::path>(options.models_dir));
-    pipeline::Diarizer offline(paths, config);
+        explicit_paths, options.models_dir.empty()
+                            ? std::nullopt
+                            : std::optional<std::filesystem::path>(options.models_dir));
     const stream::StreamModels models(paths, config);
     std::vector<std::vector<float>> audios;
     for (const auto& path : options.recordings) {
@@ -278,6 +454,36 @@ int main(int argc, char** argv) {
       }
       audios.push_back(std::move(audio));
     }
+    if (!options.streams.empty()) {
+      std::vector<float> joined;
+      for (const auto& audio : audios) joined.insert(joined.end(), audio.begin(), audio.end());
+      const double seconds =
+          options.seconds > 0 ? options.seconds : static_cast<double>(joined.size()) / 16000.0;
+      const int most = *std::max_element(options.streams.begin(), options.streams.end());
+      std::vector<std::vector<float>> streams;
+      for (int i = 0; i < most; ++i) {
+        streams.push_back(
+            excerpt(joined, options.stream_offset * (options.first_stream + i), seconds));
+      }
+      bool identical = true;
+      for (const std::string& name : options.embeddings) {
+        stream::StreamConfig stream_config;
+        stream_config.embedding = stream::parse_stream_embedding(name);
+        stream_config.latency_seconds = options.latencies.front();
+        fmt::print("embedding {}\n",
+                   stream::stream_embedding_name(
+                       stream::StreamDiarizer(models, stream_config).embedding()));
+        std::vector<std::vector<std::string>> alone;
+        for (const int n : options.streams) {
+          const std::vector<std::vector<float>> these(streams.begin(), streams.begin() + n);
+          identical = concurrent_streams(models, stream_config, these,
+                                         static_cast<std::size_t>(options.compare_alone), alone) &&
+                      identical;
+        }
+      }
+      return options.check_streams && !identical ? 1 : 0;
+    }
+    pipeline::Diarizer offline(paths, config);
 
     // Compute per second of audio, as fast as possible (default settings but the embedding).
     struct Measured {

@@ -342,7 +342,8 @@ void add_stream_command(CLI::App& app) {
       ->add_option("--stream-embedding", arguments->embedding,
                    "how windows are embedded: rolling keeps the embedding trunk's frames between "
                    "steps (less than half the CPU at a 0.5 s step), window runs it on every whole "
-                   "window; auto: rolling with --embedding-mode shared and a step of whole 10 ms")
+                   "window; auto: rolling with --embedding-mode shared, a step of whole 10 ms "
+                   "and the embedding network on the CPU")
       ->check(CLI::IsMember({"auto", "window", "rolling"}))
       ->capture_default_str();
   command->add_flag("--realtime", arguments->realtime,

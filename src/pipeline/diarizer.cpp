@@ -282,9 +282,9 @@ DiarizationResult Diarizer::cluster(
 std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
     std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
     ProgressSink& progress, const SamplesPassed& passed, const SamplesNeeded& needed,
-    std::size_t segmentation_cpu_rows, const ChunkRangeEmbedder& embed) {
+    std::size_t segmentation_rows, const ChunkRangeEmbedder& embed) {
   SegmentEmbedSettings settings;
-  settings.segmentation_cpu_rows = segmentation_cpu_rows;
+  settings.segmentation_rows = segmentation_rows;
   settings.chunk_seconds = kChunkSeconds;
   settings.step_seconds = config_.step_seconds;
   settings.streaming = config_.streaming;

@@ -219,14 +219,14 @@ class Diarizer {
   // (pipeline/segment_embed_scheduler.h, which says when the result equals diarizing each
   // alone). `times[i]` receives recording i's share of
   // segmentation (by chunks) and its own embedding time. One call at a time per Diarizer.
-  // `needed` as for diarize(). `segmentation_cpu_rows` > 0: on the CPU, segmentation calls of
-  // that many rows instead of the whole batch (SegmentationModel::plan_calls), for callers whose
-  // recordings are always one chunk. `embed`, when set, computes the embeddings instead of the
-  // configured mode (checked as the pipeline checks its own: finite for speech).
+  // `needed` as for diarize(). `segmentation_rows` > 0: segmentation calls of that many rows
+  // instead of the whole batch or the accelerator's multiple (SegmentationModel::plan_calls), for
+  // callers whose recordings are always one chunk. `embed`, when set, computes the embeddings
+  // instead of the configured mode (checked as the pipeline checks its own: finite for speech).
   std::vector<DiarizationIntermediates> segment_and_embed(
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
       ProgressSink& progress, const SamplesPassed& passed = {}, const SamplesNeeded& needed = {},
-      std::size_t segmentation_cpu_rows = 0, const ChunkRangeEmbedder& embed = {});
+      std::size_t segmentation_rows = 0, const ChunkRangeEmbedder& embed = {});
   // How the embedding time of the last recording embedded in shared mode divides ("embedding
   // features", "embedding trunk", "embedding pooling"); empty in exact mode. The live
   // diarizer's per-stage figures (stream_bench).

@@ -71,10 +71,10 @@ class SegmentEmbedScheduler::ChunkStream final : public SegmentationFeed {
 
   // Runs `segmentation` over the stream's `chunk_count` chunks, then closes the queue, with the
   // error that stopped it if one did.
-  void segment(SegmentationModel& segmentation, std::size_t chunk_count, std::size_t cpu_rows) {
+  void segment(SegmentationModel& segmentation, std::size_t chunk_count, std::size_t rows) {
     try {
       start_ = std::chrono::steady_clock::now();
-      if (chunk_count > 0) segmentation.run(chunk_count, *this, cpu_rows);
+      if (chunk_count > 0) segmentation.run(chunk_count, *this, rows);
       queue_.close();
     } catch (...) {
       queue_.close(std::current_exception());
@@ -200,7 +200,7 @@ class SegmentEmbedScheduler::Run {
   }
 
  private:
-  void segment() { chunks_.segment(segmentation_, chunk_count_, settings_.segmentation_cpu_rows); }
+  void segment() { chunks_.segment(segmentation_, chunk_count_, settings_.segmentation_rows); }
 
   // Keeps a segmentation call's chunks as one powerset class a frame, in their recordings.
   void keep_classes(const SegmentedBatch& batch) {

@@ -40,8 +40,8 @@ struct SegmentEmbedSettings {
   // The embedding reads the whole recording before its first range (the shared trunk's blocks,
   // margins and recording-wide mean): it waits for all of a still-arriving recording.
   bool embedding_reads_whole_recording = false;
-  // SegmentationModel::plan_calls's cpu_rows: 0, the whole batch.
-  std::size_t segmentation_cpu_rows = 0;
+  // SegmentationModel::plan_calls's rows: 0, the whole batch (the accelerator's multiple).
+  std::size_t segmentation_rows = 0;
 };
 
 class SegmentEmbedScheduler {

@@ -639,12 +639,12 @@ void HttpApi::open_live_stream(const httplib::Request& request, httplib::Respons
                fmt::format("format must be s16le or f32le (got '{}')", value.substr(0, 40)));
       }
     } else if (name == "step" || name == "latency" || name == "provisional" ||
-               name == "final_recluster") {
+               name == "final_recluster" || name == "embedding") {
       stream_request.settings[name] = value;
     } else {
       refuse(400, "bad_request",
              fmt::format("unknown parameter '{}' (rate, format, channels, step, latency, "
-                         "provisional, final_recluster, token)",
+                         "provisional, final_recluster, embedding, token)",
                          valid_utf8(name.substr(0, 40))));
     }
   }

@@ -25,7 +25,8 @@ struct LiveStreamRequest {
   int sample_rate = 16000;
   PcmFormat format = PcmFormat::kS16le;
   int channels = 1;
-  // step, latency, provisional, final_recluster: checked by the diarizer's own configuration.
+  // step, latency, provisional, final_recluster, embedding: checked by the diarizer's own
+  // configuration.
   std::map<std::string, std::string> settings;
 
   std::size_t bytes_per_frame() const;  // one sample of every channel

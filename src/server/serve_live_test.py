@@ -7,10 +7,11 @@ segmentation model and the tiny test embedding model.
 A small WebSocket client of its own (RFC 6455, standard library only) streams an eval recording
 as 16 kHz s16le: events arrive while it streams, the result ends the stream and matches the
 turns the events announced and `parley stream` of the same file with the same settings; then
-auth (401, the token as query parameter and as subprotocol), the stream limit (503), hostile
-frames closed with their code, a client that leaves mid-stream (the stream is freed, the server
-stays healthy), and SIGTERM with streams open (close 1001, a prompt exit). Exits 77 (skipped)
-without the shared folder."""
+the embedding parameter (window against `parley stream --stream-embedding window`, an unknown
+choice refused), auth (401, the token as query parameter and as subprotocol), the stream limit
+(503), hostile frames closed with their code, a client that leaves mid-stream (the stream is
+freed, the server stays healthy), and SIGTERM with streams open (close 1001, a prompt exit).
+Exits 77 (skipped) without the shared folder."""
 import base64
 import json
 import os
@@ -204,6 +205,26 @@ try:
                        for line in open(rttm_path) if line.startswith("SPEAKER"))
     served_lines = sorted(line.split()[3:5] + [line.split()[7]] for line in rttm_lines)
     check(cli_lines and cli_lines == served_lines, "the served result equals `parley stream`'s")
+    # The embedding parameter, as `parley stream --stream-embedding`: window's events are the
+    # CLI's with the same choice; a choice that does not exist is refused before the upgrade.
+    window = Client(server, f"?token={TOKEN}{settings}&embedding=window")
+    check(window.status == 101, f"upgrade with embedding=window: {window.head}")
+    for offset in range(0, len(pcm), 32000):
+        window.send_frame(0x2, pcm[offset:offset + 32000])
+    window.send_frame(0x1, b'{"type":"finish"}')
+    window_events, window_code = window.events_until_close()
+    window.close()
+    check(window_code == 1000, f"the window stream ends with close 1000 (got {window_code})")
+    printed = subprocess.run([parley, "stream", recording, *engine, "--latency", "2", "--step",
+                              "0.5", "--stream-embedding", "window"], check=True,
+                             capture_output=True, text=True)
+    cli_window = [json.loads(line) for line in printed.stdout.splitlines() if line.strip()]
+    check(decisions(window_events) == decisions(cli_window),
+          f"embedding=window serves `parley stream --stream-embedding window`'s events "
+          f"({len(window_events) - 1} vs {len(cli_window)})")
+    refused = Client(server, f"?token={TOKEN}&embedding=whole")
+    check(refused.status == 400, f"embedding=whole: 400 ({refused.head})")
+    refused.close()
 
     # Auth: none, wrong, as query parameter (above), as subprotocol.
     check(Client(server).status == 401, "no token: 401")

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "pipeline/option_table.h"
 #include "pipeline/result_writer.h"
 
 namespace parley::server {
@@ -20,6 +21,21 @@ double seconds_setting(const std::string& name, const std::string& text) {
     fail("{} must be a number of seconds (got '{}')", name, text.substr(0, 40));
   }
   return value;
+}
+
+// The stream's embedding as the option table's choices read it (the grammar and message of every
+// other option of the API); `parley stream --stream-embedding` takes the same three.
+stream::StreamEmbedding embedding_setting(const std::string& text) {
+  static const pipeline::OptionSpec spec = [] {
+    pipeline::OptionSpec embedding;
+    embedding.name = "embedding";
+    embedding.type = pipeline::OptionType::kChoice;
+    embedding.choices = {"auto", "window", "rolling"};
+    embedding.default_value = "auto";
+    embedding.help = "how the stream's windows are embedded (docs/live.md)";
+    return embedding;
+  }();
+  return stream::parse_stream_embedding(spec.parse(text).get<std::string>());
 }
 
 bool flag_setting(const std::string& name, const std::string& text) {
@@ -90,8 +106,11 @@ stream::StreamConfig stream_config(const LiveStreamRequest& request,
       config.provisional = flag_setting(name, value);
     } else if (name == "final_recluster") {
       config.final_recluster = flag_setting(name, value);
+    } else if (name == "embedding") {
+      config.embedding = embedding_setting(value);
     } else {
-      fail("unknown stream setting '{}' (step, latency, provisional, final_recluster)", name);
+      fail("unknown stream setting '{}' (step, latency, provisional, final_recluster, embedding)",
+           name);
     }
   }
   config.validate();

@@ -17,6 +17,29 @@ TEST(StreamDiarizerSession, RequestSettingsBecomeTheStreamConfig) {
   EXPECT_EQ(config.latency_seconds, 1.5);
   EXPECT_TRUE(config.provisional);
   EXPECT_FALSE(config.final_recluster);
+  EXPECT_EQ(config.embedding, stream::StreamEmbedding::kAuto);
+}
+
+// As `parley stream --stream-embedding`: auto, window or rolling.
+TEST(StreamDiarizerSession, EmbeddingIsAStreamSetting) {
+  for (const auto& [text, expected] : {std::pair{"auto", stream::StreamEmbedding::kAuto},
+                                       std::pair{"window", stream::StreamEmbedding::kWindow},
+                                       std::pair{"rolling", stream::StreamEmbedding::kRolling}}) {
+    LiveStreamRequest request;
+    request.settings = {{"embedding", text}};
+    EXPECT_EQ(stream_config(request, {}).embedding, expected) << text;
+  }
+  LiveStreamRequest request;
+  request.settings = {{"embedding", "whole"}};
+  try {
+    stream_config(request, {});
+    FAIL() << "embedding=whole was taken";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("embedding"), std::string::npos) << message;
+    EXPECT_NE(message.find("rolling"), std::string::npos) << message;  // the choices
+    EXPECT_NE(message.find("whole"), std::string::npos) << message;
+  }
 }
 
 TEST(StreamDiarizerSession, BadSettingsAreErrorsNamingThem) {
@@ -36,6 +59,7 @@ TEST(StreamDiarizerSession, BadSettingsAreErrorsNamingThem) {
   EXPECT_NE(message("provisional", "yes").find("provisional"), std::string::npos);
   EXPECT_NE(message("step", "").find("step"), std::string::npos);
   EXPECT_NE(message("color", "red").find("color"), std::string::npos);
+  EXPECT_NE(message("embedding", "").find("embedding"), std::string::npos);
 }
 
 }  // namespace

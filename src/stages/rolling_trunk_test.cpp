@@ -6,8 +6,12 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "graph/embedding_model_test_support.h"
@@ -281,6 +285,31 @@ TEST(RollingTrunk, WorkPerStep) {
     EXPECT_LE(most, bound);
     EXPECT_GE(most, trunk.step_frames());
   }
+}
+
+// On a GPU every new input length is a first run that goes alone in the process while cuDNN
+// picks its kernels (runtime/new_shape_gate.h): the passes after the first take only as many
+// lengths as the step has phases against the stride (0.5 s = 50 fbank frames: 4 phases of 8),
+// here with ResNet34's reach (112 frames to the left, about as many to the right), and none is
+// padded towards a fixed length.
+TEST(RollingTrunk, PassesTakeOneLengthPerPhaseOfTheStep) {
+  const auto audio = synthetic_recording(40 * kRate);
+  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  const Windows windows = windows_over(audio, 8000);
+  RollingTrunkConfig config;
+  config.margin_frames = 108;
+  RollingTrunk trunk(extractor, config);
+  ASSERT_EQ(trunk.left_reach(), 112u);
+  std::set<std::size_t> lengths;
+  trunk.advance(windows.window(1));
+  for (std::size_t k = 2; k <= windows.count; ++k) {
+    trunk.advance(windows.window(k));
+    lengths.insert(trunk.last_pass_frames());
+  }
+  RecordProperty("pass_lengths", fmt::format("{}", fmt::join(lengths, ",")));
+  EXPECT_LE(lengths.size(), 4u);
+  EXPECT_LE(*lengths.rbegin(), trunk.step_frames() + 2 * trunk.left_reach());
 }
 
 TEST(RollingTrunk, RefusesStepsOffTheFbankGrid) {

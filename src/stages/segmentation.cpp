@@ -252,21 +252,36 @@ std::size_t SegmentationModel::accelerator_chunks_in_flight() const {
 }
 
 std::vector<runtime::BatchSlice> SegmentationModel::plan_calls(std::size_t chunk_count,
-                                                               std::size_t cpu_rows) const {
-  std::size_t batch_size = effective_batch_size();
+                                                               std::size_t rows) const {
+  const std::size_t batch_size = effective_batch_size();
   if (config_.batch_buckets && signature_.batch_is_dynamic) {
     return runtime::plan_batches(chunk_count, *config_.batch_buckets, batch_size);
   }
-  if (cpu_rows > 0 && config_.provider == runtime::ProviderId::kCpu) {
-    batch_size = std::min(batch_size, cpu_rows);
+  const SegmentationCallPadding padding = config_.provider == runtime::ProviderId::kCpu
+                                              ? SegmentationCallPadding::kWholeBatch
+                                          : static_shapes_ ? SegmentationCallPadding::kNone
+                                                           : SegmentationCallPadding::kMultiple;
+  return plan_unbucketed_calls(chunk_count, batch_size, padding, config_.accelerator_batch_multiple,
+                               rows);
+}
+
+std::vector<runtime::BatchSlice> plan_unbucketed_calls(std::size_t chunk_count,
+                                                       std::size_t batch_size,
+                                                       SegmentationCallPadding padding,
+                                                       std::size_t accelerator_multiple,
+                                                       std::size_t rows) {
+  // A static-shape provider compiles the batch it is given: capping it would compile one more.
+  if (rows > 0 && padding != SegmentationCallPadding::kNone) {
+    batch_size = std::min(batch_size, rows);
+    return plan_padded_calls(chunk_count, batch_size, batch_size);
   }
   // On the CPU every call is padded to the whole batch: a row's result does not depend on the
   // other rows of a matrix product, but a call of one chunk takes the matrix-vector kernels.
   // Padded, a chunk's arithmetic is the same wherever it falls (last call of a run, or among
   // another recording's chunks in a corpus batch).
-  const std::size_t multiple = config_.provider == runtime::ProviderId::kCpu ? batch_size
-                               : static_shapes_                              ? 1
-                                                : config_.accelerator_batch_multiple;
+  const std::size_t multiple = padding == SegmentationCallPadding::kWholeBatch ? batch_size
+                               : padding == SegmentationCallPadding::kNone     ? 1
+                                                                           : accelerator_multiple;
   return plan_padded_calls(chunk_count, batch_size, multiple);
 }
 
@@ -285,9 +300,9 @@ std::vector<runtime::BatchSlice> plan_padded_calls(std::size_t chunk_count, std:
   return plan;
 }
 
-void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std::size_t cpu_rows) {
+void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std::size_t rows) {
   const std::size_t samples = config_.samples_per_chunk;
-  const std::vector<runtime::BatchSlice> calls = plan_calls(chunk_count, cpu_rows);
+  const std::vector<runtime::BatchSlice> calls = plan_calls(chunk_count, rows);
   const std::size_t batch_count = calls.size();
   std::vector<NdArray<float>> batch_outputs(batch_count);
 
@@ -448,7 +463,7 @@ void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std
   }
 }
 
-NdArray<float> SegmentationModel::run(const NdArray<float>& chunks, std::size_t cpu_rows) {
+NdArray<float> SegmentationModel::run(const NdArray<float>& chunks, std::size_t rows) {
   if (chunks.rank() != 2 || chunks.dim(1) != config_.samples_per_chunk) {
     fail("segmentation: chunks must be [chunk_count, {}] samples, got [{}]",
          config_.samples_per_chunk, fmt::join(chunks.shape(), ","));
@@ -465,7 +480,7 @@ NdArray<float> SegmentationModel::run(const NdArray<float>& chunks, std::size_t 
    private:
     const NdArray<float>& chunks_;
   } feed(chunks);
-  run(chunks.dim(0), feed, cpu_rows);
+  run(chunks.dim(0), feed, rows);
   if (chunks.dim(0) == 0) {
     return NdArray<float>({0, 0, static_cast<std::size_t>(signature_.classes)});
   }

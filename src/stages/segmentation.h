@@ -108,6 +108,23 @@ std::string unfolded_fp16_warning(const std::string& model_bytes, const std::str
 std::vector<runtime::BatchSlice> plan_padded_calls(std::size_t chunk_count, std::size_t batch_size,
                                                    std::size_t multiple);
 
+// Where a provider puts a run's calls without buckets.
+enum class SegmentationCallPadding {
+  kWholeBatch,  // the CPU: every call padded to the whole batch
+  kMultiple,    // a dynamic-shape accelerator: to accelerator_batch_multiple
+  kNone,        // a static-shape provider: compiled per batch, calls as they come
+};
+// The calls of a run of `chunk_count` chunks in calls of `batch_size`, padded as `padding` says
+// (kMultiple: to `accelerator_multiple`). `rows` > 0 caps a call at that many chunks and pads
+// every call to it, on the CPU and on a dynamic-shape accelerator alike: a run that is always one
+// 10 s window (the live diarizer's step) then costs `rows` rows, not 64 or the whole batch, and
+// has one shape (one first run) on an accelerator.
+std::vector<runtime::BatchSlice> plan_unbucketed_calls(std::size_t chunk_count,
+                                                       std::size_t batch_size,
+                                                       SegmentationCallPadding padding,
+                                                       std::size_t accelerator_multiple,
+                                                       std::size_t rows);
+
 class SegmentationModel {
  public:
   // `sessions`: where the accelerator sessions come from, shared with other users of the same
@@ -127,21 +144,18 @@ class SegmentationModel {
   // Chunks an accelerator runs at once (a batch per call in flight); 0 on the CPU. A caller
   // that feeds fewer leaves the device padding or idle (the corpus engine waits for this many).
   std::size_t accelerator_chunks_in_flight() const;
-  // The calls run() makes for `chunk_count` chunks (padded to buckets when configured).
-  // `cpu_rows` > 0: on the CPU (no buckets), calls of at most that many chunks (capped at the
-  // batch), each padded to it, for a caller whose runs are always that short (the live
-  // diarizer's one window) and need not pay for the whole batch's padding rows. A chunk's
-  // result is then that of a call of `cpu_rows` rows.
-  std::vector<runtime::BatchSlice> plan_calls(std::size_t chunk_count,
-                                              std::size_t cpu_rows = 0) const;
+  // The calls run() makes for `chunk_count` chunks (padded to buckets when configured, else
+  // plan_unbucketed_calls). `rows` > 0: calls of at most that many chunks, each padded to it,
+  // for a caller whose runs are always that short (the live diarizer's one window).
+  std::vector<runtime::BatchSlice> plan_calls(std::size_t chunk_count, std::size_t rows = 0) const;
   // The model as the sessions load it: rewritten for an accelerator, else the file's bytes
   // (empty when the file is loaded directly).
   const std::string& rewritten_model() const { return rewritten_model_; }
 
   // Runs `chunk_count` chunks read from `feed` and hands their log-probabilities to it, call by
   // call in chunk order (stages/segmentation_feed.h). One run at a time per SegmentationModel
-  // (its workers' sessions and buffers are reused). `cpu_rows` as for plan_calls().
-  void run(std::size_t chunk_count, SegmentationFeed& feed, std::size_t cpu_rows = 0);
+  // (its workers' sessions and buffers are reused). `rows` as for plan_calls().
+  void run(std::size_t chunk_count, SegmentationFeed& feed, std::size_t rows = 0);
   // Whether the first convolution is shared (share_first_convolution, a CPU session and a
   // model that starts that way).
   bool shares_first_convolution() const { return first_convolution_ != nullptr; }
@@ -152,7 +166,7 @@ class SegmentationModel {
   }
   // For chunks already cut, `chunks` [chunk_count, samples_per_chunk]: their log-probabilities
   // [chunk_count, frames, classes].
-  NdArray<float> run(const NdArray<float>& chunks, std::size_t cpu_rows = 0);
+  NdArray<float> run(const NdArray<float>& chunks, std::size_t rows = 0);
 
  private:
   struct Worker;

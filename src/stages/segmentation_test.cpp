@@ -108,6 +108,31 @@ TEST(PlanPaddedCalls, PadsTheLastCallToAMultipleWithinTheBatch) {
   EXPECT_THROW(plan_padded_calls(7, 4, 0), Error);
 }
 
+// A run that is always one window (the live diarizer's step) asks for 2 rows: on a dynamic-shape
+// GPU too, where it was padded to 64 rows of which 63 were zeros, every step of every stream.
+TEST(PlanUnbucketedCalls, RowsCapEveryCallOnTheCpuAndOnADynamicShapeAccelerator) {
+  using runtime::BatchSlice;
+  using Padding = SegmentationCallPadding;
+  EXPECT_EQ(plan_unbucketed_calls(1, 128, Padding::kMultiple, 64, 2),
+            (std::vector<BatchSlice>{{0, 1, 2}}));
+  EXPECT_EQ(plan_unbucketed_calls(1, 128, Padding::kMultiple, 64, 0),
+            (std::vector<BatchSlice>{{0, 1, 64}}))
+      << "without rows, a GPU's multiple";
+  EXPECT_EQ(plan_unbucketed_calls(3, 128, Padding::kMultiple, 64, 2),
+            (std::vector<BatchSlice>{{0, 2, 2}, {2, 1, 2}}));
+  EXPECT_EQ(plan_unbucketed_calls(1, 4, Padding::kWholeBatch, 64, 2),
+            (std::vector<BatchSlice>{{0, 1, 2}}));
+  EXPECT_EQ(plan_unbucketed_calls(1, 4, Padding::kWholeBatch, 64, 0),
+            (std::vector<BatchSlice>{{0, 1, 4}}))
+      << "the CPU's whole batch";
+  EXPECT_EQ(plan_unbucketed_calls(1, 1, Padding::kWholeBatch, 64, 2),
+            (std::vector<BatchSlice>{{0, 1, 1}}))
+      << "never past the batch";
+  EXPECT_EQ(plan_unbucketed_calls(1, 128, Padding::kNone, 64, 2),
+            (std::vector<BatchSlice>{{0, 1, 1}}))
+      << "a static-shape provider compiles the calls it gets";
+}
+
 TEST(SegmentationModel, MissingModelNamesTheFile) {
   try {
     SegmentationModel model("/nonexistent/seg.onnx", SegmentationConfig{});

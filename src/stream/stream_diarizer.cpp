@@ -28,8 +28,9 @@ namespace {
 using Clock = StreamClock;
 constexpr double kModelRate = 16000.0;
 constexpr std::int64_t kFrameStepSamples = 270;  // segmentation-3.0's frame step at 16 kHz
-// A window is one chunk: on the CPU its segmentation call has 2 rows, not the whole batch (the
-// rest are padding). 2 rows give the same bits as any larger batch; 1 row takes other kernels.
+// A window is one chunk: its segmentation call has 2 rows, not the whole batch or, on a GPU, the
+// accelerator's multiple of 64 (the rest are padding, and the streams sharing a model take turns
+// on it). On the CPU 2 rows give the same bits as any larger batch; 1 row takes other kernels.
 constexpr std::size_t kSegmentationRows = 2;
 
 // pipeline::ProgressSink that reports nowhere: a window is far too short to draw progress for.
@@ -130,13 +131,16 @@ class DiarizerWindowModel : public WindowModel {
     pipeline::RollingTrunk trunk;
   };
 
-  // auto's choice: rolling where it keeps the batch pipeline's shared-mode definition (its
-  // embedding mode is shared), the graph tells the trunk's reach, and one session takes every
-  // pass length (a provider compiling per shape would compile each step's lengths).
+  // auto's choice (stream::rolling_by_default).
   bool rolling_by_default(const pipeline::EmbeddingExtractor& extractor, bool supported) const {
-    return supported && diarizer_.config().embedding_mode == pipeline::EmbeddingMode::kShared &&
-           extractor.trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal &&
-           !extractor.opens_per_shape();
+    RollingFacts facts;
+    facts.supported = supported;
+    facts.shared_mode = diarizer_.config().embedding_mode == pipeline::EmbeddingMode::kShared;
+    facts.local_field =
+        extractor.trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal;
+    facts.embedding_on_cpu = extractor.config().session.provider == runtime::ProviderId::kCpu &&
+                             !extractor.opens_per_shape();
+    return stream::rolling_by_default(facts);
   }
 
   void check_window(std::span<const float> window) const {
@@ -206,6 +210,10 @@ const char* stream_embedding_name(StreamEmbedding embedding) {
       break;
   }
   return "auto";
+}
+
+bool rolling_by_default(const RollingFacts& facts) {
+  return facts.supported && facts.shared_mode && facts.local_field && facts.embedding_on_cpu;
 }
 
 StreamEmbedding parse_stream_embedding(const std::string& name) {

@@ -42,6 +42,20 @@ enum class StreamEmbedding {
   kRolling,
 };
 const char* stream_embedding_name(StreamEmbedding embedding);  // "auto", "window", "rolling"
+
+// What StreamEmbedding::kAuto's choice depends on.
+struct RollingFacts {
+  bool supported = false;         // the step and the trunk allow it (rolling_trunk_supported)
+  bool shared_mode = false;       // the pipeline's embedding mode is shared (rolling's definition)
+  bool local_field = false;       // the graph tells the trunk's receptive field, and it is local
+  bool embedding_on_cpu = false;  // the embedding network runs on the CPU
+};
+// Whether auto rolls. Not on an accelerator: a pass's length follows the step's phase against
+// the trunk's stride (4 lengths at 0.5 s, alternating every step), and a GPU provider rebuilds
+// its convolutions' state at every change of shape (on CUDA with cuDNN's exhaustive search
+// 0.40 s a step, heuristic 0.08 s, where the whole window's fixed-shape pass takes 0.05 s:
+// docs/live.md); a static-shape provider would compile each length.
+bool rolling_by_default(const RollingFacts& facts);
 // Fails naming the choices for anything else.
 StreamEmbedding parse_stream_embedding(const std::string& name);
 

@@ -401,5 +401,19 @@ TEST(StreamDiarizer, ConfigIsValidated) {
   EXPECT_NE(StreamConfig{}.to_string().find("latency=2s"), std::string::npos);
 }
 
+// auto rolls only where every condition holds; on an accelerator (where the embedding network
+// runs elsewhere than on the CPU) it keeps whole windows, whose pass has one shape.
+TEST(StreamEmbeddingChoice, AutoRollsOnlyWithTheEmbeddingOnTheCpu) {
+  RollingFacts all;
+  all.supported = all.shared_mode = all.local_field = all.embedding_on_cpu = true;
+  EXPECT_TRUE(rolling_by_default(all));
+  for (bool RollingFacts::*fact : {&RollingFacts::supported, &RollingFacts::shared_mode,
+                                   &RollingFacts::local_field, &RollingFacts::embedding_on_cpu}) {
+    RollingFacts one_missing = all;
+    one_missing.*fact = false;
+    EXPECT_FALSE(rolling_by_default(one_missing));
+  }
+}
+
 }  // namespace
 }  // namespace parley::stream
