@@ -544,17 +544,19 @@ struct StreamDiarizer::Impl {
     for (std::size_t a = 0; a < active.size(); ++a) {
       if (matched[a]) continue;
       const std::size_t l = active[a];
-      if (long_enough[l] && centroids.size() < config.max_speakers) {
-        result[l] = centroids.size();
-        centroids.push_back(unit[l]);
-        open_turn.emplace_back();
-        continue;
-      }
       // A short or surplus voice goes to the closest speaker not already in this window.
       std::optional<std::size_t> best;
       for (std::size_t s = 0; s < known; ++s) {
         if (taken[s]) continue;
         if (!best || distance(a, s) < distance(a, *best)) best = s;
+      }
+      // A short voice with no such speaker founds one (as diart's first window does): else
+      // sparse speech, never 'long' in any window, would be dropped from the output entirely.
+      if ((long_enough[l] || !best) && centroids.size() < config.max_speakers) {
+        result[l] = centroids.size();
+        centroids.push_back(unit[l]);
+        open_turn.emplace_back();
+        continue;
       }
       if (best) {
         result[l] = *best;

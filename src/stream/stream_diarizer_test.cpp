@@ -344,6 +344,48 @@ TEST(StreamDiarizer, MaxSpeakersCapsTheSpeakersCreated) {
   EXPECT_GT(last_end, 2 * 27.0 + 14.0);
 }
 
+// Seconds of the turns of `run` that overlap [start, end).
+double found_in(const StreamRun& run, double start, double end) {
+  double seconds = 0.0;
+  for (const Turn& t : run.result.turns) {
+    seconds += std::max(0.0, std::min(end, t.end) - std::max(start, t.start));
+  }
+  return seconds;
+}
+
+// Sparse speech is active in no window for min_update_activity of it: it must still be found,
+// whether no speaker exists yet or every known speaker is already in the window.
+TEST(StreamDiarizer, SparseSpeechIsNotDropped) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  const StreamConfig config;
+  // One voice, 1 s every 5 s after the first window: at most 2 s of any 10 s window.
+  std::vector<float> alone(32 * 16000, 0.0F);
+  for (int at : {12, 17, 22, 27}) {
+    std::fill_n(alone.begin() + at * 16000, 16000, 0.1F);
+  }
+  const StreamRun lone = stream_in_chunks(models, config, alone, {16000});
+  EXPECT_EQ(lone.result.speaker_count, 1U);
+  for (int at : {12, 17, 22, 27}) {
+    EXPECT_GT(found_in(lone, at, at + 1.0), 0.8) << "utterance at " << at << " s";
+  }
+
+  // A long voice throughout, with 1 s of a second voice every 5 s after its first 15 s.
+  std::vector<float> beside(40 * 16000, 0.1F);
+  for (int at : {15, 20, 25, 30, 35}) {
+    std::fill_n(beside.begin() + at * 16000, 16000, 0.2F);
+  }
+  const StreamRun both = stream_in_chunks(models, config, beside, {16000});
+  EXPECT_EQ(both.result.speaker_count, 2U);
+  for (int at : {15, 20, 25, 30, 35}) {
+    double second = 0.0;
+    for (const Turn& t : both.result.turns) {
+      if (t.speaker != "SPEAKER_01") continue;
+      second += std::max(0.0, std::min(at + 1.0, t.end) - std::max<double>(at, t.start));
+    }
+    EXPECT_GT(second, 0.8) << "second voice at " << at << " s";
+  }
+}
+
 TEST(StreamDiarizer, MatchThresholdDecidesBetweenANewSpeakerAndAMatch) {
   const StreamModels models(std::make_unique<LevelModel>());
   // The fake's voices are near-orthogonal: cosine distance about 1 between two voices, a few
