@@ -30,7 +30,7 @@ namespace {
 
 parley::pipeline::DiarizationConfig variant_config(parley::pipeline::DiarizationConfig config,
                                                    const std::string& variant) {
-  using parley::pipeline::EmbeddingMode;
+  using parley::stages::EmbeddingMode;
   if (variant == "exact") {
     config.embedding_mode = EmbeddingMode::kExact;
     return config;
@@ -42,7 +42,7 @@ parley::pipeline::DiarizationConfig variant_config(parley::pipeline::Diarization
     return config;
   }
   if (variant == "shared-recording-mean") {
-    config.shared_trunk.mean = parley::pipeline::SharedTrunkMean::kRecording;
+    config.shared_trunk.mean = parley::stages::SharedTrunkMean::kRecording;
     return config;
   }
   parley::fail("unknown variant '{}': use exact, shared, shared-aligned or shared-recording-mean",
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
           diarizer.diarize(samples, uri, quiet, std::filesystem::path(out) / variant);
       const double wall = parley::seconds_since(start);
       parley::eval::write_rttm(std::filesystem::path(out) / (variant + ".rttm"),
-                               parley::pipeline::to_eval_turns(result.turns, uri));
+                               parley::frames::to_eval_turns(result.turns, uri));
       double embedding_seconds = 0.0;
       for (const auto& [stage, seconds] : result.stage_times.entries()) {
         if (stage == "embedding") embedding_seconds = seconds;

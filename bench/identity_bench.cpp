@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       std::copy(centroid.begin(), centroid.end(), result.speaker_embeddings.data() + s * dimension);
       for (int t = 0; t < 20; ++t) {
         const double start = 10.0 * t + static_cast<double>(s);
-        result.turns.push_back({start, start + 1.0, parley::pipeline::speaker_label(s),
+        result.turns.push_back({start, start + 1.0, parley::frames::speaker_label(s),
                                 static_cast<int>(s), static_cast<int>(s)});
       }
     }

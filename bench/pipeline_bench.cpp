@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   app.add_option("--step", config.step_seconds);
   bool no_streaming = false;
   app.add_flag("--no-streaming", no_streaming, "segment everything before embedding");
-  std::string embedding_mode = parley::pipeline::embedding_mode_name(config.embedding_mode);
+  std::string embedding_mode = parley::stages::embedding_mode_name(config.embedding_mode);
   std::string shared_alignment = "nearest", shared_mean = "sliding";
   app.add_option("--embedding-mode", embedding_mode)->check(CLI::IsMember({"exact", "shared"}));
   app.add_option("--shared-alignment", shared_alignment)
@@ -81,10 +81,10 @@ int main(int argc, char** argv) {
   if (verbose) spdlog::set_level(spdlog::level::debug);
   try {
     config.streaming = !no_streaming;
-    config.embedding_mode = parley::pipeline::parse_embedding_mode(embedding_mode);
+    config.embedding_mode = parley::stages::parse_embedding_mode(embedding_mode);
     config.shared_trunk.exact_alignment = shared_alignment == "exact";
-    config.shared_trunk.mean = parley::pipeline::parse_shared_trunk_mean(shared_mean);
-    config.shared_trunk.pooling = parley::pipeline::parse_shared_trunk_pooling(shared_pooling);
+    config.shared_trunk.mean = parley::stages::parse_shared_trunk_mean(shared_mean);
+    config.shared_trunk.pooling = parley::stages::parse_shared_trunk_pooling(shared_pooling);
     config.embedding_provider_options = parley::runtime::parse_provider_options(embedding_options);
     config.segmentation_provider_options =
         parley::runtime::parse_provider_options(segmentation_options);

@@ -43,13 +43,13 @@ double process_cpu_seconds() {
 
 // The recording's chunks as `plan` cuts them, with their places in it when `origins` (so that
 // they share the first convolution); their scores are kept for --check-cpu.
-class RecordingFeed final : public parley::pipeline::ScoreKeepingFeed {
+class RecordingFeed final : public parley::stages::ScoreKeepingFeed {
  public:
-  RecordingFeed(const std::vector<float>& audio, const parley::pipeline::ChunkPlan& plan,
+  RecordingFeed(const std::vector<float>& audio, const parley::frames::ChunkPlan& plan,
                 bool origins)
       : audio_(audio), plan_(plan), origins_(origins) {}
   void read_chunk(std::size_t chunk, std::span<float> samples) override {
-    parley::pipeline::copy_chunk(audio_, plan_, static_cast<std::int64_t>(chunk), samples);
+    parley::frames::copy_chunk(audio_, plan_, static_cast<std::int64_t>(chunk), samples);
   }
   std::optional<ChunkOrigin> origin(std::size_t chunk) override {
     if (!origins_) return std::nullopt;
@@ -58,7 +58,7 @@ class RecordingFeed final : public parley::pipeline::ScoreKeepingFeed {
 
  private:
   const std::vector<float>& audio_;
-  const parley::pipeline::ChunkPlan& plan_;
+  const parley::frames::ChunkPlan& plan_;
   bool origins_;
 };
 
@@ -101,13 +101,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (!dump_rewritten.empty()) {
-      const auto rewrite = parley::models::rewrite_for_accelerator(
-          parley::models::read_model_bytes(model_path), model_path);
-      parley::pipeline::write_text_file(dump_rewritten, rewrite.model);
+      const auto rewrite = parley::graph::rewrite_for_accelerator(
+          parley::graph::read_model_bytes(model_path), model_path);
+      parley::frames::write_text_file(dump_rewritten, rewrite.model);
       fmt::print("wrote {} ({}; {} bytes)\n", dump_rewritten, rewrite.describe(),
                  rewrite.model.size());
     }
-    parley::pipeline::SegmentationConfig config;
+    parley::stages::SegmentationConfig config;
     config.provider = parley::runtime::parse_provider(provider);
     config.provider_options = parley::runtime::parse_provider_options(provider_options);
     config.threads = threads;
@@ -128,14 +128,14 @@ int main(int argc, char** argv) {
     }
     const std::vector<float> audio = parley::bench::read_wav_16k_mono(audio_path);
     const auto plan =
-        parley::pipeline::plan_chunks(static_cast<std::int64_t>(audio.size()), parley::kSampleRate);
+        parley::frames::plan_chunks(static_cast<std::int64_t>(audio.size()), parley::kSampleRate);
     auto chunk_count = static_cast<std::size_t>(plan.num_chunks());
     if (max_chunks > 0) chunk_count = std::min(chunk_count, max_chunks);
 
     const auto load_start = std::chrono::steady_clock::now();
-    parley::pipeline::SegmentationModel model(model_path, config);
+    parley::stages::SegmentationModel model(model_path, config);
     const double load_seconds = parley::seconds_since(load_start);
-    const auto segment = [&](parley::pipeline::SegmentationModel& segmentation, std::size_t chunks,
+    const auto segment = [&](parley::stages::SegmentationModel& segmentation, std::size_t chunks,
                              bool origins) {
       RecordingFeed feed(audio, plan, origins);
       segmentation.run(chunks, feed);
@@ -163,15 +163,15 @@ int main(int argc, char** argv) {
         1000.0 * best_cpu / static_cast<double>(chunk_count));
     if (check_cpu) {
       const parley::NdArray<float> ours = segment(model, chunk_count, true);
-      parley::pipeline::SegmentationConfig cpu_config;
+      parley::stages::SegmentationConfig cpu_config;
       cpu_config.threads = threads;
-      parley::pipeline::SegmentationModel reference_model(model_path, cpu_config);
+      parley::stages::SegmentationModel reference_model(model_path, cpu_config);
       const parley::NdArray<float> reference = segment(reference_model, chunk_count, false);
       double largest = 0.0;
       for (std::size_t i = 0; i < ours.size(); ++i) {
         largest = std::max(largest, static_cast<double>(std::abs(ours(i) - reference(i))));
       }
-      const parley::pipeline::Powerset powerset(3, 2);
+      const parley::frames::Powerset powerset(3, 2);
       const auto ours_speakers = powerset.to_multilabel(ours);
       const auto reference_speakers = powerset.to_multilabel(reference);
       std::size_t same = 0;

@@ -141,7 +141,7 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
 }
 
 // The union of the turns as one "speech" speaker: overlapping turns count once.
-std::vector<eval::Turn> as_speech(std::vector<pipeline::Turn> turns) {
+std::vector<eval::Turn> as_speech(std::vector<frames::Turn> turns) {
   std::sort(turns.begin(), turns.end(),
             [](const auto& a, const auto& b) { return a.start < b.start; });
   std::vector<eval::Turn> speech;
@@ -506,11 +506,11 @@ int main(int argc, char** argv) {
     const eval::ScoringOptions scoring = eval::scoring_options(eval::Convention::strict);
     // Speech-detection error of `hypothesis` against `reference`, and the share of the speech both
     // detect whose speaker maps (optimal mapping) to the reference's.
-    const auto agreement = [&](const std::vector<pipeline::Turn>& reference,
-                               const std::vector<pipeline::Turn>& hypothesis) {
+    const auto agreement = [&](const std::vector<frames::Turn>& reference,
+                               const std::vector<frames::Turn>& hypothesis) {
       const eval::FileScore speakers =
-          eval::score_file("r", pipeline::to_eval_turns(reference, "r"),
-                           pipeline::to_eval_turns(hypothesis, "r"), nullptr, scoring);
+          eval::score_file("r", frames::to_eval_turns(reference, "r"),
+                           frames::to_eval_turns(hypothesis, "r"), nullptr, scoring);
       const eval::FileScore speech =
           eval::score_file("r", as_speech(reference), as_speech(hypothesis), nullptr, scoring);
       const eval::ErrorTimes& s = speakers.times;

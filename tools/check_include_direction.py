@@ -17,6 +17,11 @@ A header of no target's own that is not a test helper (api/handles.h) is checked
 file that belongs to no target and that no target's file includes fails, and so does a module whose
 library targets link other modules than docs/architecture.md draws for it.
 
+Namespaces say their folder: every parley namespace a file under src/<folder>/ opens is
+parley::<folder> or one inside it (parley::<folder>::testing for test support), and in src/core/
+only parley itself. Namespaces of other libraries (a forward declaration of httplib's, a
+specialization in std or fmt) are not parley's and may be opened anywhere.
+
 Run: python3 tools/check_include_direction.py [SOURCE_DIR]   (ctest -R include_direction)
 Exit status 0 when every include is allowed, 1 (listing each one) when not.
 """
@@ -34,6 +39,11 @@ TARGET_KEYWORDS = {"STATIC", "SHARED", "MODULE", "OBJECT", "INTERFACE", "EXCLUDE
                    "PUBLIC", "PRIVATE", "ALIAS", "IMPORTED", "GLOBAL", "WIN32", "MACOSX_BUNDLE"}
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([A-Za-z0-9_]+)/([^"]+)"')
 LOCAL_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"/]+)"')
+# Comments, string and character literals, preprocessor lines, namespace openings and braces.
+NAMESPACE_TOKEN_RE = re.compile(
+    r'//[^\n]*|/\*.*?\*/|R"(\w*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+    r'|^[ \t]*#(?:[^\n]*\\\n)*[^\n]*'
+    r'|\b(?:inline\s+)?namespace\b\s*([A-Za-z_][\w:]*)?\s*(=|\{)|[{}]', re.S | re.M)
 CALL_RE = re.compile(r"\b(parley_module|parley_test|add_library|add_executable|"
                      r"target_link_libraries)\s*\(", re.IGNORECASE)
 
@@ -188,6 +198,46 @@ def built_dependencies(graph):
     return result
 
 
+def opened_namespaces(text):
+    """(line, fully qualified name) of each named namespace a C++ source opens, nested or not."""
+    stack, found = [], []  # per open brace: the namespace's own name, or None
+    for match in NAMESPACE_TOKEN_RE.finditer(text):
+        token = match.group(0)
+        if token == "{":
+            stack.append(None)
+        elif token == "}":
+            if stack:
+                stack.pop()
+        elif match.group(3) == "{":
+            name = match.group(2)
+            if name is not None:  # an anonymous one keeps its names in the enclosing namespace
+                found.append((text.count("\n", 0, match.start()) + 1,
+                              "::".join([n for n in stack if n] + [name])))
+            stack.append(name)
+    return found
+
+
+def namespace_violations(src):
+    """Files under src/<folder>/ that open a parley namespace other than their folder's."""
+    violations = []
+    for path in sorted(p for p in src.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file()):
+        relative = path.relative_to(src).as_posix()
+        if "/" not in relative:
+            continue
+        folder = relative.split("/", 1)[0]
+        expected = "parley" if folder == "core" else f"parley::{folder}"
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for line, name in opened_namespaces(text):
+            if name != "parley" and not name.startswith("parley::"):
+                continue  # another library's namespace
+            if name == expected or (folder != "core" and name.startswith(expected + "::")):
+                continue
+            below = "" if folder == "core" else f" or one inside it ({expected}::testing, ...)"
+            violations.append(f"src/{relative}:{line}: opens namespace {name}; code in "
+                              f"src/{folder}/ belongs in {expected}{below}")
+    return violations
+
+
 def main(argv):
     root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent
     src = root / "src"
@@ -274,13 +324,14 @@ def main(argv):
                     f"{', '.join(sorted(drawn.get(folder, ()))) or 'nothing'}, but its targets "
                     f"in src/{folder}/CMakeLists.txt link "
                     f"{', '.join(sorted(built.get(folder, ()))) or 'nothing'}: make them agree")
+    violations.extend(namespace_violations(src))
     for relative in unowned:
         violations.append(f"src/{relative}: belongs to no target and no file of a target "
                           "includes it; add it to a module's SOURCES or delete it")
     for violation in violations:
         print(violation)
     if violations:
-        print(f"{len(violations)} problem(s) with the module dependencies "
+        print(f"{len(violations)} problem(s) with the module dependencies or namespaces "
               "(docs/architecture.md, 'Which module may use which')")
         return 1
     print(f"include direction: {checked} includes of module headers, all allowed "

@@ -91,7 +91,7 @@ parley_status parley_library_add(parley_library* library, const char* name,
     }
     const long long added = library->library->add(
         name, voiceprint,
-        fmt::format("{} {}", diarization.uri, parley::pipeline::speaker_label(speaker)));
+        fmt::format("{} {}", diarization.uri, parley::frames::speaker_label(speaker)));
     if (id != nullptr) *id = added;
   });
 }
@@ -183,7 +183,7 @@ parley_status parley_identify(parley_library* library, const parley_diarizer* di
       handle->speakers.push_back(std::stoi(speaker.label.substr(speaker.label.rfind('_') + 1)));
     }
     handle->json = parley::identity::add_identification_json(
-        parley::pipeline::format_json(named.turns, named.exclusive_turns, named.speaker_embeddings),
+        parley::frames::format_json(named.turns, named.exclusive_turns, named.speaker_embeddings),
         handle->identification);
     handle->named = std::move(named);
     *identification = handle.release();

@@ -472,8 +472,7 @@ parley_result* result_of(parley::corpus::RecordingOutcome& outcome,
   return result.release();
 }
 
-const parley::pipeline::Turn* turn_at(const parley_result* result, std::size_t index,
-                                      int exclusive) {
+const parley::frames::Turn* turn_at(const parley_result* result, std::size_t index, int exclusive) {
   if (result == nullptr) return nullptr;
   const auto& turns = exclusive ? result->result.exclusive_turns : result->result.turns;
   return index < turns.size() ? &turns[index] : nullptr;
@@ -904,7 +903,7 @@ parley_status parley_diarize_file(parley_diarizer* diarizer, const char* path,
     require(diarizer, "parley_diarize_file", "diarizer");
     speaker_counts(options);  // before a long decode
     const std::vector<float> samples = load_audio(path);
-    *result = diarize(*diarizer, samples, parley::pipeline::recording_uri(path), options);
+    *result = diarize(*diarizer, samples, parley::frames::recording_uri(path), options);
   });
 }
 
@@ -926,7 +925,7 @@ size_t parley_result_turn_count(const parley_result* result, int exclusive) {
 }
 
 parley_turn parley_result_turn(const parley_result* result, size_t index, int exclusive) {
-  const parley::pipeline::Turn* turn = turn_at(result, index, exclusive);
+  const parley::frames::Turn* turn = turn_at(result, index, exclusive);
   if (turn == nullptr) return parley_turn{0.0, 0.0, -1};
   return parley_turn{turn->start, turn->end, turn->speaker_index};
 }
@@ -1191,7 +1190,7 @@ parley_status parley_batch_submit_file(parley_batch* batch, const char* path,
     require(path, "parley_batch_submit_file", "path");
     parley::corpus::CorpusRecording recording;
     recording.audio = path;
-    recording.uri = parley::pipeline::recording_uri(path);
+    recording.uri = parley::frames::recording_uri(path);
     recording.speakers = speaker_counts(options);
     const std::size_t submitted = batch->submit(std::move(recording));
     if (index != nullptr) *index = submitted;

@@ -106,7 +106,7 @@ TimedRun run_once(pipeline::Diarizer& diarizer, const std::string& audio, const 
   for (const auto& [stage, seconds] : result.stage_times.entries()) run.stages.add(stage, seconds);
   {
     ScopedStageTimer timer(run.stages, "output");
-    const std::string rttm = eval::format_rttm(pipeline::to_eval_turns(result.turns, result.uri));
+    const std::string rttm = eval::format_rttm(frames::to_eval_turns(result.turns, result.uri));
     // Keeps the formatting from being optimized away without printing anything.
     if (rttm.size() == static_cast<std::size_t>(-1)) std::fputs(rttm.c_str(), stderr);
   }
@@ -224,7 +224,7 @@ nlohmann::ordered_json bench_json(const std::vector<FileBench>& files,
       {"step", config.step_seconds},
       {"threads", config.threads},
       {"clustering", arguments.flags.clustering},
-      {"embedding_mode", std::string(pipeline::embedding_mode_name(config.embedding_mode))},
+      {"embedding_mode", std::string(stages::embedding_mode_name(config.embedding_mode))},
       {"segmentation_provider", runtime::provider_name(providers.segmentation)},
       {"embedding_provider", runtime::provider_name(providers.embedding)},
       {"segmentation_model", models.segmentation.string()},
@@ -376,7 +376,7 @@ void run_bench(const BenchArguments& arguments) {
         bars,
         fmt::format("{} (step {} s, {} embedding, {}, {} threads, median of {})",
                     arguments.label.empty() ? "parley bench" : arguments.label, config.step_seconds,
-                    pipeline::embedding_mode_name(config.embedding_mode), providers.describe(),
+                    stages::embedding_mode_name(config.embedding_mode), providers.describe(),
                     config.threads, arguments.repeat),
         arguments.plot, output_options);
     if (!arguments.flags.quiet) fmt::print(stderr, "chart written to {}\n", arguments.plot);

@@ -76,7 +76,7 @@ struct EngineFlags {
   ModelProviderFlags model_providers;
   double step = 1.0;
   std::string embedding_mode =
-      pipeline::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
+      stages::embedding_mode_name(pipeline::DiarizationConfig{}.embedding_mode);
   int threads = 0;  // 0: all cores
   std::size_t embedding_batch = pipeline::DiarizationConfig{}.embedding_batch_size;
   std::string segmentation_model;
@@ -126,7 +126,7 @@ ModelProviders model_providers(const pipeline::DiarizationModels& models,
 std::string format_result(const pipeline::DiarizationResult& result, const DiarizationFlags& flags);
 
 // The recording id for an audio file (shared with the library's C API).
-using pipeline::recording_uri;
+using frames::recording_uri;
 
 // --force: replace output files that are read-only (every command that writes files takes it).
 void add_force_flag(CLI::App& command, bool& force);

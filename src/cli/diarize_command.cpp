@@ -102,7 +102,7 @@ std::string keep_turns(const pipeline::DiarizationResult& result,
   try {
     const std::filesystem::path saved =
         write_new_file(kept_file(result, arguments, ".rttm"),
-                       eval::format_rttm(pipeline::to_eval_turns(result.turns, result.uri)));
+                       eval::format_rttm(frames::to_eval_turns(result.turns, result.uri)));
     return fmt::format("the diarization was written to {}", saved.string());
   } catch (const Error& error) {
     return fmt::format("the diarization could not be saved either: {}", error.what());

@@ -353,7 +353,7 @@ void run_eval(const EvalArguments& arguments) {
   run.system =
       arguments.label.empty()
           ? fmt::format("parley {} step {} {} {}", arguments.flags.clustering, config.step_seconds,
-                        pipeline::embedding_mode_name(config.embedding_mode), providers.describe())
+                        stages::embedding_mode_name(config.embedding_mode), providers.describe())
           : arguments.label;
   run.scoring = scoring;
   run.uem = std::any_of(files.begin(), files.end(), [](const auto& file) { return file.uem; });

@@ -83,7 +83,7 @@ TEST(FlagNames, ConfigValidationReadsAsFlags) {
   EXPECT_NE(with_flag_names(error_of(sessions)).find("--segmentation-sessions"), std::string::npos);
 
   pipeline::DiarizationConfig shared;
-  shared.embedding_mode = pipeline::EmbeddingMode::kShared;
+  shared.embedding_mode = stages::EmbeddingMode::kShared;
   shared.step_seconds = 1.005;
   const std::string message = with_flag_names(error_of(shared));
   EXPECT_NE(message.find("--embedding-mode shared needs a --step"), std::string::npos) << message;

@@ -212,11 +212,11 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
                 const pipeline::ProviderPlacement& selection, const runtime::ShapeProfile& profile,
                 const std::vector<double>& steps, runtime::CompileCache& cache,
                 runtime::CostModelStore* costs, Totals& totals) {
-  pipeline::EmbeddingGraphSettings settings;
+  stages::EmbeddingGraphSettings settings;
   settings.batch_buckets = profile.batch;
   settings.step_seconds = steps.front();
   if (const auto targets =
-          pipeline::embedding_compile_targets(source_model, cache.root(), settings)) {
+          stages::embedding_compile_targets(source_model, cache.root(), settings)) {
     // An embedding model: on an accelerator the pipeline splits it and loads its trunk (exact
     // mode; chunks of 998 frames at the batch buckets) or the trunk with the pooling in the
     // graph (shared mode; one pass shape), never the file itself, so compiling the file would
@@ -234,8 +234,7 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
                   {targets->pooled_shapes}, status, selection, cache, nullptr, totals);
       for (std::size_t i = 1; i < steps.size(); ++i) {
         settings.step_seconds = steps[i];
-        const auto other =
-            pipeline::embedding_compile_targets(source_model, cache.root(), settings);
+        const auto other = stages::embedding_compile_targets(source_model, cache.root(), settings);
         if (other && other->pooled) {
           warm_shapes(other->pooled->model, other->pooled->sha256, other->pooled->inputs,
                       {other->pooled_shapes}, status, selection, cache, nullptr, totals);
@@ -246,7 +245,7 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
   }
   // What the pipeline hands an accelerator (constant If inlined, zero LSTM states removed, batch
   // dynamic), under the digest the pipeline looks up.
-  const auto file = models::accelerator_model_file(source_model, cache.root() / "models");
+  const auto file = graph::accelerator_model_file(source_model, cache.root() / "models");
   if (file.rewrite.changed()) {
     fmt::print("{}: as accelerators get it: {}\n", source_model.filename().string(),
                file.rewrite.describe());

@@ -8,7 +8,7 @@
 //   - pipelines/speaker_diarization.py, SpeakerDiarization.apply, right after clustering and
 //     before reconstruct: `inactive_speakers = np.sum(binarized_segmentations.data, axis=1) == 0`
 //     then `hard_clusters[inactive_speakers] = -2`.
-// Clustering returns the raw hard clusters; the pipeline masks them (pipeline::diarize_frames),
+// Clustering returns the raw hard clusters; the pipeline masks them (frames::diarize_frames),
 // as pyannote's apply does.
 #include <string_view>
 #include <vector>

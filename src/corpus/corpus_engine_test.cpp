@@ -22,7 +22,7 @@ namespace parley::corpus {
 namespace {
 
 std::string rttm_of(const pipeline::DiarizationResult& result) {
-  return eval::format_rttm(pipeline::to_eval_turns(result.turns, result.uri));
+  return eval::format_rttm(frames::to_eval_turns(result.turns, result.uri));
 }
 
 // The real segmentation model and a tiny embedding network of WeSpeaker's pooling structure
@@ -34,7 +34,7 @@ class CorpusEngineTest : public ::testing::Test {
     PARLEY_REQUIRE_SHARED(ami, "eval/ami-debug");
     directory_ = std::make_unique<testing::TemporaryDirectory>("corpus");
     const auto embedding = *directory_ / "embedding.onnx";
-    std::ofstream(embedding, std::ios::binary) << models::testing::make_test_embedding_model();
+    std::ofstream(embedding, std::ios::binary) << graph::testing::make_test_embedding_model();
     models_ = {segmentation, embedding, std::filesystem::path()};
     for (const auto& entry : std::filesystem::directory_iterator(ami)) {
       if (entry.path().extension() == ".wav") inputs_.push_back({entry.path(), "", {}, {}});

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 // A recording whose speaker i talks from 10 i to 10 i + 5 with centroid `centroids[i]`.
 RecordingOutcome outcome_with(std::size_t index, const std::vector<std::vector<float>>& centroids) {
-  pipeline::DiarizationResult result = testing::result_with_centroids(centroids);
+  pipeline::DiarizationResult result = identity::testing::result_with_centroids(centroids);
   result.duration_seconds = 10.0 * static_cast<double>(centroids.size());
   RecordingOutcome outcome;
   outcome.index = index;

@@ -1,6 +1,6 @@
 #pragma once
 // Resumable runs into an output folder, for every face that writes one (`parley diarize
-// --out-dir`, `parley eval --out`, parley_batch_set_output_dir in the C API, parley.distributed):
+// --out-dir`, `parley eval --out`, parley_batch_submit_to in the C API, parley.distributed):
 // the settings fingerprint, where each recording's output and record go, the skip/redo decision
 // and the atomic writes. One implementation, so that a run of one face skips what another
 // finished with the same settings.

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 namespace {
 
@@ -189,4 +189,4 @@ TrimmedFrames trimmed_frames(std::size_t frames_per_chunk, const SlidingWindow& 
                         (1.0 - warm_up.first - warm_up.second) * chunks.duration(), chunks.step())};
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -21,7 +21,7 @@
 #include "core/ndarray.h"
 #include "frames/sliding_window.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 struct AggregateOptions {
   // Left/right warm-up, in seconds of each chunk, whose frames weigh only `epsilon`.
@@ -102,4 +102,4 @@ std::int64_t chunk_start_frame(double chunk_start, const SlidingWindow& frames);
 std::int64_t aggregated_frame_count(std::int64_t num_chunks, const SlidingWindow& chunks,
                                     const SlidingWindow& frames);
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

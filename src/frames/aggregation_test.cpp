@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 // Toy axes: 4-frame chunks of 4 s every 2 s, frames of 1 s every 1 s.
@@ -107,4 +107,4 @@ TEST(Trim, DropsWarmUpFramesAndShiftsTheChunks) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 namespace {
 
@@ -198,4 +198,4 @@ std::vector<Region> binarize_regions(const SlidingWindowFeature<float>& scores,
   return regions;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

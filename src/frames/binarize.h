@@ -14,7 +14,7 @@
 #include "core/ndarray.h"
 #include "frames/sliding_window.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 // `binarize(scores, onset, offset, initial_state)`: per class, a frame becomes active above
 // onset, inactive below offset, and otherwise keeps the previous frame's state; the state
@@ -55,4 +55,4 @@ std::vector<Region> binarize_regions(const SlidingWindowFeature<float>& scores,
 // pyannote.core's string_generator: "A".."Z", "AA".."ZZ", "AAA", ... for index 0, 1, 2, ...
 std::string track_name(std::size_t index);
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 TEST(BinarizeScores, AppliesHysteresis) {
@@ -123,4 +123,4 @@ TEST(BinarizeRegions, EdgeCases) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

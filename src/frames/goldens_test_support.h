@@ -16,7 +16,7 @@
 #include "core/npz.h"
 #include "frames/sliding_window.h"
 
-namespace parley::pipeline::testing {
+namespace parley::frames::testing {
 
 // The community-1 golden folders holding the frame-level intermediates.
 inline std::vector<std::filesystem::path> community1_cases(const std::filesystem::path& root) {
@@ -64,4 +64,4 @@ inline double npz_scalar(const NpzArchive& archive, const std::string& key,
 // Flattens an [N, 1] or [N] array.
 inline std::vector<int> flat(const NdArray<int>& array) { return array.values(); }
 
-}  // namespace parley::pipeline::testing
+}  // namespace parley::frames::testing

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "frames/segments.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 namespace {
 
@@ -86,4 +86,4 @@ void write_text_file(const std::filesystem::path& path, std::string_view content
   write_file_atomically(path, content);
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

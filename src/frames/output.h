@@ -16,7 +16,7 @@
 #include "core/ndarray.h"
 #include "eval/rttm.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 // One speech turn: `speaker` speaks from `start` to `end` seconds.
 struct Turn {
@@ -47,4 +47,4 @@ using eval::recording_uri;
 // Writes `content` to `path`, failing with the path and the reason.
 void write_text_file(const std::filesystem::path& path, std::string_view content);
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

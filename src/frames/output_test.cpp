@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "testing/temporary_directory.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 const std::vector<Turn> kTurns = {{6.73096875, 6.74784375, "SPEAKER_00", 0},
@@ -99,4 +99,4 @@ TEST(Output, WritesFilesAndNamesThePathOnFailure) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

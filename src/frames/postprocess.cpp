@@ -6,7 +6,7 @@
 #include "frames/segments.h"
 #include "frames/speaker_count.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 FrameDiarization diarize_frames(const NdArray<float>& binarized, const SlidingWindow& chunks,
                                 const NdArray<int>& hard_clusters,
@@ -45,4 +45,4 @@ FrameDiarization diarize_frames(const NdArray<float>& binarized, const SlidingWi
   return result;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

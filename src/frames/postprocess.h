@@ -20,7 +20,7 @@
 #include "frames/output.h"
 #include "frames/sliding_window.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 struct PostprocessOptions {
   // Upper bound on simultaneous speakers per frame (pyannote's max_speakers / num_speakers);
@@ -49,4 +49,4 @@ FrameDiarization diarize_frames(const NdArray<float>& binarized, const SlidingWi
                                 const SlidingWindowFeature<int>& count,
                                 const PostprocessOptions& options = {});
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -9,7 +9,7 @@
 #include "frames/speaker_count.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 TEST(Postprocess, ReproducesCommunity1FromClustersToRttm) {
@@ -109,4 +109,4 @@ TEST(Postprocess, SilenceAndSingleChunkEdgeCases) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

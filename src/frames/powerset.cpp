@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 namespace {
 
@@ -167,4 +167,4 @@ NdArray<float> Powerset::to_powerset(const NdArray<float>& multilabel) const {
   return result;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -15,7 +15,7 @@
 
 #include "core/ndarray.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 class Powerset {
  public:
@@ -60,4 +60,4 @@ class Powerset {
   std::vector<std::vector<int>> sets_;
 };
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

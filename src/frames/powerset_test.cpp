@@ -10,7 +10,7 @@
 #include "core/npz.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 TEST(Powerset, OrdersClassesBySizeThenLexicographically) {
@@ -116,4 +116,4 @@ TEST(Powerset, ToPowersetInvertsHardMultilabel) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -10,7 +10,7 @@
 #include "frames/aggregation.h"
 #include "frames/speaker_count.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 namespace {
 
@@ -149,4 +149,4 @@ SlidingWindowFeature<float> reconstruct(const NdArray<float>& segmentations,
                         count);
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -17,7 +17,7 @@
 #include "core/ndarray.h"
 #include "frames/sliding_window.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 // Steps 2 and 3's sum at once: per frame of `frames` and global cluster k (num_clusters =
 // max(hard_clusters) + 1, 0 if none), the sum over the chunks of their clustered segmentations
@@ -40,4 +40,4 @@ SlidingWindowFeature<float> reconstruct(const NdArray<float>& segmentations,
                                         const NdArray<int>& hard_clusters,
                                         const SlidingWindowFeature<int>& count);
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -15,7 +15,7 @@
 #include "frames/speaker_count.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 TEST(Reconstruct, MatchesPyannoteOnCommunity1Goldens) {
@@ -149,4 +149,4 @@ TEST(Reconstruct, SilenceGivesNoSpeakers) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

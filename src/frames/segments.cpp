@@ -7,7 +7,7 @@
 
 #include "frames/binarize.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 std::vector<Turn> to_turns(const SlidingWindowFeature<float>& discrete, double min_duration_on,
                            double min_duration_off) {
@@ -47,4 +47,4 @@ void label_speakers(std::vector<Turn>& turns, const std::vector<int>& order) {
   }
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -9,7 +9,7 @@
 #include "frames/output.h"
 #include "frames/sliding_window.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 // discrete: [num_frames, num_speakers] on its frames window. Turns carry `cluster` (the
 // column) and an empty `speaker`, in pyannote's order (by start, end, then speaker column).
@@ -27,4 +27,4 @@ void label_speakers(std::vector<Turn>& turns, const std::vector<int>& order);
 // "SPEAKER_07"
 std::string speaker_label(std::size_t index);
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -10,7 +10,7 @@
 #include "frames/output.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 std::vector<Turn> labelled_turns(const SlidingWindowFeature<float>& discrete) {
@@ -106,4 +106,4 @@ TEST(Segments, MinDurationOffMergesTurnsOfOneSpeaker) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/sample_rate.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 namespace {
 
@@ -206,4 +206,4 @@ void copy_chunk(std::span<const float> waveform, const ChunkPlan& plan, std::int
   std::fill(out.begin() + static_cast<std::ptrdiff_t>(valid), out.end(), 0.0f);
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

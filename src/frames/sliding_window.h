@@ -14,7 +14,7 @@
 
 #include "core/ndarray.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 // pyannote.core's SEGMENT_PRECISION: a segment shorter than 1 us is empty.
 inline constexpr double kSegmentPrecision = 1e-6;
@@ -149,4 +149,4 @@ ChunkPlan plan_chunks(std::int64_t num_samples, int sample_rate,
 void copy_chunk(std::span<const float> waveform, const ChunkPlan& plan, std::int64_t chunk,
                 std::span<float> out);
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 TEST(SlidingWindow, Segmentation3FramesFollowTheSincNetReceptiveField) {
@@ -125,4 +125,4 @@ TEST(ChunkPlan, CopiesChunksWithZeroPaddedTail) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "frames/aggregation.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 SlidingWindowFeature<int> speaker_count(const NdArray<float>& binarized,
                                         const SlidingWindow& chunks, const SlidingWindow& frames,
@@ -64,4 +64,4 @@ int max_count(const NdArray<int>& count) {
   return largest;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -12,7 +12,7 @@
 #include "core/ndarray.h"
 #include "frames/sliding_window.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 
 // binarized: [num_chunks, frames_per_chunk, local_speakers] 0/1 activations on `chunks`
 // (the hard powerset decoding of the segmentation model); frames: the model's receptive
@@ -29,4 +29,4 @@ NdArray<int> cap_count(const NdArray<int>& count, int max_speakers);
 // Largest count (0 when empty): pyannote returns an empty diarization when it is 0.
 int max_count(const NdArray<int>& count);
 
-}  // namespace parley::pipeline
+}  // namespace parley::frames

@@ -6,7 +6,7 @@
 #include "frames/goldens_test_support.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::frames {
 namespace {
 
 using testing::community1_cases;
@@ -112,4 +112,4 @@ TEST(SpeakerCount, WarmUpTrimsChunksAndShiftsFrames) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::frames

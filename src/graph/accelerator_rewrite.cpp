@@ -15,7 +15,7 @@
 #include "graph/dynamic_batch.h"
 #include "graph/recurrent_state_rewrite.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 std::string AcceleratorRewrite::describe() const {
   std::vector<std::string> parts;
@@ -71,4 +71,4 @@ AcceleratorModelFile accelerator_model_file(const std::filesystem::path& model,
   return file;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

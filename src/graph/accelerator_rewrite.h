@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-namespace parley::models {
+namespace parley::graph {
 
 struct AcceleratorRewriteOptions {
   bool dynamic_batch = true;
@@ -45,4 +45,4 @@ struct AcceleratorModelFile {
 AcceleratorModelFile accelerator_model_file(const std::filesystem::path& model,
                                             const std::filesystem::path& directory);
 
-}  // namespace parley::models
+}  // namespace parley::graph

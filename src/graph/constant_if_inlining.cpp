@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 using Element = std::optional<std::int64_t>;
@@ -658,4 +658,4 @@ ConstantIfInlining inline_constant_ifs(const std::string& model_bytes,
   return result;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

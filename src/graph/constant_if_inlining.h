@@ -13,7 +13,7 @@
 // A condition that depends on data or a symbolic dimension leaves the `If` untouched.
 #include <string>
 
-namespace parley::models {
+namespace parley::graph {
 
 struct ConstantIfInlining {
   std::string model;      // serialized ONNX model (the input unchanged when nothing applied)
@@ -29,4 +29,4 @@ struct ConstantIfInlining {
 ConstantIfInlining inline_constant_ifs(const std::string& model_bytes,
                                        const std::string& model_name);
 
-}  // namespace parley::models
+}  // namespace parley::graph

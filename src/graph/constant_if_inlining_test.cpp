@@ -14,7 +14,7 @@
 #include "runtime/onnx_session.h"
 #include "testing/shared_data.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 onnx::NodeProto* add_node(onnx::GraphProto& graph, const std::string& op,
@@ -244,4 +244,4 @@ TEST(ConstantIfInlining, GarbageIsAnErrorNamingTheModel) {
 }
 
 }  // namespace
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/sha256.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 ContentAddressedModel write_content_addressed_model(const std::string& bytes,
                                                     const std::string& stem,
@@ -45,4 +45,4 @@ ContentAddressedModel write_content_addressed_model(const std::string& bytes,
   return file;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

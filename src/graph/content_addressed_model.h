@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-namespace parley::models {
+namespace parley::graph {
 
 struct ContentAddressedModel {
   std::filesystem::path path;
@@ -21,4 +21,4 @@ ContentAddressedModel write_content_addressed_model(const std::string& bytes,
                                                     const std::string& stem,
                                                     const std::filesystem::path& directory);
 
-}  // namespace parley::models
+}  // namespace parley::graph

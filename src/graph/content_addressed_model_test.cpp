@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "core/sha256.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 namespace fs = std::filesystem;
 
@@ -97,4 +97,4 @@ TEST_F(ContentAddressedModelTest, UnwritableDirectoryIsAClearError) {
 }
 
 }  // namespace
-}  // namespace parley::models
+}  // namespace parley::graph

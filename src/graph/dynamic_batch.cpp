@@ -12,7 +12,7 @@
 
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 constexpr const char* kBatchSymbol = "batch";
@@ -146,4 +146,4 @@ DynamicBatch make_batch_dynamic(const std::string& model_bytes, const std::strin
   return result;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -10,7 +10,7 @@
 // that would bake the batch in.
 #include <string>
 
-namespace parley::models {
+namespace parley::graph {
 
 struct DynamicBatch {
   std::string model;     // serialized ONNX model (the input unchanged when nothing applied)
@@ -23,4 +23,4 @@ struct DynamicBatch {
 // reported in `refusal`, not thrown.
 DynamicBatch make_batch_dynamic(const std::string& model_bytes, const std::string& model_name);
 
-}  // namespace parley::models
+}  // namespace parley::graph

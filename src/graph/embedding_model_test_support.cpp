@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 
-namespace parley::models::testing {
+namespace parley::graph::testing {
 namespace {
 
 class Builder {
@@ -215,4 +215,4 @@ std::string make_test_embedding_model(const TestEmbeddingModelOptions& options) 
   return bytes;
 }
 
-}  // namespace parley::models::testing
+}  // namespace parley::graph::testing

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace parley::models::testing {
+namespace parley::graph::testing {
 
 struct TestEmbeddingModelOptions {
   float variance_epsilon = 1e-7f;  // WeSpeaker's TSTP adds 1e-7 under the square root
@@ -25,4 +25,4 @@ constexpr std::size_t kTestPooledFeatures = 80;  // 8 channels x 10 frequency ro
 // The serialized model.
 std::string make_test_embedding_model(const TestEmbeddingModelOptions& options = {});
 
-}  // namespace parley::models::testing
+}  // namespace parley::graph::testing

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 using Names = FbankGraphNames;
@@ -220,4 +220,4 @@ std::string prepend_fbank(const std::string& model_bytes, const std::string& fea
   return serialize_model(model, model_name + " (with fbank)");
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

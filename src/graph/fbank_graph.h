@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace parley::models {
+namespace parley::graph {
 
 // The samples must cover a whole number of blocks of this many frames (the window means are
 // summed block by block).
@@ -62,4 +62,4 @@ std::string build_fbank_model(const FbankGraphSpec& spec, const std::string& fea
 std::string prepend_fbank(const std::string& model_bytes, const std::string& features_input,
                           const FbankGraphSpec& spec, const std::string& model_name);
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -11,7 +11,7 @@
 #include "graph/constant_if_inlining.h"
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 // Nodes of the main graph that read each tensor (also through their subgraphs).
@@ -223,4 +223,4 @@ std::optional<FirstConvolutionSplit> split_first_convolution(const std::string& 
   return split;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

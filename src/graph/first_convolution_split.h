@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace parley::models {
+namespace parley::graph {
 
 struct FirstConvolutionSplit {
   // samples [1, 1, n] ("samples") -> raw frames [1, filters, (n - kernel) / stride + 1]
@@ -40,4 +40,4 @@ struct FirstConvolutionSplit {
 std::optional<FirstConvolutionSplit> split_first_convolution(const std::string& model_bytes,
                                                              const std::string& model_name);
 
-}  // namespace parley::models
+}  // namespace parley::graph

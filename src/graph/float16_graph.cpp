@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 namespace {
 
@@ -167,4 +167,4 @@ Float16Graph convert_to_float16(const std::string& model_bytes, const std::strin
   return result;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

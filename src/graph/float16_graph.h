@@ -11,7 +11,7 @@
 
 #include "runtime/provider.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 struct Float16Graph {
   std::string model;  // serialized ONNX model
@@ -26,4 +26,4 @@ Float16Graph convert_to_float16(const std::string& model_bytes, const std::strin
 // providers compile float16 themselves (TensorRT's trt_fp16_enable).
 bool float16_graph_suits(runtime::ProviderId provider);
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -12,7 +12,7 @@
 #include "graph/onnx_graph.h"
 #include "testing/shared_data.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 onnx::ModelProto parse(const std::string& bytes) {
@@ -91,4 +91,4 @@ TEST(Float16Graph, UnlistedOperatorIsRefusedNamingIt) {
 }
 
 }  // namespace
-}  // namespace parley::models
+}  // namespace parley::graph

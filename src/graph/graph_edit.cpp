@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 onnx::ModelProto parse_model(const std::string& model_bytes, const std::string& model_name) {
   onnx::ModelProto model;
@@ -276,4 +276,4 @@ std::string GraphAppender::name_output(const std::string& name) {
   return name;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace parley::models {
+namespace parley::graph {
 
 // Parses `model_bytes`; fails naming `model_name` when it is not an ONNX model.
 onnx::ModelProto parse_model(const std::string& model_bytes, const std::string& model_name);
@@ -98,4 +98,4 @@ class GraphAppender {
   onnx::NodeProto* last_ = nullptr;
 };
 
-}  // namespace parley::models
+}  // namespace parley::graph

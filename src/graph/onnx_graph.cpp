@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 // Float values of a constant tensor (initializer or Constant node), with its dims.
@@ -454,4 +454,4 @@ bool computes_filters_in_float16(const std::string& model_bytes, const std::stri
   return has_sin && graph_has_float16_constants(graph);
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

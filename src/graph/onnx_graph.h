@@ -9,7 +9,7 @@
 
 #include "core/ndarray.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 // embedding = weight * statistics + bias.
 struct LinearLayer {
@@ -54,4 +54,4 @@ bool has_float16_constants(const std::string& model_bytes, const std::string& mo
 // it.
 bool computes_filters_in_float16(const std::string& model_bytes, const std::string& model_name);
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -13,7 +13,7 @@
 #include "runtime/onnx_session.h"
 #include "testing/shared_data.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 using testing::kTestEmbeddingDim;
@@ -171,4 +171,4 @@ TEST(FilterPrecision, Float16FiltersComputedAtRunTimeAreFound) {
 }
 
 }  // namespace
-}  // namespace parley::models
+}  // namespace parley::graph

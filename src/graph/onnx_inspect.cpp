@@ -13,7 +13,7 @@
 #include "graph/onnx_graph.h"
 #include "runtime/onnx_session.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 namespace {
 
@@ -132,4 +132,4 @@ std::vector<runtime::DeclaredInput> declared_inputs(const std::string& model_byt
   return inputs;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -9,7 +9,7 @@
 
 #include "runtime/shape_plan.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 struct OnnxTensorInfo {
   std::string name;
@@ -41,4 +41,4 @@ std::map<std::string, std::string> model_metadata(const std::filesystem::path& p
 std::vector<runtime::DeclaredInput> declared_inputs(const std::string& model_bytes,
                                                     const std::string& model_name);
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 using Names = PooledTrunkGraphNames;
@@ -147,4 +147,4 @@ std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
   return serialize_model(model, model_name + " (trunk with pooling)");
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

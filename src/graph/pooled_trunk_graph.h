@@ -24,7 +24,7 @@
 
 #include "graph/onnx_graph.h"
 
-namespace parley::models {
+namespace parley::graph {
 
 struct PooledTrunkGraphNames {
   static constexpr const char* kFeatures = "features";
@@ -35,9 +35,9 @@ struct PooledTrunkGraphNames {
 };
 
 // The serialized model. `variance_epsilon` is added under the square root as in
-// pipeline::weighted_statistics. Fails naming `model_name` when the trunk's output is not
+// stages::weighted_statistics. Fails naming `model_name` when the trunk's output is not
 // [B, ..., frames'] with time last and 2 * features = the linear layer's input.
 std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
                                      const std::string& model_name, double variance_epsilon);
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 using Kind = TimeReceptiveField::Kind;
@@ -222,4 +222,4 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
   return found->second.field;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

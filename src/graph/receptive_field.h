@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace parley::models {
+namespace parley::graph {
 
 struct TimeReceptiveField {
   enum class Kind { kLocal, kGlobal, kUnknown };
@@ -31,4 +31,4 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
                                         const std::string& model_name, const std::string& input,
                                         std::int64_t input_time_axis, const std::string& output);
 
-}  // namespace parley::models
+}  // namespace parley::graph

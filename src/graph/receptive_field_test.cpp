@@ -10,7 +10,7 @@
 #include "graph/embedding_model_test_support.h"
 #include "graph/onnx_graph.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 using Kind = TimeReceptiveField::Kind;
@@ -118,4 +118,4 @@ TEST(ReceptiveField, OperatorsAcrossTimeAreGlobalOrUnknown) {
 }
 
 }  // namespace
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "graph/graph_edit.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 bool tensor_is_all_zero(const onnx::TensorProto& tensor) {
@@ -103,4 +103,4 @@ RecurrentStateRewrite drop_zero_recurrent_states(const std::string& model_bytes,
   return rewrite;
 }
 
-}  // namespace parley::models
+}  // namespace parley::graph

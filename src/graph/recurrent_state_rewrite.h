@@ -6,7 +6,7 @@
 // (docs/providers.md, "Segmentation on CUDA"); without the state chain the model runs there.
 #include <string>
 
-namespace parley::models {
+namespace parley::graph {
 
 struct RecurrentStateRewrite {
   std::string model;       // serialized ONNX model (the input unchanged when nothing applied)
@@ -20,4 +20,4 @@ struct RecurrentStateRewrite {
 RecurrentStateRewrite drop_zero_recurrent_states(const std::string& model_bytes,
                                                  const std::string& model_name);
 
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -10,7 +10,7 @@
 #include "runtime/onnx_session.h"
 #include "testing/shared_data.h"
 
-namespace parley::models {
+namespace parley::graph {
 namespace {
 
 TEST(RecurrentStateRewrite, SegmentationModelLosesItsZeroStatesAndStaysBitIdentical) {
@@ -63,4 +63,4 @@ TEST(RecurrentStateRewrite, GarbageIsAnErrorNamingTheModel) {
 }
 
 }  // namespace
-}  // namespace parley::models
+}  // namespace parley::graph

@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::ofstream out(argv[1], std::ios::binary);
-  out << parley::models::testing::make_test_embedding_model();
+  out << parley::graph::testing::make_test_embedding_model();
   out.close();
   if (!out) {
     std::fprintf(stderr, "cannot write %s\n", argv[1]);

@@ -6,7 +6,7 @@
 #include "frames/segments.h"
 #include "pipeline/diarizer.h"
 
-namespace parley::testing {
+namespace parley::identity::testing {
 
 // Speaker i talks from 10 i to 10 i + 5; its centroid is `centroids[i]`.
 inline pipeline::DiarizationResult result_with_centroids(
@@ -18,8 +18,8 @@ inline pipeline::DiarizationResult result_with_centroids(
   for (std::size_t i = 0; i < centroids.size(); ++i) {
     std::copy(centroids[i].begin(), centroids[i].end(),
               result.speaker_embeddings.data() + i * dimension);
-    pipeline::Turn turn{10.0 * static_cast<double>(i), 10.0 * static_cast<double>(i) + 5.0,
-                        pipeline::speaker_label(i), static_cast<int>(i), static_cast<int>(i)};
+    frames::Turn turn{10.0 * static_cast<double>(i), 10.0 * static_cast<double>(i) + 5.0,
+                      frames::speaker_label(i), static_cast<int>(i), static_cast<int>(i)};
     result.turns.push_back(turn);
     result.exclusive_turns.push_back(turn);
   }
@@ -27,4 +27,4 @@ inline pipeline::DiarizationResult result_with_centroids(
   return result;
 }
 
-}  // namespace parley::testing
+}  // namespace parley::identity::testing

@@ -51,7 +51,7 @@ EqualErrorRate equal_error_rate(std::span<const double> targets,
 void tally_recording(IdentificationTally& tally, pipeline::DiarizationResult result,
                      std::span<const eval::Turn> reference, std::span<const Candidate> candidates,
                      const std::set<std::string>& enrolled, double threshold) {
-  const auto hypothesis = pipeline::to_eval_turns(result.turns, result.uri);
+  const auto hypothesis = frames::to_eval_turns(result.turns, result.uri);
   const eval::FileScore score =
       eval::score_file(result.uri, reference, hypothesis, nullptr, eval::ScoringOptions{});
   std::map<std::string, std::string> truth;  // SPEAKER_xx -> reference label
@@ -63,7 +63,7 @@ void tally_recording(IdentificationTally& tally, pipeline::DiarizationResult res
   std::map<std::string, std::string> named;
   for (const NamedSpeaker& speaker : identification.named) named[speaker.label] = speaker.name;
   for (std::size_t row = 0; row < scores.dim(0); ++row) {
-    const std::string label = pipeline::speaker_label(row);
+    const std::string label = frames::speaker_label(row);
     const auto actual = truth.find(label);
     if (actual == truth.end()) continue;
     ++tally.clusters;

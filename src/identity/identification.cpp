@@ -108,17 +108,17 @@ Identification identify(pipeline::DiarizationResult& result, std::span<const Can
   identification.speakers = scores.dim(0);
   for (std::size_t row = 0; row < identification.speakers; ++row) {
     const std::string why = why_not_comparable(embedding_row(result.speaker_embeddings, row));
-    if (!why.empty()) identification.unidentifiable.push_back({pipeline::speaker_label(row), why});
+    if (!why.empty()) identification.unidentifiable.push_back({frames::speaker_label(row), why});
   }
   std::map<std::string, std::string> names;
   for (const Match& match : exclusive_matches(scores, threshold)) {
-    const std::string label = pipeline::speaker_label(match.row);
+    const std::string label = frames::speaker_label(match.row);
     identification.named.push_back(
         {label, candidates[match.column].name, match.score, match.confidence});
     names[label] = candidates[match.column].name;
   }
   for (auto* turns : {&result.turns, &result.exclusive_turns}) {
-    for (pipeline::Turn& turn : *turns) {
+    for (frames::Turn& turn : *turns) {
       const auto name = names.find(turn.speaker);
       if (name != names.end()) turn.speaker = name->second;
     }
@@ -129,7 +129,7 @@ Identification identify(pipeline::DiarizationResult& result, std::span<const Can
 std::string add_identification_json(const std::string& document,
                                     const Identification& identification) {
   // Parsing and dumping again keeps every number's text: nlohmann writes the shortest text that
-  // reads back as the same double, which is what pipeline::format_json wrote.
+  // reads back as the same double, which is what frames::format_json wrote.
   nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(document);
   std::map<std::string, std::string> names;
   for (const NamedSpeaker& named : identification.named) names[named.label] = named.name;

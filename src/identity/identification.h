@@ -83,7 +83,7 @@ struct Identification {
 Identification identify(pipeline::DiarizationResult& result, std::span<const Candidate> candidates,
                         double threshold = kDefaultThreshold);
 
-// A diarization's JSON document (pipeline::format_json) with the names: "speaker_embeddings" keyed
+// A diarization's JSON document (frames::format_json) with the names: "speaker_embeddings" keyed
 // by the labels the turns carry, and "identification": {"threshold", "speakers": [{"label",
 // "name", "score", "confidence"}...], "unidentifiable": [{"label", "reason"}...]} (the second list
 // only when some cluster could not be compared).

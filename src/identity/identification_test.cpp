@@ -130,7 +130,7 @@ TEST(Identification, JsonCarriesNamesAndScores) {
   const std::vector<Candidate> library = {{"Alice", {at_angle(0)}}};
   const Identification identification = identify(result, library, 0.5);
   const std::string document = add_identification_json(
-      pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings),
+      frames::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings),
       identification);
   const auto parsed = nlohmann::json::parse(document);
   EXPECT_EQ(parsed["diarization"][0]["speaker"], "Alice");
@@ -159,7 +159,7 @@ TEST(Identification, ASpeakerWithoutCentroidIsReportedWithItsReason) {
   // Its turns keep their label.
   EXPECT_EQ(result.turns[1].speaker, "SPEAKER_01");
   const auto parsed = nlohmann::json::parse(add_identification_json(
-      pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings),
+      frames::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings),
       identification));
   ASSERT_EQ(parsed["identification"]["unidentifiable"].size(), 1u);
   EXPECT_EQ(parsed["identification"]["unidentifiable"][0]["label"], "SPEAKER_01");
@@ -172,7 +172,7 @@ TEST(Identification, EveryComparableSpeakerLeavesNoUnidentifiableList) {
   const Identification identification = identify(result, {}, 0.5);
   EXPECT_TRUE(identification.unidentifiable.empty());
   const auto parsed = nlohmann::json::parse(add_identification_json(
-      pipeline::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings),
+      frames::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings),
       identification));
   EXPECT_FALSE(parsed["identification"].contains("unidentifiable"));
 }

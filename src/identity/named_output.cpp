@@ -56,7 +56,7 @@ std::string format_linked(pipeline::DiarizationResult result, const Linking& lin
     }
     const std::string why = why_not_comparable(values);
     embeddings[global.label] = std::move(embedding);
-    nlohmann::ordered_json speaker = {{"label", pipeline::speaker_label(local)},
+    nlohmann::ordered_json speaker = {{"label", frames::speaker_label(local)},
                                       {"global", global.label}};
     if (!global.name.empty()) {
       speaker["name"] = global.name;

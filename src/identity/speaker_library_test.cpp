@@ -18,7 +18,7 @@ Voiceprint print(std::vector<float> embedding, char model = 'a') {
 }
 
 TEST(SpeakerLibrary, AddListRenameRemove) {
-  testing::TemporaryDirectory folder("library");
+  parley::testing::TemporaryDirectory folder("library");
   const auto file = folder.path() / "speakers.db";
   {
     SpeakerLibrary library(file);
@@ -47,7 +47,7 @@ TEST(SpeakerLibrary, AddListRenameRemove) {
 }
 
 TEST(SpeakerLibrary, RefusesNamesOutputsCannotCarry) {
-  testing::TemporaryDirectory folder("library");
+  parley::testing::TemporaryDirectory folder("library");
   SpeakerLibrary library(folder.path() / "speakers.db");
   for (const std::string& name :
        std::vector<std::string>{"", "Alice Smith", "tab\there", std::string(129, 'x'), "\xff\xfe",
@@ -61,7 +61,7 @@ TEST(SpeakerLibrary, RefusesNamesOutputsCannotCarry) {
 }
 
 TEST(SpeakerLibrary, ExportImportRoundTrip) {
-  testing::TemporaryDirectory folder("library");
+  parley::testing::TemporaryDirectory folder("library");
   SpeakerLibrary first(folder.path() / "one.db");
   // Values that print long: the export keeps every bit.
   first.add("Alice", print({0.1f, 1.0f / 3.0f, -2.5e-8f}), "a.wav", "2026-01-02T03:04:05Z");
@@ -91,7 +91,7 @@ TEST(SpeakerLibrary, ExportImportRoundTrip) {
 }
 
 TEST(SpeakerLibrary, ImportForOneModelRefusesAnother) {
-  testing::TemporaryDirectory folder("library");
+  parley::testing::TemporaryDirectory folder("library");
   SpeakerLibrary mixed(folder.path() / "mixed.db");
   mixed.add("Alice", print({0.1f, 0.2f}, 'a'), "a.wav");
   mixed.add("Bob", print({0.3f, 0.4f}, 'b'), "b.wav");
@@ -124,7 +124,7 @@ TEST(SpeakerLibrary, ListingNamesEveryFieldButTheEmbedding) {
 }
 
 TEST(SpeakerLibrary, SeveralThreadsAndConnectionsAtOnce) {
-  testing::TemporaryDirectory folder("library");
+  parley::testing::TemporaryDirectory folder("library");
   const auto file = folder.path() / "speakers.db";
   SpeakerLibrary shared(file);
   constexpr int kThreads = 8;
@@ -159,7 +159,7 @@ TEST(SpeakerLibrary, SeveralThreadsAndConnectionsAtOnce) {
 }
 
 TEST(SpeakerLibrary, NotALibraryFails) {
-  testing::TemporaryDirectory folder("library");
+  parley::testing::TemporaryDirectory folder("library");
   const auto file = folder.path() / "text.db";
   {
     std::FILE* stream = std::fopen(file.c_str(), "w");

@@ -31,7 +31,7 @@ RecordingSpeakers recording_speakers(const pipeline::DiarizationResult& result) 
   const std::size_t count =
       result.speaker_embeddings.rank() == 2 ? result.speaker_embeddings.dim(0) : 0;
   speakers.speech_seconds.assign(count, 0.0);
-  for (const pipeline::Turn& turn : result.turns) {
+  for (const frames::Turn& turn : result.turns) {
     if (turn.speaker_index >= 0 && static_cast<std::size_t>(turn.speaker_index) < count) {
       speakers.speech_seconds[static_cast<std::size_t>(turn.speaker_index)] += turn.duration();
     }
@@ -118,7 +118,7 @@ void name_linked_speakers(Linking& linking, std::span<const Candidate> candidate
 void apply_linking(const Linking& linking, std::size_t index, pipeline::DiarizationResult& result) {
   const auto& globals = linking.global_of.at(index);
   for (auto* turns : {&result.turns, &result.exclusive_turns}) {
-    for (pipeline::Turn& turn : *turns) {
+    for (frames::Turn& turn : *turns) {
       if (turn.speaker_index >= 0 &&
           static_cast<std::size_t>(turn.speaker_index) < globals.size()) {
         turn.speaker =

@@ -62,7 +62,7 @@ Voiceprint voiceprint_from_samples(pipeline::Diarizer& diarizer, std::span<const
     fail("{}: no speech found, so no voiceprint; give audio where the speaker talks", uri);
   }
   Voiceprint voiceprint{embedding_row(result.speaker_embeddings, 0), std::string(model_digest),
-                        pipeline::embedding_mode_name(diarizer.config().embedding_mode)};
+                        stages::embedding_mode_name(diarizer.config().embedding_mode)};
   if (const std::string why = why_not_comparable(voiceprint.embedding); !why.empty()) {
     fail("{}: no voiceprint, {}; give audio where the speaker talks alone", uri, why);
   }

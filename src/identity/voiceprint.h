@@ -19,7 +19,7 @@ namespace parley::identity {
 struct Voiceprint {
   std::vector<float> embedding;
   std::string model_digest;    // sha256 of the embedding model file, lower-case hex
-  std::string embedding_mode;  // pipeline::embedding_mode_name of the run that computed it
+  std::string embedding_mode;  // stages::embedding_mode_name of the run that computed it
 };
 
 // The identity a voiceprint records: the sha256 digest of the embedding model file.

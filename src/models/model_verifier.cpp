@@ -12,7 +12,7 @@ namespace parley::models {
 
 namespace {
 
-std::vector<std::string> names_of(const std::vector<OnnxTensorInfo>& tensors) {
+std::vector<std::string> names_of(const std::vector<graph::OnnxTensorInfo>& tensors) {
   std::vector<std::string> names;
   for (const auto& tensor : tensors) names.push_back(tensor.name);
   return names;
@@ -25,7 +25,7 @@ std::vector<std::string> names_of(const std::vector<TensorSpec>& tensors) {
 }
 
 void compare_tensors(const char* kind, const std::vector<TensorSpec>& expected,
-                     const std::vector<OnnxTensorInfo>& actual,
+                     const std::vector<graph::OnnxTensorInfo>& actual,
                      std::vector<std::string>& problems) {
   if (expected.size() != actual.size()) {
     problems.push_back(fmt::format("expected {} {}s ({}), the model has {} ({})", expected.size(),
@@ -35,7 +35,7 @@ void compare_tensors(const char* kind, const std::vector<TensorSpec>& expected,
   const std::size_t common = std::min(expected.size(), actual.size());
   for (std::size_t index = 0; index < common; ++index) {
     const TensorSpec& want = expected[index];
-    const OnnxTensorInfo& have = actual[index];
+    const graph::OnnxTensorInfo& have = actual[index];
     if (want.name != have.name) {
       problems.push_back(fmt::format("{} {}: expected name '{}', the model has '{}'", kind, index,
                                      want.name, have.name));
@@ -69,7 +69,8 @@ std::uintmax_t file_size_or_zero(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::vector<std::string> compare_signature(const ModelEntry& entry, const OnnxModelInfo& model) {
+std::vector<std::string> compare_signature(const ModelEntry& entry,
+                                           const graph::OnnxModelInfo& model) {
   std::vector<std::string> problems;
   compare_tensors("input", entry.inputs, model.inputs, problems);
   compare_tensors("output", entry.outputs, model.outputs, problems);
@@ -112,7 +113,7 @@ Verification verify_model_file(const ModelEntry& entry, const std::filesystem::p
 
   try {
     if (entry.format == FileFormat::kOnnx) {
-      const OnnxModelInfo model = inspect_onnx_model(path);
+      const graph::OnnxModelInfo model = graph::inspect_onnx_model(path);
       for (auto& problem : compare_signature(entry, model)) {
         result.problems.push_back(fmt::format("signature: {}", problem));
       }

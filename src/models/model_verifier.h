@@ -25,7 +25,8 @@ Verification verify_model_file(const ModelEntry& entry, const std::filesystem::p
 
 // The signature half of verify_model_file: one message per difference between what the entry
 // declares and what the model has. A dynamic axis in the model matches any declared size.
-std::vector<std::string> compare_signature(const ModelEntry& entry, const OnnxModelInfo& model);
+std::vector<std::string> compare_signature(const ModelEntry& entry,
+                                           const graph::OnnxModelInfo& model);
 
 // What to run to replace a bad or missing file of this entry.
 std::string repair_hint(const ModelEntry& entry);

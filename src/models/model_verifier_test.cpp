@@ -90,7 +90,7 @@ TEST(ModelVerifier, SignatureMismatchesAreSpelledOut) {
   entry.inputs[0].element_type = "float16";
   entry.outputs[0].shape[2].fixed = 6;
   entry.outputs.push_back(TensorSpec{"extra", "float32", {}});
-  const auto problems = compare_signature(entry, inspect_onnx_model(model));
+  const auto problems = compare_signature(entry, graph::inspect_onnx_model(model));
   EXPECT_THAT(
       problems,
       ElementsAre("input 0: expected name 'audio', the model has 'waveform'",
@@ -101,7 +101,7 @@ TEST(ModelVerifier, SignatureMismatchesAreSpelledOut) {
 
   ModelEntry rank = Registry::builtin().get("segmentation-3.0-fp16");
   rank.inputs[0].shape.pop_back();
-  EXPECT_THAT(compare_signature(rank, inspect_onnx_model(model)),
+  EXPECT_THAT(compare_signature(rank, graph::inspect_onnx_model(model)),
               ElementsAre("input 'waveform': expected rank 2 [1,1], the model has rank 3 "
                           "[1,1,samples]"));
 }
@@ -110,7 +110,7 @@ TEST(ModelVerifier, DynamicModelAxesMatchAnyDeclaredSize) {
   PARLEY_REQUIRE_SHARED(model, "models/segmentation-3.0-fp16.onnx");
   ModelEntry entry = Registry::builtin().get("segmentation-3.0-fp16");
   entry.inputs[0].shape[2].fixed = 160000;  // the model's 'samples' axis is dynamic
-  EXPECT_TRUE(compare_signature(entry, inspect_onnx_model(model)).empty());
+  EXPECT_TRUE(compare_signature(entry, graph::inspect_onnx_model(model)).empty());
 }
 
 TEST(ModelVerifier, UnknownChecksumIsSkippedNotFailed) {

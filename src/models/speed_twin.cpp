@@ -7,7 +7,7 @@
 namespace parley::models {
 
 bool is_speed_twin(const std::filesystem::path& model) {
-  const auto metadata = model_metadata(model);
+  const auto metadata = graph::model_metadata(model);
   const auto found = metadata.find(kSpeedTwinMetadataKey);
   return found != metadata.end() && found->second == "true";
 }

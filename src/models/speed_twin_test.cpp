@@ -131,30 +131,30 @@ TEST_F(SpeedTwin, VerifiesAgainstItsRegistryEntry) {
   EXPECT_THAT(result.notes, ::testing::Contains(HasSubstr("speed twin: random weights")));
   // Same signature as the real WeSpeaker model, so the two are interchangeable.
   const auto against_real = compare_signature(Registry::builtin().get("wespeaker-resnet34-lm"),
-                                              inspect_onnx_model(twin_path_));
+                                              graph::inspect_onnx_model(twin_path_));
   EXPECT_TRUE(against_real.empty()) << ::testing::PrintToString(against_real);
 }
 
 TEST_F(SpeedTwin, MetadataMarksItAsATwin) {
   EXPECT_TRUE(is_speed_twin(twin_path_));
-  const OnnxModelInfo info = inspect_onnx_model(twin_path_);
+  const graph::OnnxModelInfo info = graph::inspect_onnx_model(twin_path_);
   EXPECT_EQ(info.description, "ResNet34 speed twin: random weights, no speaker knowledge");
   EXPECT_EQ(info.metadata.at("parley.pooling_input"), "/model/layer4/layer4.2/Relu_1_output_0");
 }
 
 TEST_F(SpeedTwin, MetadataIsReadWithoutASession) {
-  EXPECT_EQ(model_metadata(twin_path_), inspect_onnx_model(twin_path_).metadata);
+  EXPECT_EQ(graph::model_metadata(twin_path_), graph::inspect_onnx_model(twin_path_).metadata);
   // A file cut short is refused, not read as a model without metadata.
-  const std::string bytes = read_model_bytes(twin_path_);
+  const std::string bytes = graph::read_model_bytes(twin_path_);
   const auto cut = twin_path_.parent_path() / "cut-twin.onnx";
   std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(1000));
-  EXPECT_THROW(model_metadata(cut), Error);
+  EXPECT_THROW(graph::model_metadata(cut), Error);
   std::filesystem::remove(cut);
 }
 
 TEST_F(SpeedTwin, SplitsBeforePoolingAtTheNamedTensor) {
-  const StatisticsPoolingSplit split =
-      split_before_statistics_pooling(read_model_bytes(twin_path_), twin_path_.string());
+  const graph::StatisticsPoolingSplit split = graph::split_before_statistics_pooling(
+      graph::read_model_bytes(twin_path_), twin_path_.string());
   EXPECT_EQ(split.pooling_input, "/model/layer4/layer4.2/Relu_1_output_0");
   EXPECT_EQ(split.features_input, "feats");
   EXPECT_EQ(split.embedding_output, "embs");

@@ -35,7 +35,8 @@ TEST(DiarizationConfig, EveryOutputFieldChangesTheOutputSettings) {
   EXPECT_TRUE(differs([](DiarizationConfig& c) { c.share_segmentation_convolution = false; }));
   EXPECT_TRUE(differs([](DiarizationConfig& c) { c.accelerator_float16 = true; }));
   EXPECT_TRUE(differs([](DiarizationConfig& c) { c.embedding_exclude_overlap = false; }));
-  EXPECT_TRUE(differs([](DiarizationConfig& c) { c.embedding_mode = EmbeddingMode::kExact; }));
+  EXPECT_TRUE(
+      differs([](DiarizationConfig& c) { c.embedding_mode = stages::EmbeddingMode::kExact; }));
   EXPECT_TRUE(differs([](DiarizationConfig& c) { c.shared_trunk.exact_alignment = true; }));
   EXPECT_TRUE(differs([](DiarizationConfig& c) { c.min_duration_off = 0.5; }));
   EXPECT_TRUE(
@@ -53,7 +54,7 @@ TEST(DiarizationConfig, OutputSettingsAreCanonical) {
   }
   // Shared mode's details mean nothing in exact mode and do not tell exact runs apart.
   DiarizationConfig exact;
-  exact.embedding_mode = EmbeddingMode::kExact;
+  exact.embedding_mode = stages::EmbeddingMode::kExact;
   DiarizationConfig exact_other_blocks = exact;
   exact_other_blocks.shared_trunk.block_frames = 3000;
   EXPECT_EQ(exact.output().to_json(), exact_other_blocks.output().to_json());

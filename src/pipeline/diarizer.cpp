@@ -32,10 +32,11 @@ constexpr double kChunkSeconds = 10.0;
 
 // The zero-padded last chunk can stretch a final turn up to a chunk step past the end of the
 // audio (pyannote leaves it so); a turn past the end is not a place anyone spoke.
-std::vector<Turn> clip_to_recording(const std::vector<Turn>& turns, double duration_seconds) {
-  std::vector<Turn> clipped;
+std::vector<frames::Turn> clip_to_recording(const std::vector<frames::Turn>& turns,
+                                            double duration_seconds) {
+  std::vector<frames::Turn> clipped;
   clipped.reserve(turns.size());
-  for (Turn turn : turns) {
+  for (frames::Turn turn : turns) {
     if (turn.start >= duration_seconds) continue;
     turn.end = std::min(turn.end, duration_seconds);
     clipped.push_back(std::move(turn));
@@ -108,7 +109,7 @@ void DiarizationConfig::validate() const {
         "its batch's activations, and 4 already keep an H100 busy",
         kMaxSegmentationSessions, segmentation_accelerator_sessions);
   }
-  if (embedding_mode == EmbeddingMode::kShared) {
+  if (embedding_mode == stages::EmbeddingMode::kShared) {
     shared_trunk.validate();
     // The shared map holds fbank frames every 10 ms from the recording's start.
     const double step_frames = step_seconds * 100.0;
@@ -125,15 +126,17 @@ void DiarizationConfig::validate() const {
 }
 
 nlohmann::json OutputSettings::to_json() const {
-  nlohmann::json json = {{"step_seconds", step_seconds},
-                         {"share_segmentation_convolution", share_segmentation_convolution},
-                         {"accelerator_float16", accelerator_float16},
-                         {"embedding_exclude_overlap", embedding_exclude_overlap},
-                         {"embedding_mode", std::string(embedding_mode_name(embedding_mode))},
-                         {"min_duration_off", min_duration_off},
-                         {"clustering", clustering.describe()},
-                         {"speakers", speakers.describe()}};
-  if (embedding_mode == EmbeddingMode::kShared) json["shared_trunk"] = shared_trunk.to_string();
+  nlohmann::json json = {
+      {"step_seconds", step_seconds},
+      {"share_segmentation_convolution", share_segmentation_convolution},
+      {"accelerator_float16", accelerator_float16},
+      {"embedding_exclude_overlap", embedding_exclude_overlap},
+      {"embedding_mode", std::string(stages::embedding_mode_name(embedding_mode))},
+      {"min_duration_off", min_duration_off},
+      {"clustering", clustering.describe()},
+      {"speakers", speakers.describe()}};
+  if (embedding_mode == stages::EmbeddingMode::kShared)
+    json["shared_trunk"] = shared_trunk.to_string();
   return json;
 }
 
@@ -177,18 +180,18 @@ std::string DiarizationConfig::to_string() const {
       min_duration_off, clustering.describe(), speakers.describe(),
       runtime::provider_name(embedding_provider), runtime::provider_name(segmentation_provider),
       placement ? fmt::format(", routed from provider {}", placement->choice.to_string()) : "",
-      streaming, embedding_mode_name(embedding_mode),
-      embedding_mode == EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "",
+      streaming, stages::embedding_mode_name(embedding_mode),
+      embedding_mode == stages::EmbeddingMode::kShared ? ", " + shared_trunk.to_string() : "",
       accelerator_float16 ? ", accelerator_float16=true" : "",
       share_segmentation_convolution ? "" : ", share_segmentation_convolution=false");
 }
 
 struct Diarizer::Models {
-  std::unique_ptr<SegmentationModel> segmentation;
-  std::unique_ptr<EmbeddingExtractor> embedding;
+  std::unique_ptr<stages::SegmentationModel> segmentation;
+  std::unique_ptr<stages::EmbeddingExtractor> embedding;
   // Shared mode: the map of the recording being embedded (made at its first chunk range, freed
   // after its last).
-  std::unique_ptr<SharedTrunk> shared_trunk;
+  std::unique_ptr<stages::SharedTrunk> shared_trunk;
   StageTimes shared_trunk_times;  // the split of the last shared-mode recording
   std::optional<cluster::Plda> plda;
 };
@@ -222,16 +225,16 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
     if (*route) spdlog::debug("{}", (*route)->reason);
   }
   log_step("models routed");
-  models_->segmentation = std::make_unique<SegmentationModel>(
+  models_->segmentation = std::make_unique<stages::SegmentationModel>(
       model_paths_.segmentation, sessions.segmentation, shared_sessions);
   log_step("segmentation model loaded");
-  models_->embedding = std::make_unique<EmbeddingExtractor>(model_paths_.embedding,
-                                                            sessions.embedding, shared_sessions);
-  if (embeds_in_graph_passes() || (config_.embedding_mode == EmbeddingMode::kExact &&
+  models_->embedding = std::make_unique<stages::EmbeddingExtractor>(
+      model_paths_.embedding, sessions.embedding, shared_sessions);
+  if (embeds_in_graph_passes() || (config_.embedding_mode == stages::EmbeddingMode::kExact &&
                                    models_->embedding->pools_exact_in_graph())) {
     models_->embedding->open_pooled_session(
         embeds_in_graph_passes() &&
-        shared_trunk_features_in_graph(config_.shared_trunk, *models_->embedding));
+        stages::shared_trunk_features_in_graph(config_.shared_trunk, *models_->embedding));
   }
   log_step("embedding model loaded");
 
@@ -291,16 +294,17 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
   // Pooled in the graph, a whole pass of the shared trunk per embedding call.
   settings.embedding_batch =
       embeds_in_graph_passes()
-          ? pass_chunks_at_step(
+          ? stages::pass_chunks_at_step(
                 config_.shared_trunk.chunks_per_pass,
                 static_cast<std::int64_t>(std::llround(config_.step_seconds * kSampleRate)))
           : config_.embedding_batch_size;
   settings.embedding_dimension = models_->embedding->dimension();
-  settings.embedding_reads_whole_recording = config_.embedding_mode == EmbeddingMode::kShared;
+  settings.embedding_reads_whole_recording =
+      config_.embedding_mode == stages::EmbeddingMode::kShared;
   SegmentEmbedScheduler scheduler(
       *models_->segmentation,
-      [this, &embed](std::span<const float> samples, const ChunkPlan& plan, std::size_t first_chunk,
-                     const NdArray<float>& segmentations) {
+      [this, &embed](std::span<const float> samples, const frames::ChunkPlan& plan,
+                     std::size_t first_chunk, const NdArray<float>& segmentations) {
         return embed_chunk_range(samples, plan, first_chunk, segmentations, embed);
       },
       settings);
@@ -309,8 +313,8 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
 }
 
 bool Diarizer::embeds_in_graph_passes() const {
-  return config_.embedding_mode == EmbeddingMode::kShared &&
-         shared_trunk_pools_in_graph(config_.shared_trunk, *models_->embedding);
+  return config_.embedding_mode == stages::EmbeddingMode::kShared &&
+         stages::shared_trunk_pools_in_graph(config_.shared_trunk, *models_->embedding);
 }
 
 namespace {
@@ -346,10 +350,10 @@ const NdArray<float>& require_finite_for_speech(const NdArray<float>& embeddings
 
 const StageTimes& Diarizer::shared_trunk_times() const { return models_->shared_trunk_times; }
 
-EmbeddingExtractor& Diarizer::embedding_extractor() { return *models_->embedding; }
+stages::EmbeddingExtractor& Diarizer::embedding_extractor() { return *models_->embedding; }
 
-NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
-                                           std::size_t first_chunk,
+NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples,
+                                           const frames::ChunkPlan& plan, std::size_t first_chunk,
                                            const NdArray<float>& range_segmentations,
                                            const ChunkRangeEmbedder& embed) {
   NdArray<float> embeddings =
@@ -360,19 +364,20 @@ NdArray<float> Diarizer::embed_chunk_range(std::span<const float> samples, const
 }
 
 NdArray<float> Diarizer::embed_chunk_range_unchecked(std::span<const float> samples,
-                                                     const ChunkPlan& plan, std::size_t first_chunk,
+                                                     const frames::ChunkPlan& plan,
+                                                     std::size_t first_chunk,
                                                      const NdArray<float>& range_segmentations) {
   const std::size_t count = range_segmentations.dim(0);
-  if (config_.embedding_mode == EmbeddingMode::kShared) {
+  if (config_.embedding_mode == stages::EmbeddingMode::kShared) {
     if (first_chunk == 0 || !models_->shared_trunk) {
-      SharedTrunkConfig shared_config = config_.shared_trunk;
+      stages::SharedTrunkConfig shared_config = config_.shared_trunk;
       shared_config.threads = config_.threads;
       models_->shared_trunk =
-          std::make_unique<SharedTrunk>(*models_->embedding, samples, plan, shared_config);
+          std::make_unique<stages::SharedTrunk>(*models_->embedding, samples, plan, shared_config);
     }
     NdArray<float> embedded = models_->shared_trunk->embed_chunks(first_chunk, range_segmentations);
     if (first_chunk + count >= static_cast<std::size_t>(plan.num_chunks())) {
-      const SharedTrunk& trunk = *models_->shared_trunk;
+      const stages::SharedTrunk& trunk = *models_->shared_trunk;
       spdlog::debug(
           "shared trunk: {} passes over {} fbank frames; features {:.2f} s, trunk {:.2f} s, "
           "pooling {:.2f} s",
@@ -390,8 +395,8 @@ NdArray<float> Diarizer::embed_chunk_range_unchecked(std::span<const float> samp
   // Chunks are cut range by range so memory stays at one batch of waveforms.
   NdArray<float> waveforms({count, window});
   for (std::size_t i = 0; i < count; ++i) {
-    copy_chunk(samples, plan, static_cast<std::int64_t>(first_chunk + i),
-               std::span<float>(waveforms.data() + i * window, window));
+    frames::copy_chunk(samples, plan, static_cast<std::int64_t>(first_chunk + i),
+                       std::span<float>(waveforms.data() + i * window, window));
   }
   return models_->embedding->embed_chunks(waveforms, range_segmentations);
 }
@@ -404,9 +409,9 @@ DiarizationResult diarize_from_embeddings(
   result.uri = uri;
   result.duration_seconds = intermediates.duration_seconds;
 
-  const SlidingWindowFeature<int> count =
-      speaker_count(intermediates.segmentations, intermediates.chunks, segmentation3_frames());
-  if (max_count(count.data) == 0) {
+  const frames::SlidingWindowFeature<int> count = frames::speaker_count(
+      intermediates.segmentations, intermediates.chunks, frames::segmentation3_frames());
+  if (frames::max_count(count.data) == 0) {
     // Nobody speaks: pyannote returns an empty diarization without clustering.
     return result;
   }
@@ -427,14 +432,14 @@ DiarizationResult diarize_from_embeddings(
         uri, detected, config.speakers.describe());
   }
 
-  FrameDiarization frames;
+  frames::FrameDiarization frames;
   {
     ScopedStageTimer timer(times, "reconstruction");
-    PostprocessOptions options;
+    frames::PostprocessOptions options;
     options.max_speakers = config.speakers.resolved_max();
     options.min_duration_off = config.min_duration_off;
-    frames = diarize_frames(intermediates.segmentations, intermediates.chunks,
-                            clusters.hard_clusters, count, options);
+    frames = frames::diarize_frames(intermediates.segmentations, intermediates.chunks,
+                                    clusters.hard_clusters, count, options);
   }
   result.turns = clip_to_recording(frames.turns, intermediates.duration_seconds);
   result.exclusive_turns =

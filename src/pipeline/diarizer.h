@@ -88,9 +88,9 @@ struct OutputSettings {
   // (stages/shared_trunk.h): far less embedding time at a 1 s step, same diarization on the
   // golden clips (docs/embedding.md, section 8.6 has the measurements). exact: the trunk on every
   // chunk, pyannote's definition.
-  EmbeddingMode embedding_mode = EmbeddingMode::kShared;
+  stages::EmbeddingMode embedding_mode = stages::EmbeddingMode::kShared;
   // Shared mode's details (blocks, alignment, centring); its threads come from `threads`.
-  SharedTrunkConfig shared_trunk;
+  stages::SharedTrunkConfig shared_trunk;
   double min_duration_off = 0.0;  // community-1's segmentation.min_duration_off
   cluster::ClusteringConfig clustering;
   cluster::SpeakerCountConstraints speakers;
@@ -159,7 +159,7 @@ struct DiarizationConfig : OutputSettings, ExecutionSettings {
 // `parley recluster` reads back.
 struct DiarizationIntermediates {
   double duration_seconds = 0.0;
-  SlidingWindow chunks;
+  frames::SlidingWindow chunks;
   NdArray<float> segmentations;  // [chunks, 589, 3] binarized local activations
   NdArray<float> embeddings;     // [chunks, 3, D] raw embeddings
 };
@@ -167,9 +167,9 @@ struct DiarizationIntermediates {
 struct DiarizationResult {
   std::string uri;
   double duration_seconds = 0.0;
-  std::vector<Turn> turns;            // overlapping speech turns, labelled SPEAKER_00...
-  std::vector<Turn> exclusive_turns;  // at most one speaker at a time (for transcripts)
-  NdArray<float> speaker_embeddings;  // [speakers, D], row i is SPEAKER_<i>'s centroid
+  std::vector<frames::Turn> turns;            // overlapping speech turns, labelled SPEAKER_00...
+  std::vector<frames::Turn> exclusive_turns;  // at most one speaker at a time (for transcripts)
+  NdArray<float> speaker_embeddings;          // [speakers, D], row i is SPEAKER_<i>'s centroid
   std::size_t speaker_count = 0;
   StageTimes stage_times;
 };
@@ -187,7 +187,7 @@ using SamplesNeeded = std::function<void(std::size_t recording, std::size_t end)
 // from their binarized segmentations [count, frames, speakers], computed by a caller of
 // segment_and_embed instead of the configured embedding mode (the live diarizer's rolling trunk).
 using ChunkRangeEmbedder =
-    std::function<NdArray<float>(std::span<const float> samples, const ChunkPlan& plan,
+    std::function<NdArray<float>(std::span<const float> samples, const frames::ChunkPlan& plan,
                                  std::size_t first_chunk, const NdArray<float>& segmentations)>;
 
 class Diarizer {
@@ -233,7 +233,7 @@ class Diarizer {
   const StageTimes& shared_trunk_times() const;
   // The embedding network, for callers that run it themselves (the live rolling trunk); its
   // calls must not overlap segment_and_embed's.
-  EmbeddingExtractor& embedding_extractor();
+  stages::EmbeddingExtractor& embedding_extractor();
 
   // Clustering, reconstruction and turns from `intermediates` (the part after the networks).
   // Reads the models only, so several threads may call it at once, also while
@@ -247,8 +247,8 @@ class Diarizer {
   struct Models;
   // Shared mode pooling inside the graph: embedding ranges are whole passes.
   bool embeds_in_graph_passes() const;
-  NdArray<float> embed_chunk_range_unchecked(std::span<const float> samples, const ChunkPlan& plan,
-                                             std::size_t first_chunk,
+  NdArray<float> embed_chunk_range_unchecked(std::span<const float> samples,
+                                             const frames::ChunkPlan& plan, std::size_t first_chunk,
                                              const NdArray<float>& range_segmentations);
   // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) of one
   // recording from their binarized segmentations [count, frames, speakers]. Called with
@@ -256,7 +256,7 @@ class Diarizer {
   // concurrently.
   // Fails, naming the model, when a speaking speaker's embedding is NaN or infinite.
   // `embed`, when set, computes them instead of the configured mode.
-  NdArray<float> embed_chunk_range(std::span<const float> samples, const ChunkPlan& plan,
+  NdArray<float> embed_chunk_range(std::span<const float> samples, const frames::ChunkPlan& plan,
                                    std::size_t first_chunk,
                                    const NdArray<float>& range_segmentations,
                                    const ChunkRangeEmbedder& embed = {});

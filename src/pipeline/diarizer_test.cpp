@@ -28,8 +28,8 @@
 namespace parley::pipeline {
 namespace {
 
-std::string rttm(const std::vector<Turn>& turns, const std::string& uri) {
-  return eval::format_rttm(to_eval_turns(turns, uri));
+std::string rttm(const std::vector<frames::Turn>& turns, const std::string& uri) {
+  return eval::format_rttm(frames::to_eval_turns(turns, uri));
 }
 
 double strict_der(const std::vector<eval::Turn>& reference,
@@ -84,7 +84,7 @@ class DiarizerEndToEnd : public ::testing::Test {
     PARLEY_REQUIRE_SHARED(segmentation, "models/segmentation-3.0-fp16.onnx");
     segmentation_ = segmentation;
     embedding_ = temp_ / "test_embedding.onnx";
-    std::ofstream(embedding_, std::ios::binary) << models::testing::make_test_embedding_model();
+    std::ofstream(embedding_, std::ios::binary) << graph::testing::make_test_embedding_model();
   }
   Diarizer make_diarizer(int threads) {
     DiarizationConfig config;
@@ -121,7 +121,7 @@ TEST_F(DiarizerEndToEnd, SpeechRegionsOnEveryEvalRecording) {
     const DiarizationResult result = diarizer.diarize(samples, uri, quiet);
     // Valid RTTM: the text the CLI writes parses back to the same number of turns, with
     // positive durations, inside the recording.
-    const auto hypothesis = to_eval_turns(result.turns, result.uri);
+    const auto hypothesis = frames::to_eval_turns(result.turns, result.uri);
     EXPECT_EQ(eval::parse_rttm(rttm(result.turns, result.uri), uri).size(), hypothesis.size());
     for (const auto& turn : hypothesis) {
       EXPECT_GT(turn.duration, 0.0);
@@ -150,10 +150,10 @@ TEST_F(DiarizerEndToEnd, SpeechRegionsOnEveryEvalRecording) {
 // An embedding model that returns NaN gave a warning, one speaker and exit 0.
 TEST_F(DiarizerEndToEnd, NanEmbeddingsFailNamingTheModel) {
   PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
-  models::testing::TestEmbeddingModelOptions damaged;
+  graph::testing::TestEmbeddingModelOptions damaged;
   damaged.nan_head = true;
   std::ofstream(embedding_, std::ios::binary | std::ios::trunc)
-      << models::testing::make_test_embedding_model(damaged);
+      << graph::testing::make_test_embedding_model(damaged);
   Diarizer diarizer = make_diarizer(1);
   Progress quiet(Progress::Mode::kNever);
   const auto samples = audio::load_mono_16k(audio_path);
@@ -255,7 +255,7 @@ TEST_F(DiarizerEndToEnd, ProgressMovesBeforeTheFirstEmbeddingRangeIsDone) {
     SCOPED_TRACE("embedding_batch_size " + std::to_string(range));
     DiarizationConfig config;
     config.threads = 2;
-    config.embedding_mode = EmbeddingMode::kExact;
+    config.embedding_mode = stages::EmbeddingMode::kExact;
     config.embedding_batch_size = range;
     config.clustering.method = cluster::ClusteringMethod::kAhc;
     Diarizer diarizer({segmentation_, embedding_, {}}, config);
@@ -273,7 +273,7 @@ TEST_F(DiarizerEndToEnd, ProgressMovesBeforeTheFirstEmbeddingRangeIsDone) {
     EXPECT_TRUE(std::is_sorted(networks.done.begin(), networks.done.end()));
     EXPECT_EQ(networks.done.back(), networks.total);
     // Once the first range is embedded, at least its share of the recording is done.
-    const auto chunks = static_cast<double>(testing::chunk_plan(samples).num_chunks());
+    const auto chunks = static_cast<double>(stages::testing::chunk_plan(samples).num_chunks());
     const double first_range_share = std::min(1.0, static_cast<double>(range) / chunks);
     const std::size_t before_first_range = static_cast<std::size_t>(
         std::count_if(networks.done.begin(), networks.done.end(), [&](std::size_t done) {
@@ -291,7 +291,7 @@ TEST_F(DiarizerEndToEnd, SharedEmbeddingModeIsIndependentOfChunkRanges) {
   PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
   const auto samples = audio::load_mono_16k(audio_path);
   Progress quiet(Progress::Mode::kNever);
-  auto run = [&](EmbeddingMode mode, std::size_t batch) {
+  auto run = [&](stages::EmbeddingMode mode, std::size_t batch) {
     DiarizationConfig config;
     config.clustering.method = cluster::ClusteringMethod::kAhc;
     config.embedding_mode = mode;
@@ -300,8 +300,8 @@ TEST_F(DiarizerEndToEnd, SharedEmbeddingModeIsIndependentOfChunkRanges) {
     Diarizer diarizer({segmentation_, embedding_, {}}, config);
     return diarizer.diarize(samples, "sample", quiet);
   };
-  const DiarizationResult shared = run(EmbeddingMode::kShared, 32);
-  const DiarizationResult shared_small_ranges = run(EmbeddingMode::kShared, 3);
+  const DiarizationResult shared = run(stages::EmbeddingMode::kShared, 32);
+  const DiarizationResult shared_small_ranges = run(stages::EmbeddingMode::kShared, 3);
   ASSERT_FALSE(shared.turns.empty());
   EXPECT_EQ(rttm(shared.turns, "sample"), rttm(shared_small_ranges.turns, "sample"));
   EXPECT_EQ(shared.speaker_embeddings.values(), shared_small_ranges.speaker_embeddings.values());
@@ -379,9 +379,11 @@ TEST_F(DiarizerEndToEnd, SamplesArrivingWhileItRunsGiveTheSameResult) {
   const auto samples = audio::load_mono_16k(audio_path);
   Progress quiet(Progress::Mode::kNever);
   for (const auto& [mode, segmentation] :
-       {std::pair{EmbeddingMode::kExact, segmentation_}, std::pair{EmbeddingMode::kExact, folded},
-        std::pair{EmbeddingMode::kShared, segmentation_}}) {
-    SCOPED_TRACE(embedding_mode_name(mode) + std::string(" ") + segmentation.filename().string());
+       {std::pair{stages::EmbeddingMode::kExact, segmentation_},
+        std::pair{stages::EmbeddingMode::kExact, folded},
+        std::pair{stages::EmbeddingMode::kShared, segmentation_}}) {
+    SCOPED_TRACE(stages::embedding_mode_name(mode) + std::string(" ") +
+                 segmentation.filename().string());
     DiarizationConfig config;
     config.threads = 2;
     config.embedding_batch_size = 5;
@@ -512,13 +514,13 @@ TEST(DiarizerConfig, BatchesSessionsAndThreadsAreBoundedWithTheReason) {
 
 TEST(DiarizerConfig, SharedEmbeddingsNeedAStepOnTheFbankGrid) {
   DiarizationConfig config;
-  EXPECT_EQ(config.embedding_mode, EmbeddingMode::kShared);
+  EXPECT_EQ(config.embedding_mode, stages::EmbeddingMode::kShared);
   config.step_seconds = 1.005;  // not a whole number of 10 ms fbank frames
   EXPECT_THROW(config.validate(), Error);
-  config.embedding_mode = EmbeddingMode::kExact;
+  config.embedding_mode = stages::EmbeddingMode::kExact;
   EXPECT_NO_THROW(config.validate());
   config.step_seconds = 0.5;
-  config.embedding_mode = EmbeddingMode::kShared;
+  config.embedding_mode = stages::EmbeddingMode::kShared;
   EXPECT_NO_THROW(config.validate());
   EXPECT_NE(config.to_string().find("embedding_mode=shared"), std::string::npos);
 }
@@ -527,7 +529,7 @@ TEST(DiarizerConfig, SharedEmbeddingsNeedAStepOnTheFbankGrid) {
 DiarizationIntermediates small_intermediates() {
   DiarizationIntermediates intermediates;
   intermediates.duration_seconds = 12.0;
-  intermediates.chunks = SlidingWindow(0.0, 10.0, 1.0);
+  intermediates.chunks = frames::SlidingWindow(0.0, 10.0, 1.0);
   intermediates.segmentations = NdArray<float>({3, 4, 3}, 0.0f);
   intermediates.segmentations(0, 1, 2) = 1.0f;
   intermediates.embeddings = NdArray<float>({3, 3, 2}, 0.5f);
@@ -569,7 +571,7 @@ TEST(DiarizerIntermediates, ImpossibleValuesAreRefused) {
         << bad;
   }
   auto tiny_step = small_intermediates();
-  tiny_step.chunks = SlidingWindow(0.0, 10.0, 1e-9);
+  tiny_step.chunks = frames::SlidingWindow(0.0, 10.0, 1e-9);
   write_model_intermediates(temp.path(), tiny_step);
   EXPECT_NE(read_error(temp.path()).find("are not a chunk window"), std::string::npos);
   auto negative = small_intermediates();

@@ -39,7 +39,7 @@ void check_no_empty_axis(const std::vector<std::size_t>& shape, const std::files
 void validate_chunking(const DiarizationIntermediates& intermediates, std::size_t chunk_count,
                        const std::filesystem::path& directory) {
   constexpr double kMinChunkStepSeconds = 1e-3;
-  const SlidingWindow& chunks = intermediates.chunks;
+  const frames::SlidingWindow& chunks = intermediates.chunks;
   if (!std::isfinite(chunks.start()) || !std::isfinite(chunks.duration()) ||
       !(chunks.step() >= kMinChunkStepSeconds) || !std::isfinite(chunks.step()) ||
       chunks.duration() > eval::kMaxTimeSeconds || chunks.step() > chunks.duration()) {
@@ -61,8 +61,9 @@ void validate_chunking(const DiarizationIntermediates& intermediates, std::size_
 
 }  // namespace
 
-void write_reconstruction(const std::filesystem::path& directory, const FrameDiarization& frames,
-                          const SlidingWindow& chunks, double min_duration_off) {
+void write_reconstruction(const std::filesystem::path& directory,
+                          const frames::FrameDiarization& frames,
+                          const frames::SlidingWindow& chunks, double min_duration_off) {
   NpzArchive archive;
   const auto& count = frames.count.data;
   std::vector<std::uint8_t> count_values(count.size());
@@ -155,9 +156,9 @@ DiarizationIntermediates read_model_intermediates(const std::filesystem::path& d
     try {
       std::ifstream(recording_path) >> recording;
       intermediates.duration_seconds = recording.at("duration_seconds").get<double>();
-      intermediates.chunks = SlidingWindow(recording.at("chunk_start").get<double>(),
-                                           recording.at("chunk_duration").get<double>(),
-                                           recording.at("chunk_step").get<double>());
+      intermediates.chunks = frames::SlidingWindow(recording.at("chunk_start").get<double>(),
+                                                   recording.at("chunk_duration").get<double>(),
+                                                   recording.at("chunk_step").get<double>());
     } catch (const nlohmann::json::exception& error) {
       fail("{}: unreadable ({})", recording_path.string(), error.what());
     }
@@ -165,9 +166,10 @@ DiarizationIntermediates read_model_intermediates(const std::filesystem::path& d
     // A pyannote goldens folder: the chunk window is in reconstruction.npz, and the recording
     // lasts at most until the end of the last chunk.
     const auto archive = read_npz(reconstruction_path);
-    intermediates.chunks = SlidingWindow(scalar(archive, "chunk_start", reconstruction_path),
-                                         scalar(archive, "chunk_duration", reconstruction_path),
-                                         scalar(archive, "chunk_step", reconstruction_path));
+    intermediates.chunks =
+        frames::SlidingWindow(scalar(archive, "chunk_start", reconstruction_path),
+                              scalar(archive, "chunk_duration", reconstruction_path),
+                              scalar(archive, "chunk_step", reconstruction_path));
     intermediates.duration_seconds =
         intermediates.chunks[static_cast<std::int64_t>(chunk_count) - 1].end;
   } else {

@@ -26,7 +26,8 @@ DiarizationIntermediates read_model_intermediates(const std::filesystem::path& d
 
 // Writes reconstruction.npz: the speaker count and discrete diarization per frame with their
 // windows, as the goldens keep them.
-void write_reconstruction(const std::filesystem::path& directory, const FrameDiarization& frames,
-                          const SlidingWindow& chunks, double min_duration_off);
+void write_reconstruction(const std::filesystem::path& directory,
+                          const frames::FrameDiarization& frames,
+                          const frames::SlidingWindow& chunks, double min_duration_off);
 
 }  // namespace parley::pipeline

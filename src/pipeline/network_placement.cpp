@@ -59,9 +59,9 @@ ModelSessionPlan with_session_tuning(ModelSessionPlan plan, bool accelerator_flo
     plan.embedding.capture_pooled_graph = true;
   }
   plan.segmentation.float16 =
-      accelerator_float16 && models::float16_graph_suits(plan.segmentation.provider);
+      accelerator_float16 && graph::float16_graph_suits(plan.segmentation.provider);
   plan.embedding.trunk_float16 =
-      accelerator_float16 && models::float16_graph_suits(plan.embedding.session.provider);
+      accelerator_float16 && graph::float16_graph_suits(plan.embedding.session.provider);
   if (plan.embedding.session.provider != runtime::ProviderId::kCpu) {
     plan.embedding.session.intra_op_threads = 1;
   } else {
@@ -136,7 +136,7 @@ runtime::PlacementDecision place_one(const ModelJob& job, const ProviderPlacemen
     } else {
       request.model_sha256 =
           job.rewritten_for_accelerator
-              ? models::accelerator_model_file(job.model, cache.root() / "models").sha256
+              ? graph::accelerator_model_file(job.model, cache.root() / "models").sha256
               : sha256_file(job.model);
     }
   }
@@ -195,7 +195,7 @@ void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig
     }
   }
   if (plan.embedding.session.provider == runtime::ProviderId::kCpu &&
-      config.embedding_mode == EmbeddingMode::kExact) {
+      config.embedding_mode == stages::EmbeddingMode::kExact) {
     const std::uintmax_t need = kCpuExactEmbeddingBytesPerChunk * plan.embedding.batch_size;
     if (need > memory) {
       fail(
@@ -237,7 +237,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                                      const DiarizationConfig& config,
                                      const PlacementEnvironment& environment) {
   ModelSessionPlan plan;
-  SegmentationConfig& segmentation = plan.segmentation;
+  stages::SegmentationConfig& segmentation = plan.segmentation;
   segmentation.threads = automatic_segmentation_workers(config.threads);
   segmentation.batch_size = config.segmentation_batch_size > 0
                                 ? config.segmentation_batch_size
@@ -247,7 +247,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   segmentation.provider_options = config.segmentation_provider_options;
   segmentation.share_first_convolution = config.share_segmentation_convolution;
 
-  EmbeddingConfig& embedding = plan.embedding;
+  stages::EmbeddingConfig& embedding = plan.embedding;
   embedding.batch_size = config.embedding_batch_size;
   embedding.exclude_overlap = config.embedding_exclude_overlap;
   embedding.feature_threads = config.threads;
@@ -319,20 +319,20 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
   if (embedding_accelerator && runtime::traits(*embedding_accelerator).static_shapes) {
     // A static-shape provider loads the graphs of stages/embedding_graphs.h, never the file
     // itself: the cache hits that count are theirs.
-    EmbeddingGraphSettings settings;
+    stages::EmbeddingGraphSettings settings;
     settings.batch_buckets = embedding_job.buckets;
     settings.shared = config.shared_trunk;
     settings.step_seconds = config.step_seconds;
     settings.fbank = embedding.fbank;
     settings.variance_epsilon = embedding.variance_epsilon;
     // Not an embedding model: the extractor says so when it loads it; the file's digest stands.
-    if (const auto targets = embedding_compile_targets(models.embedding, root, settings)) {
-      embedding_pooled = config.embedding_mode == EmbeddingMode::kShared &&
+    if (const auto targets = stages::embedding_compile_targets(models.embedding, root, settings)) {
+      embedding_pooled = config.embedding_mode == stages::EmbeddingMode::kShared &&
                          targets->pooled.has_value() &&
-                         shared_trunk_pools_in_graph(config.shared_trunk, true, true);
+                         stages::shared_trunk_pools_in_graph(config.shared_trunk, true, true);
       if (embedding_pooled) {
         // One pass of chunks_per_pass chunks per call, always of one shape.
-        const std::size_t pass_chunks = pass_chunks_at_step(
+        const std::size_t pass_chunks = stages::pass_chunks_at_step(
             config.shared_trunk.chunks_per_pass,
             static_cast<std::int64_t>(std::llround(config.step_seconds * kSampleRate)));
         embedding_job.buckets = runtime::Buckets({pass_chunks});
@@ -343,7 +343,7 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
         // length, which no one compiles ahead; the chunk-length buckets stand in for them.)
         embedding_job.shapes = [trunk = targets->trunk, frames = targets->chunk_frames,
                                 bins = embedding.fbank.num_mel_bins](std::size_t batch) {
-          return trunk_input_shapes(trunk, batch, frames, bins);
+          return stages::trunk_input_shapes(trunk, batch, frames, bins);
         };
         embedding_job.loaded_sha256 = targets->trunk.sha256;
       }

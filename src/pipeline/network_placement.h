@@ -60,8 +60,8 @@ struct PlacementEnvironment {
 };
 
 struct ModelSessionPlan {
-  SegmentationConfig segmentation;
-  EmbeddingConfig embedding;
+  stages::SegmentationConfig segmentation;
+  stages::EmbeddingConfig embedding;
   // Set when the pipeline routed the models (DiarizationConfig::placement); their `reason` is what
   // the log says about each model.
   std::optional<runtime::PlacementDecision> segmentation_placement;

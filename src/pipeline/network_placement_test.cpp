@@ -31,8 +31,8 @@ class NetworkPlacementTest : public ::testing::Test {
     models_.segmentation = root_ / "segmentation.onnx";
     models_.embedding = root_ / "embedding.onnx";
     // Any valid ONNX model: an accelerator's digest is taken after the (here empty) rewrite.
-    std::ofstream(models_.segmentation) << models::testing::make_test_embedding_model();
-    std::ofstream(models_.embedding) << models::testing::make_test_embedding_model();
+    std::ofstream(models_.segmentation) << graph::testing::make_test_embedding_model();
+    std::ofstream(models_.embedding) << graph::testing::make_test_embedding_model();
 
     runtime::DiscoveryFacts facts;
     facts.os = "linux";
@@ -225,7 +225,7 @@ TEST_F(NetworkPlacementTest, CudaGraphReachesTheEmbeddingOnCudaAndIsRefusedOnThe
   DiarizationConfig on_cpu = routed("auto");
   on_cpu.embedding_graph_capture = true;
   refused(on_cpu, cpu_statuses_, "speaker-embedding");
-  EmbeddingConfig embedding;
+  stages::EmbeddingConfig embedding;
   embedding.capture_pooled_graph = true;
   EXPECT_THROW(embedding.validate(), Error) << "the embedding model on the cpu provider";
 }
@@ -301,11 +301,11 @@ TEST_F(NetworkPlacementTest, AutoLeavesUncompiledStaticShapesOnTheCpu) {
 // whole embedding file (what warm-cache compiled before) is never loaded and does not count.
 TEST_F(NetworkPlacementTest, AutoChecksTheEmbeddingGraphsThePipelineLoads) {
   const auto statuses = migraphx_only();
-  const auto targets = embedding_compile_targets(models_.embedding, root_ / "cache");
+  const auto targets = stages::embedding_compile_targets(models_.embedding, root_ / "cache");
   ASSERT_TRUE(targets && targets->pooled);
   DiarizationConfig shared = routed("auto");
   DiarizationConfig exact = routed("auto");
-  exact.embedding_mode = EmbeddingMode::kExact;
+  exact.embedding_mode = stages::EmbeddingMode::kExact;
 
   const auto buckets = runtime::Buckets::powers_of_two(32);
   for (std::size_t batch : buckets.sizes()) {
@@ -385,7 +385,7 @@ TEST_F(NetworkPlacementTest, CpuBatchesThatTheMachineCannotHoldAreRefused) {
     }
     config.segmentation_batch_size = 4;
     EXPECT_EQ(message_of(config), "(no error)");
-    config.embedding_mode = EmbeddingMode::kExact;
+    config.embedding_mode = stages::EmbeddingMode::kExact;
     config.embedding_batch_size = kMaxEmbeddingBatch;
     const std::string exact = message_of(config);
     if (kMaxEmbeddingBatch * kCpuExactEmbeddingBytesPerChunk > memory) {

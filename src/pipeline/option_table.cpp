@@ -104,7 +104,8 @@ std::vector<OptionSpec> make_options() {
     step.aliases = {"step_seconds"};
     add(std::move(step));
   }
-  add(choice("embedding_mode", {"shared", "exact"}, embedding_mode_name(defaults.embedding_mode),
+  add(choice("embedding_mode", {"shared", "exact"},
+             stages::embedding_mode_name(defaults.embedding_mode),
              "shared: the embedding network runs once over the whole recording and each 10 s "
              "chunk takes its slice (6-9x less embedding time); exact: once per chunk, pyannote's "
              "definition (docs/embedding.md); on the server fixed when it starts",
@@ -172,7 +173,7 @@ std::vector<OptionSpec> make_options() {
              "docs/segmentation.md)",
              kLibraryFaces, "--sincnet-per-chunk"));
   add(choice("embedding_features", {"auto", "host", "graph"},
-             shared_trunk_features_name(defaults.shared_trunk.features),
+             stages::shared_trunk_features_name(defaults.shared_trunk.features),
              "where the shared mode's graph passes compute fbank features: graph (on the "
              "accelerator, in front of the embedding network), host (the CPU) or auto (graph on "
              "an accelerator that takes any shape)",

@@ -33,7 +33,7 @@ TEST(OptionTable, NamesAndFlagsAreUniqueAndDefaultsAreTheConfigs) {
   EXPECT_EQ(diarization_option("step").default_value, defaults.step_seconds);
   EXPECT_EQ(diarization_option("embedding_batch").default_value, defaults.embedding_batch_size);
   EXPECT_EQ(diarization_option("embedding_mode").default_value,
-            embedding_mode_name(defaults.embedding_mode));
+            stages::embedding_mode_name(defaults.embedding_mode));
   // The older public name of step (parley_params.step_seconds) finds it.
   EXPECT_EQ(&diarization_option("step_seconds"), &diarization_option("step"));
   EXPECT_THROW(diarization_option("stepp"), Error);

@@ -103,11 +103,12 @@ const std::map<std::string, Apply, std::less<>>& apply_cases() {
       {"step", [](const auto& v, auto& c) { c.step_seconds = v.template get<double>(); }},
       {"embedding_mode",
        [](const auto& v, auto& c) {
-         c.embedding_mode = parse_embedding_mode(v.template get<std::string>());
+         c.embedding_mode = stages::parse_embedding_mode(v.template get<std::string>());
        }},
       {"embedding_features",
        [](const auto& v, auto& c) {
-         c.shared_trunk.features = parse_shared_trunk_features(v.template get<std::string>());
+         c.shared_trunk.features =
+             stages::parse_shared_trunk_features(v.template get<std::string>());
        }},
       {"clustering",
        [](const auto& v, auto& c) {

@@ -21,10 +21,11 @@ namespace {
 constexpr std::array<std::string_view, 5> kFormats = {"rttm", "json", "txt", "srt", "vtt"};
 
 // Subtitle cues of the turns: what a player shows as "who speaks now" without a transcript.
-transcript::Transcript speaker_cues(std::span<const Turn> turns) {
+transcript::Transcript speaker_cues(std::span<const frames::Turn> turns) {
   transcript::Transcript cues;
   cues.reserve(turns.size());
-  for (const Turn& turn : turns) cues.push_back({turn.start, turn.end, turn.speaker, {}, {}});
+  for (const frames::Turn& turn : turns)
+    cues.push_back({turn.start, turn.end, turn.speaker, {}, {}});
   return cues;
 }
 
@@ -34,9 +35,10 @@ const SpeakerScore* find_score(std::string_view label, std::span<const SpeakerSc
   return found == scores.end() ? nullptr : &*found;
 }
 
-std::vector<Turn> scored_turns(std::span<const Turn> turns, std::span<const SpeakerScore> scores) {
-  std::vector<Turn> tagged(turns.begin(), turns.end());
-  for (Turn& turn : tagged) turn.speaker = scored_label(turn.speaker, scores);
+std::vector<frames::Turn> scored_turns(std::span<const frames::Turn> turns,
+                                       std::span<const SpeakerScore> scores) {
+  std::vector<frames::Turn> tagged(turns.begin(), turns.end());
+  for (frames::Turn& turn : tagged) turn.speaker = scored_label(turn.speaker, scores);
   return tagged;
 }
 
@@ -84,7 +86,7 @@ std::string format_result(const DiarizationResult& result, std::string_view form
           "name without them",
           uri);
     }
-    const auto eval_turns = to_eval_turns(turns, uri);
+    const auto eval_turns = frames::to_eval_turns(turns, uri);
     if (options.speaker_scores.empty()) return eval::format_rttm(eval_turns);
     std::string text;
     for (const eval::Turn& turn : eval_turns) {
@@ -95,7 +97,8 @@ std::string format_result(const DiarizationResult& result, std::string_view form
     return text;
   }
   if (format == "json") {
-    std::string json = format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);
+    std::string json =
+        frames::format_json(result.turns, result.exclusive_turns, result.speaker_embeddings);
     if (words == nullptr) return json;
     auto document = nlohmann::ordered_json::parse(json);
     document["transcript"] = transcript::transcript_json(*words)["segments"];
@@ -108,9 +111,9 @@ std::string format_result(const DiarizationResult& result, std::string_view form
     scored_words = scored_transcript(*words, scores);
     words = &*scored_words;
   }
-  const std::vector<Turn> scored = scored_turns(turns, scores);
+  const std::vector<frames::Turn> scored = scored_turns(turns, scores);
   if (format == "txt") {
-    return words != nullptr ? transcript::format_text(*words) : format_text(scored);
+    return words != nullptr ? transcript::format_text(*words) : frames::format_text(scored);
   }
   const transcript::Transcript cues = words != nullptr ? *words : speaker_cues(scored);
   return format == "srt" ? transcript::format_srt(cues) : transcript::format_webvtt(cues);
@@ -120,8 +123,8 @@ transcript::Transcript label_transcript(const DiarizationResult& result,
                                         const transcript::Transcript& words, double gap_tolerance) {
   transcript::FusionOptions fusion;
   fusion.gap_tolerance = gap_tolerance;
-  return transcript::assign_speakers(words, to_eval_turns(result.exclusive_turns, result.uri),
-                                     fusion);
+  return transcript::assign_speakers(
+      words, frames::to_eval_turns(result.exclusive_turns, result.uri), fusion);
 }
 
 }  // namespace parley::pipeline

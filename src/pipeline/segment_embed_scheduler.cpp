@@ -21,7 +21,7 @@ namespace parley::pipeline {
 namespace {
 
 // One past the last sample of the recording that chunk `chunk` holds.
-std::size_t chunk_end(const ChunkPlan& plan, std::int64_t chunk) {
+std::size_t chunk_end(const frames::ChunkPlan& plan, std::int64_t chunk) {
   return static_cast<std::size_t>(plan.chunk_offset(chunk) + plan.valid_samples(chunk));
 }
 
@@ -30,7 +30,7 @@ std::size_t chunk_end(const ChunkPlan& plan, std::int64_t chunk) {
 // One recording fed: where its chunks sit in the stream of all chunks.
 struct SegmentEmbedScheduler::Recording {
   std::span<const float> samples;
-  ChunkPlan plan;
+  frames::ChunkPlan plan;
   std::size_t first_chunk = 0;  // in the stream of every recording's chunks
   std::size_t chunk_count = 0;
   std::size_t embedded = 0;  // chunks of this recording embedded so far
@@ -57,7 +57,7 @@ std::size_t SegmentEmbedScheduler::recording_of(const std::vector<Recording>& re
 
 // The segmentation side of a run: every recording's chunks as one stream fed to the model, each
 // read once its recording has it (`needed`), each call's scores queued for the embedding side.
-class SegmentEmbedScheduler::ChunkStream final : public SegmentationFeed {
+class SegmentEmbedScheduler::ChunkStream final : public stages::SegmentationFeed {
  public:
   // `progress`: where the chunks done are counted, or null.
   ChunkStream(const std::vector<Recording>& recordings, std::size_t samples_read_past_chunk,
@@ -71,7 +71,7 @@ class SegmentEmbedScheduler::ChunkStream final : public SegmentationFeed {
 
   // Runs `segmentation` over the stream's `chunk_count` chunks, then closes the queue, with the
   // error that stopped it if one did.
-  void segment(SegmentationModel& segmentation, std::size_t chunk_count, std::size_t rows) {
+  void segment(stages::SegmentationModel& segmentation, std::size_t chunk_count, std::size_t rows) {
     try {
       start_ = std::chrono::steady_clock::now();
       if (chunk_count > 0) segmentation.run(chunk_count, *this, rows);
@@ -90,7 +90,7 @@ class SegmentEmbedScheduler::ChunkStream final : public SegmentationFeed {
       needed_(r, std::min(recording.samples.size(),
                           chunk_end(recording.plan, local) + samples_read_past_chunk_));
     }
-    copy_chunk(recording.samples, recording.plan, local, samples);
+    frames::copy_chunk(recording.samples, recording.plan, local, samples);
   }
 
   std::optional<ChunkOrigin> origin(std::size_t chunk) override {
@@ -323,7 +323,7 @@ class SegmentEmbedScheduler::Run {
 
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start_ = Clock::now();
-  SegmentationModel& segmentation_;
+  stages::SegmentationModel& segmentation_;
   const EmbedChunkRange& embed_;
   const SegmentEmbedSettings& settings_;
   std::vector<Recording> recordings_;
@@ -333,7 +333,7 @@ class SegmentEmbedScheduler::Run {
   const SamplesPassed& passed_;
   const SamplesNeeded& needed_;
   const std::size_t embedding_batch_;
-  const Powerset powerset_{3, 2};
+  const frames::Powerset powerset_{3, 2};
   const std::size_t speakers_ = static_cast<std::size_t>(powerset_.num_classes());
   std::vector<DiarizationIntermediates> intermediates_;
   BoundedQueue<SegmentedBatch> queue_;
@@ -343,8 +343,8 @@ class SegmentEmbedScheduler::Run {
   std::size_t current_ = 0;         // the recording being embedded
 };
 
-SegmentEmbedScheduler::SegmentEmbedScheduler(SegmentationModel& segmentation, EmbedChunkRange embed,
-                                             SegmentEmbedSettings settings)
+SegmentEmbedScheduler::SegmentEmbedScheduler(stages::SegmentationModel& segmentation,
+                                             EmbedChunkRange embed, SegmentEmbedSettings settings)
     : segmentation_(segmentation), embed_(std::move(embed)), settings_(settings) {}
 
 SegmentEmbedScheduler::~SegmentEmbedScheduler() = default;
@@ -352,8 +352,8 @@ SegmentEmbedScheduler::~SegmentEmbedScheduler() = default;
 std::size_t SegmentEmbedScheduler::add(std::span<const float> samples) {
   Recording recording;
   recording.samples = samples;
-  recording.plan = plan_chunks(static_cast<std::int64_t>(samples.size()), kSampleRate,
-                               settings_.chunk_seconds, settings_.step_seconds);
+  recording.plan = frames::plan_chunks(static_cast<std::int64_t>(samples.size()), kSampleRate,
+                                       settings_.chunk_seconds, settings_.step_seconds);
   recording.first_chunk = chunk_count_;
   recording.chunk_count = static_cast<std::size_t>(recording.plan.num_chunks());
   chunk_count_ += recording.chunk_count;

@@ -26,7 +26,7 @@ namespace parley::pipeline {
 // from their binarized segmentations [count, frames, speakers]. Called with ascending,
 // contiguous ranges per recording, one recording after the other, never concurrently.
 using EmbedChunkRange =
-    std::function<NdArray<float>(std::span<const float> samples, const ChunkPlan& plan,
+    std::function<NdArray<float>(std::span<const float> samples, const frames::ChunkPlan& plan,
                                  std::size_t first_chunk, const NdArray<float>& segmentations)>;
 
 struct SegmentEmbedSettings {
@@ -47,7 +47,7 @@ struct SegmentEmbedSettings {
 class SegmentEmbedScheduler {
  public:
   // `segmentation` and `embed` must outlive the scheduler; one run at a time on `segmentation`.
-  SegmentEmbedScheduler(SegmentationModel& segmentation, EmbedChunkRange embed,
+  SegmentEmbedScheduler(stages::SegmentationModel& segmentation, EmbedChunkRange embed,
                         SegmentEmbedSettings settings);
   ~SegmentEmbedScheduler();
   SegmentEmbedScheduler(const SegmentEmbedScheduler&) = delete;
@@ -76,7 +76,7 @@ class SegmentEmbedScheduler {
   // The recording that chunk `chunk` of the stream of every recording's chunks belongs to.
   static std::size_t recording_of(const std::vector<Recording>& recordings, std::size_t chunk);
 
-  SegmentationModel& segmentation_;
+  stages::SegmentationModel& segmentation_;
   EmbedChunkRange embed_;
   SegmentEmbedSettings settings_;
   std::vector<Recording> recordings_;

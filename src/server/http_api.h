@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "identity/speaker_library.h"
 #include "runtime/provider.h"
 #include "server/job_queue.h"
 #include "server/job_store.h"
@@ -25,10 +26,6 @@ struct Response;
 
 namespace httplib {
 class ContentReader;
-}
-
-namespace parley::identity {
-class SpeakerLibrary;
 }
 
 namespace parley::server {

@@ -16,7 +16,7 @@
 #include "stages/segmentation_test_support.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 constexpr const char* kRecording = "eval/pyannote-sample/sample.wav";
@@ -59,8 +59,8 @@ TEST(AcceleratorModel, Fp32FoldedRewriteIsBitIdenticalOnARealChunk) {
                                "segmentation-3.0-fp32.onnx");
   PARLEY_REQUIRE_DERIVED_MODEL(folded_model, "fold_sincnet_filters.py", upcast_model,
                                "segmentation-3.0-fp32-folded.onnx");
-  const std::string original = models::read_model_bytes(folded_model);
-  const auto rewrite = models::rewrite_for_accelerator(original, folded_model.string());
+  const std::string original = graph::read_model_bytes(folded_model);
+  const auto rewrite = graph::rewrite_for_accelerator(original, folded_model.string());
   EXPECT_EQ(rewrite.ifs_inlined, 1);
   EXPECT_EQ(rewrite.states_removed, 8);
   EXPECT_TRUE(rewrite.batch_made_dynamic);
@@ -70,11 +70,11 @@ TEST(AcceleratorModel, Fp32FoldedRewriteIsBitIdenticalOnARealChunk) {
   const NdArray<float> expected = run_model(original, waveform);
   EXPECT_EQ(expected.values(), run_model(rewrite.model, waveform).values());
   // The If alone, too (what the CUDA bisection needed besides the states).
-  const auto inlined = models::inline_constant_ifs(original, folded_model.string());
+  const auto inlined = graph::inline_constant_ifs(original, folded_model.string());
   EXPECT_EQ(expected.values(), run_model(inlined.model, waveform).values());
 
   // Idempotent: a second pass finds nothing to do and returns the same bytes.
-  const auto again = models::rewrite_for_accelerator(rewrite.model, folded_model.string());
+  const auto again = graph::rewrite_for_accelerator(rewrite.model, folded_model.string());
   EXPECT_FALSE(again.changed());
   EXPECT_TRUE(again.batch_dynamic);
   EXPECT_EQ(again.model, rewrite.model);
@@ -87,8 +87,8 @@ TEST(AcceleratorModel, DynamicBatchOfFourEqualsFourSingleChunks) {
                                "segmentation-3.0-fp32.onnx");
   PARLEY_REQUIRE_DERIVED_MODEL(folded_model, "fold_sincnet_filters.py", upcast_model,
                                "segmentation-3.0-fp32-folded.onnx");
-  const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(folded_model),
-                                                       folded_model.string());
+  const auto rewrite =
+      graph::rewrite_for_accelerator(graph::read_model_bytes(folded_model), folded_model.string());
   ASSERT_TRUE(rewrite.batch_dynamic);
   // Chunks 0, 5, 10, 15: different speech in each.
   const NdArray<float> all = real_chunks(wav, 16);
@@ -119,12 +119,12 @@ TEST(AcceleratorModel, DynamicBatchOfFourEqualsFourSingleChunks) {
 TEST(AcceleratorModel, Fp16RewriteDecodesToTheSameSpeakers) {
   PARLEY_REQUIRE_SHARED(model_path, "models/segmentation-3.0-fp16.onnx");
   PARLEY_REQUIRE_SHARED(wav, kRecording);
-  const std::string original = models::read_model_bytes(model_path);
-  const auto rewrite = models::rewrite_for_accelerator(original, model_path.string());
+  const std::string original = graph::read_model_bytes(model_path);
+  const auto rewrite = graph::rewrite_for_accelerator(original, model_path.string());
   EXPECT_EQ(rewrite.ifs_inlined, 1);
   EXPECT_EQ(rewrite.states_removed, 8);
   EXPECT_TRUE(rewrite.batch_made_dynamic);
-  const auto again = models::rewrite_for_accelerator(rewrite.model, model_path.string());
+  const auto again = graph::rewrite_for_accelerator(rewrite.model, model_path.string());
   EXPECT_EQ(again.model, rewrite.model);
 
   const NdArray<float> waveforms = real_chunks(wav, 16);
@@ -151,9 +151,9 @@ TEST(AcceleratorModel, Fp16RewriteDecodesToTheSameSpeakers) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 // What an accelerator's SegmentationModel does with the rewritten model, run on the CPU: calls
@@ -165,11 +165,11 @@ TEST(AcceleratorModel, BucketPaddedCallsEqualOneChunkCalls) {
                                "segmentation-3.0-fp32.onnx");
   PARLEY_REQUIRE_DERIVED_MODEL(folded_model, "fold_sincnet_filters.py", upcast_model,
                                "segmentation-3.0-fp32-folded.onnx");
-  const auto rewrite = models::rewrite_for_accelerator(models::read_model_bytes(folded_model),
-                                                       folded_model.string());
+  const auto rewrite =
+      graph::rewrite_for_accelerator(graph::read_model_bytes(folded_model), folded_model.string());
   const auto rewritten_path =
       std::filesystem::path(PARLEY_TEST_OUTPUT_DIR) / "segmentation-3.0-fp32-accelerator.onnx";
-  write_text_file(rewritten_path, rewrite.model);
+  frames::write_text_file(rewritten_path, rewrite.model);
 
   SegmentationConfig batched_config;
   batched_config.batch_size = 4;
@@ -189,9 +189,9 @@ TEST(AcceleratorModel, BucketPaddedCallsEqualOneChunkCalls) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 // The segmentation stage, `parley warm-cache` and the placement must name the same bytes: the
@@ -201,16 +201,16 @@ TEST(AcceleratorModel, RewrittenModelFileIsKeptOnceUnderItsDigest) {
   PARLEY_REQUIRE_SHARED(vad_path, "models/silero_vad.onnx");
   const auto directory = std::filesystem::path(PARLEY_TEST_OUTPUT_DIR) / "accelerator-models";
   std::filesystem::remove_all(directory);
-  const auto first = models::accelerator_model_file(model_path, directory);
+  const auto first = graph::accelerator_model_file(model_path, directory);
   EXPECT_EQ(first.path.parent_path(), directory);
   EXPECT_EQ(first.sha256, sha256_file(first.path));
   EXPECT_NE(first.path.filename().string().find(first.sha256.substr(0, 16)), std::string::npos);
   const auto mtime = std::filesystem::last_write_time(first.path);
-  const auto second = models::accelerator_model_file(model_path, directory);
+  const auto second = graph::accelerator_model_file(model_path, directory);
   EXPECT_EQ(second.path, first.path);
   EXPECT_EQ(std::filesystem::last_write_time(second.path), mtime);  // not written again
 
-  const auto unchanged = models::accelerator_model_file(vad_path, directory);
+  const auto unchanged = graph::accelerator_model_file(vad_path, directory);
   EXPECT_FALSE(unchanged.rewrite.changed());
   EXPECT_EQ(unchanged.path, vad_path);
   EXPECT_EQ(unchanged.sha256, sha256_file(vad_path));
@@ -223,9 +223,8 @@ TEST(AcceleratorModel, FoldedSegmentationModelConvertsToFloat16) {
   PARLEY_REQUIRE_SHARED(model_path, "models/segmentation-3.0-fp16.onnx");
   PARLEY_REQUIRE_DERIVED_MODEL(path, "fold_sincnet_filters.py", model_path,
                                "segmentation-3.0-fp16-folded.onnx");
-  const auto rewrite =
-      models::rewrite_for_accelerator(models::read_model_bytes(path), path.string());
-  const auto converted = models::convert_to_float16(rewrite.model, path.string());
+  const auto rewrite = graph::rewrite_for_accelerator(graph::read_model_bytes(path), path.string());
+  const auto converted = graph::convert_to_float16(rewrite.model, path.string());
   onnx::ModelProto model;
   ASSERT_TRUE(model.ParseFromString(converted.model));
   for (const auto& initializer : model.graph().initializer()) {
@@ -239,4 +238,4 @@ TEST(AcceleratorModel, FoldedSegmentationModelConvertsToFloat16) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

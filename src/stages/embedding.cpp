@@ -17,7 +17,7 @@
 #include "stages/embedding_graphs.h"
 #include "stages/stats_pooling.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 // The rows `indices` (axis 0) of `array`, in that order.
@@ -49,7 +49,7 @@ void EmbeddingConfig::validate() const {
     runtime::check_graph_capture(session.provider, "embedding config: capture_pooled_graph",
                                  "the embedding model");
   }
-  if (trunk_float16 && !models::float16_graph_suits(session.provider)) {
+  if (trunk_float16 && !graph::float16_graph_suits(session.provider)) {
     fail(
         "embedding config: trunk_float16 runs on a dynamic-shape GPU provider such as cuda (got "
         "{}); a static-shape provider has its own float16 option (docs/providers.md)",
@@ -113,7 +113,7 @@ NdArray<float> select_embedding_masks(const NdArray<float>& binarized_segmentati
 EmbeddingExtractor::EmbeddingExtractor(const std::filesystem::path& model_path,
                                        const EmbeddingConfig& config,
                                        std::shared_ptr<runtime::SessionShare> sessions)
-    : EmbeddingExtractor(models::read_model_bytes(model_path), model_path.string(), config,
+    : EmbeddingExtractor(graph::read_model_bytes(model_path), model_path.string(), config,
                          std::move(sessions)) {}
 
 EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
@@ -124,9 +124,9 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
       fbank_(config.fbank),
       sessions_(sessions ? std::move(sessions) : std::make_shared<runtime::SessionShare>()) {
   config_.validate();
-  split_ = models::split_before_statistics_pooling(model_bytes, model_name);
+  split_ = graph::split_before_statistics_pooling(model_bytes, model_name);
   if (config_.trunk_float16) {
-    split_.trunk_model = models::convert_to_float16(split_.trunk_model, model_name).model;
+    split_.trunk_model = graph::convert_to_float16(split_.trunk_model, model_name).model;
   }
   std::string input_name;
   std::vector<std::int64_t> input_dims;
@@ -163,10 +163,10 @@ EmbeddingExtractor::EmbeddingExtractor(const std::string& model_bytes,
   empty_pair_embedding_ = linear_layer(empty_stats).values();
 }
 
-const models::TimeReceptiveField& EmbeddingExtractor::trunk_receptive_field() const {
+const graph::TimeReceptiveField& EmbeddingExtractor::trunk_receptive_field() const {
   if (!receptive_field_) {
-    receptive_field_ = models::time_receptive_field(split_.trunk_model, model_name_ + " (trunk)",
-                                                    split_.features_input, 1, split_.pooling_input);
+    receptive_field_ = graph::time_receptive_field(split_.trunk_model, model_name_ + " (trunk)",
+                                                   split_.features_input, 1, split_.pooling_input);
   }
   return *receptive_field_;
 }
@@ -174,7 +174,7 @@ const models::TimeReceptiveField& EmbeddingExtractor::trunk_receptive_field() co
 NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
     const NdArray<float>& features, const NdArray<float>& pair_weights,
     const NdArray<float>& inv_weight_sums, const NdArray<float>& inv_variance_denominators) {
-  using Names = models::PooledTrunkGraphNames;
+  using Names = graph::PooledTrunkGraphNames;
   const std::vector<std::pair<std::string, const NdArray<float>*>> inputs = {
       {Names::kFeatures, &features},
       {Names::kPairWeights, &pair_weights},
@@ -203,8 +203,8 @@ NdArray<float> EmbeddingExtractor::embed_pooled_from_samples_in_graph(
     const NdArray<float>& window_low, const NdArray<float>& window_high,
     const NdArray<float>& pair_weights, const NdArray<float>& inv_weight_sums,
     const NdArray<float>& inv_variance_denominators) {
-  using Names = models::PooledTrunkGraphNames;
-  using FbankNames = models::FbankGraphNames;
+  using Names = graph::PooledTrunkGraphNames;
+  using FbankNames = graph::FbankGraphNames;
   if (opens_per_shape()) {
     fail("{}: features in the graph need a provider that takes any shape", model_name_);
   }
@@ -227,9 +227,9 @@ void EmbeddingExtractor::open_pooled_session(bool features_in_graph) {
   session.capture_graph = config_.capture_pooled_graph;
   if (features_in_graph) {
     if (pooled_with_fbank_) return;
-    const std::string model = models::prepend_fbank(
-        models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon),
-        models::PooledTrunkGraphNames::kFeatures, fbank_.graph_spec(), model_name_);
+    const std::string model = graph::prepend_fbank(
+        graph::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon),
+        graph::PooledTrunkGraphNames::kFeatures, fbank_.graph_spec(), model_name_);
     pooled_with_fbank_ = sessions_->open(
         runtime::ModelBuffer{model, model_name_ + " (fbank, trunk and pooling)"}, session);
     return;
@@ -237,7 +237,7 @@ void EmbeddingExtractor::open_pooled_session(bool features_in_graph) {
   if (pooled_) return;
   // ONNX Runtime keeps its own copy of the model: the bytes are not needed past creation.
   const std::string pooled_model =
-      models::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
+      graph::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
   pooled_ = sessions_->open(
       runtime::ModelBuffer{pooled_model, model_name_ + " (trunk with pooling)"}, session);
 }
@@ -435,7 +435,7 @@ bool EmbeddingExtractor::pools_exact_in_graph() const {
   const bool wanted = config_.pool_exact_in_graph.value_or(
       config_.session.provider != runtime::ProviderId::kCpu && !opens_per_shape());
   return wanted && can_pool_in_graph() &&
-         trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal;
+         trunk_receptive_field().kind == graph::TimeReceptiveField::Kind::kLocal;
 }
 
 NdArray<float> EmbeddingExtractor::embed_chunks_pooled(const NdArray<float>& chunk_waveforms,
@@ -525,4 +525,4 @@ NdArray<float> EmbeddingExtractor::embed_active_chunks(
   return embeddings;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -27,7 +27,7 @@
 #include "runtime/shaped_session_pool.h"
 #include "stages/fbank.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 struct EmbeddingConfig {
   // Chunks per trunk run (pyannote's embedding_batch_size is 32 (chunk, speaker) pairs).
@@ -100,7 +100,7 @@ class EmbeddingExtractor {
   EmbeddingExtractor& operator=(const EmbeddingExtractor&) = delete;
 
   const EmbeddingConfig& config() const { return config_; }
-  const models::StatisticsPoolingSplit& split() const { return split_; }
+  const graph::StatisticsPoolingSplit& split() const { return split_; }
   std::size_t dimension() const { return split_.head.output_dim(); }
   // The model's file (or the name it was given), for messages.
   const std::string& model_name() const { return model_name_; }
@@ -169,7 +169,7 @@ class EmbeddingExtractor {
       const NdArray<float>& inv_variance_denominators);
   // How far the trunk's frames reach along time into its features (graph/receptive_field.h),
   // read from the graph at the first call: what the shared trunk's margins must cover.
-  const models::TimeReceptiveField& trunk_receptive_field() const;
+  const graph::TimeReceptiveField& trunk_receptive_field() const;
   // The embedding of a pair with no weighted frame: the linear layer on zero means and
   // standard deviations sqrt(variance_epsilon), as pooling all-zero weights gives.
   const std::vector<float>& empty_pair_embedding() const { return empty_pair_embedding_; }
@@ -204,14 +204,14 @@ class EmbeddingExtractor {
 
   EmbeddingConfig config_;
   std::string model_name_;
-  models::StatisticsPoolingSplit split_;
+  graph::StatisticsPoolingSplit split_;
   Fbank fbank_;
   std::shared_ptr<runtime::SessionShare> sessions_;
   std::shared_ptr<runtime::OnnxSession> trunk_;
   std::shared_ptr<runtime::OnnxSession> pooled_;
   std::shared_ptr<runtime::OnnxSession> pooled_with_fbank_;
   std::vector<float> empty_pair_embedding_;
-  mutable std::optional<models::TimeReceptiveField> receptive_field_;  // read at first use
+  mutable std::optional<graph::TimeReceptiveField> receptive_field_;  // read at first use
   // Sessions per shape (static-shape providers): the graphs as files, one session per shape.
   std::filesystem::path compile_cache_root_;
   std::optional<runtime::Buckets> trunk_buckets_;
@@ -220,4 +220,4 @@ class EmbeddingExtractor {
   std::unique_ptr<runtime::ShapedSessionPool> shaped_sessions_;
 };
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -7,17 +7,17 @@
 #include "graph/onnx_inspect.h"
 #include "graph/pooled_trunk_graph.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 EmbeddingGraph graph_file(std::string label, const std::string& bytes, const std::string& stem,
                           const std::string& model_name, const std::filesystem::path& directory) {
   EmbeddingGraph graph;
   graph.label = std::move(label);
-  auto file = models::write_content_addressed_model(bytes, stem, directory);
+  auto file = graph::write_content_addressed_model(bytes, stem, directory);
   graph.model = std::move(file.path);
   graph.sha256 = std::move(file.sha256);
-  graph.inputs = models::declared_inputs(bytes, model_name);
+  graph.inputs = graph::declared_inputs(bytes, model_name);
   return graph;
 }
 
@@ -36,17 +36,17 @@ std::filesystem::path derived_models_directory(const std::filesystem::path& cach
   return cache_root / "models";
 }
 
-EmbeddingGraph trunk_graph(const models::StatisticsPoolingSplit& split,
+EmbeddingGraph trunk_graph(const graph::StatisticsPoolingSplit& split,
                            const std::string& model_name, const std::filesystem::path& directory) {
   return graph_file("trunk", split.trunk_model, stem_of(model_name) + "-trunk",
                     model_name + " (trunk before pooling)", directory);
 }
 
-EmbeddingGraph pooled_trunk_graph(const models::StatisticsPoolingSplit& split,
+EmbeddingGraph pooled_trunk_graph(const graph::StatisticsPoolingSplit& split,
                                   const std::string& model_name,
                                   const std::filesystem::path& directory, double variance_epsilon) {
   return graph_file(
-      "pooled trunk", models::build_pooled_trunk_model(split, model_name, variance_epsilon),
+      "pooled trunk", graph::build_pooled_trunk_model(split, model_name, variance_epsilon),
       stem_of(model_name) + "-pooled", model_name + " (trunk with pooling)", directory);
 }
 
@@ -64,10 +64,10 @@ std::vector<runtime::InputShape> trunk_input_shapes(const EmbeddingGraph& trunk,
 std::optional<EmbeddingCompileTargets> embedding_compile_targets(
     const std::filesystem::path& model, const std::filesystem::path& cache_root,
     const EmbeddingGraphSettings& settings) {
-  const std::string bytes = models::read_model_bytes(model);
-  models::StatisticsPoolingSplit split;
+  const std::string bytes = graph::read_model_bytes(model);
+  graph::StatisticsPoolingSplit split;
   try {
-    split = models::split_before_statistics_pooling(bytes, model.string());
+    split = graph::split_before_statistics_pooling(bytes, model.string());
   } catch (const Error&) {
     return std::nullopt;  // not an embedding model: the caller treats the file as it is
   }
@@ -91,4 +91,4 @@ std::optional<EmbeddingCompileTargets> embedding_compile_targets(
   return targets;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -18,7 +18,7 @@
 #include "stages/fbank.h"
 #include "stages/shared_trunk.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 struct EmbeddingGraph {
   std::string label;            // "trunk" or "pooled trunk", for messages
@@ -31,10 +31,10 @@ struct EmbeddingGraph {
 std::filesystem::path derived_models_directory(const std::filesystem::path& cache_root);
 
 // The trunk of `split` (of the model `model_name`) as a file in `directory`.
-EmbeddingGraph trunk_graph(const models::StatisticsPoolingSplit& split,
+EmbeddingGraph trunk_graph(const graph::StatisticsPoolingSplit& split,
                            const std::string& model_name, const std::filesystem::path& directory);
-// models::build_pooled_trunk_model of `split` as a file in `directory`.
-EmbeddingGraph pooled_trunk_graph(const models::StatisticsPoolingSplit& split,
+// graph::build_pooled_trunk_model of `split` as a file in `directory`.
+EmbeddingGraph pooled_trunk_graph(const graph::StatisticsPoolingSplit& split,
                                   const std::string& model_name,
                                   const std::filesystem::path& directory, double variance_epsilon);
 
@@ -66,10 +66,10 @@ struct EmbeddingCompileTargets {
 };
 
 // The targets of the embedding model file `model`, written under
-// derived_models_directory(cache_root). Nullopt when models::split_before_statistics_pooling
+// derived_models_directory(cache_root). Nullopt when graph::split_before_statistics_pooling
 // refuses the model (it is not a speaker-embedding model); other failures throw.
 std::optional<EmbeddingCompileTargets> embedding_compile_targets(
     const std::filesystem::path& model, const std::filesystem::path& cache_root,
     const EmbeddingGraphSettings& settings = {});
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -21,7 +21,7 @@
 #include "stages/speed_twin_test_support.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 namespace fs = std::filesystem;
 using runtime::InputShape;
@@ -34,7 +34,7 @@ class EmbeddingGraphsTest : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_);
     model_ = root_ / "embedding.onnx";
-    std::ofstream(model_, std::ios::binary) << models::testing::make_test_embedding_model();
+    std::ofstream(model_, std::ios::binary) << graph::testing::make_test_embedding_model();
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -70,9 +70,9 @@ TEST_F(EmbeddingGraphsTest, CompileTargetsAreTheTrunkAtBucketsAndThePooledPass) 
   EXPECT_EQ(targets->chunk_frames, 998u);  // 10 s chunks: what the exact mode feeds
   EXPECT_EQ(targets->trunk_shapes, trunk_shapes);
   // The trunk file holds exactly the bytes the extractor splits off.
-  const auto split = models::split_before_statistics_pooling(
-      models::testing::make_test_embedding_model(), model_.string());
-  EXPECT_EQ(models::read_model_bytes(targets->trunk.model), split.trunk_model);
+  const auto split = graph::split_before_statistics_pooling(
+      graph::testing::make_test_embedding_model(), model_.string());
+  EXPECT_EQ(graph::read_model_bytes(targets->trunk.model), split.trunk_model);
 
   ASSERT_TRUE(targets->pooled);
   EXPECT_TRUE(fs::exists(targets->pooled->model));
@@ -93,18 +93,18 @@ TEST_F(EmbeddingGraphsTest, CompileTargetsAreTheTrunkAtBucketsAndThePooledPass) 
 }
 
 TEST_F(EmbeddingGraphsTest, AModelWithoutStatisticsPoolingHasNoTargets) {
-  const auto split = models::split_before_statistics_pooling(
-      models::testing::make_test_embedding_model(), "test model");
+  const auto split = graph::split_before_statistics_pooling(
+      graph::testing::make_test_embedding_model(), "test model");
   const fs::path trunk_only = root_ / "trunk_only.onnx";
   std::ofstream(trunk_only, std::ios::binary) << split.trunk_model;
   EXPECT_FALSE(embedding_compile_targets(trunk_only, root_ / "cache"));
 }
 
 TEST_F(EmbeddingGraphsTest, PooledGraphNamesItsDynamicAxesItself) {
-  const auto split = models::split_before_statistics_pooling(
-      models::testing::make_test_embedding_model(), "test model");
+  const auto split = graph::split_before_statistics_pooling(
+      graph::testing::make_test_embedding_model(), "test model");
   const auto pooled = pooled_trunk_graph(split, "test model", root_, 0.0);
-  using Names = models::PooledTrunkGraphNames;
+  using Names = graph::PooledTrunkGraphNames;
   ASSERT_EQ(pooled.inputs.size(), 4u);
   EXPECT_EQ(pooled.inputs[0].name, Names::kFeatures);
   EXPECT_EQ(pooled.inputs[0].dims, (std::vector<std::int64_t>{-1, -1, 80}));
@@ -117,7 +117,7 @@ TEST_F(EmbeddingGraphsTest, PooledGraphNamesItsDynamicAxesItself) {
 }
 
 TEST_F(EmbeddingGraphsTest, ExactModeTrunkCallsArePaddedToBucketsAndMatchOneSession) {
-  const std::string model = models::testing::make_test_embedding_model();
+  const std::string model = graph::testing::make_test_embedding_model();
   EmbeddingConfig plain_config;
   plain_config.batch_size = 4;
   EmbeddingExtractor plain(model, model_.string(), plain_config);
@@ -197,11 +197,11 @@ TEST_F(EmbeddingGraphsTest, RealModelsArePlannedAsThePipelineLoadsThem) {
 TEST_F(EmbeddingGraphsTest, ResNet34TrunkReachesOneHundredTwelveFramesEachWay) {
   const fs::path twin = testing::speed_twin_for_tests();
   if (twin.empty()) GTEST_SKIP() << "could not generate the speed twin (needs python3-onnx)";
-  const models::StatisticsPoolingSplit split =
-      models::split_before_statistics_pooling(models::read_model_bytes(twin), "twin");
-  const models::TimeReceptiveField field = models::time_receptive_field(
+  const graph::StatisticsPoolingSplit split =
+      graph::split_before_statistics_pooling(graph::read_model_bytes(twin), "twin");
+  const graph::TimeReceptiveField field = graph::time_receptive_field(
       split.trunk_model, "twin", split.features_input, 1, split.pooling_input);
-  ASSERT_EQ(field.kind, models::TimeReceptiveField::Kind::kLocal) << field.to_string();
+  ASSERT_EQ(field.kind, graph::TimeReceptiveField::Kind::kLocal) << field.to_string();
   EXPECT_EQ(field.stride, 8);
   EXPECT_EQ(field.before, 112);
   EXPECT_EQ(field.after, 112);
@@ -209,4 +209,4 @@ TEST_F(EmbeddingGraphsTest, ResNet34TrunkReachesOneHundredTwelveFramesEachWay) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -24,7 +24,7 @@
 #include "stages/stats_pooling.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 NdArray<float> test_waveforms(std::size_t batch, std::size_t samples, std::uint32_t seed) {
@@ -74,9 +74,8 @@ double max_difference_to_unsplit_model(const std::string& model_bytes, const std
 }
 
 TEST(Embedding, AllOnesMaskReproducesTheUnsplitModel) {
-  const double worst =
-      max_difference_to_unsplit_model(models::testing::make_test_embedding_model(), "test model",
-                                      wespeaker_epsilon_config(), 16000);
+  const double worst = max_difference_to_unsplit_model(
+      graph::testing::make_test_embedding_model(), "test model", wespeaker_epsilon_config(), 16000);
   RecordProperty("max_abs_difference", std::to_string(worst));
   EXPECT_LT(worst, 1e-4);
 }
@@ -87,12 +86,12 @@ TEST(Embedding, AllOnesMaskReproducesTheSpeedTwin) {
   EmbeddingConfig config;
   config.variance_epsilon = 1e-7;  // tools/make_speed_twin.py's TSTP epsilon, as WeSpeaker's
   const double worst =
-      max_difference_to_unsplit_model(models::read_model_bytes(path), path.string(), config, 16000);
+      max_difference_to_unsplit_model(graph::read_model_bytes(path), path.string(), config, 16000);
   RecordProperty("max_abs_difference", std::to_string(worst));
   EXPECT_LT(worst, 1e-4);
   // pyannote's own pooling adds no epsilon: measured, the difference stays small.
   const double pyannote_worst = max_difference_to_unsplit_model(
-      models::read_model_bytes(path), path.string(), EmbeddingConfig{}, 16000);
+      graph::read_model_bytes(path), path.string(), EmbeddingConfig{}, 16000);
   RecordProperty("max_abs_difference_without_epsilon", std::to_string(pyannote_worst));
   EXPECT_LT(pyannote_worst, 1e-2);
 }
@@ -289,7 +288,7 @@ TEST(Embedding, RealModelReproducesGoldenRawEmbeddings) {
 }
 
 TEST(Embedding, MaskWeightsChangeTheEmbedding) {
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                EmbeddingConfig{});
   const auto waveforms = test_waveforms(1, 24000, 5);
   NdArray<float> weights({1, 3, 100}, 0.0f);
@@ -299,7 +298,7 @@ TEST(Embedding, MaskWeightsChangeTheEmbedding) {
   }
   const auto embeddings = extractor.embed(waveforms, weights);
   ASSERT_EQ(embeddings.shape(),
-            (std::vector<std::size_t>{1, 3, models::testing::kTestEmbeddingDim}));
+            (std::vector<std::size_t>{1, 3, graph::testing::kTestEmbeddingDim}));
   double difference = 0.0;
   for (std::size_t d = 0; d < extractor.dimension(); ++d) {
     difference += std::abs(embeddings(0, 0, d) - embeddings(0, 1, d));
@@ -311,7 +310,7 @@ TEST(Embedding, MaskWeightsChangeTheEmbedding) {
 TEST(Embedding, ChunkEmbeddingsFollowPyannoteGetEmbeddings) {
   EmbeddingConfig config;
   config.batch_size = 2;
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model", config);
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model", config);
   const std::size_t chunks = 3;
   const std::size_t samples = 16000;
   const std::size_t frames = 59;
@@ -349,7 +348,7 @@ TEST(Embedding, ChunkEmbeddingsFollowPyannoteGetEmbeddings) {
   // Batch size changes nothing but speed.
   EmbeddingConfig one_at_a_time = config;
   one_at_a_time.batch_size = 1;
-  EmbeddingExtractor unbatched(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor unbatched(graph::testing::make_test_embedding_model(), "test model",
                                one_at_a_time);
   const auto again = unbatched.embed_chunks(waveforms, segmentation);
   for (std::size_t i = 0; i < again.size(); ++i) EXPECT_NEAR(again(i), embeddings(i), 1e-5);
@@ -381,9 +380,8 @@ TEST(Embedding, ExactModePoolingInTheGraphEqualsPoolingOnTheHost) {
   host_config.batch_size = 2;
   EmbeddingConfig graph_config = host_config;
   graph_config.pool_exact_in_graph = true;
-  EmbeddingExtractor host(models::testing::make_test_embedding_model(), "test model", host_config);
-  EmbeddingExtractor graph(models::testing::make_test_embedding_model(), "test model",
-                           graph_config);
+  EmbeddingExtractor host(graph::testing::make_test_embedding_model(), "test model", host_config);
+  EmbeddingExtractor graph(graph::testing::make_test_embedding_model(), "test model", graph_config);
   EXPECT_FALSE(host.pools_exact_in_graph()) << "the CPU pools on the host by default";
   ASSERT_TRUE(graph.pools_exact_in_graph());
   const auto expected = host.embed_chunks(waveforms, segmentation);
@@ -409,7 +407,7 @@ TEST(Embedding, ExtractorsGivenOneShareRunTheSameSessions) {
       std::make_shared<runtime::SessionShare>(runtime::SessionShare::Scope::kEverySession);
   EmbeddingConfig config = wespeaker_epsilon_config();
   config.pool_exact_in_graph = true;
-  const std::string model = models::testing::make_test_embedding_model();
+  const std::string model = graph::testing::make_test_embedding_model();
   EmbeddingExtractor first(model, "test model", config, share);
   EXPECT_EQ(share->size(), 1u) << "the trunk";
   first.open_pooled_session();
@@ -436,16 +434,16 @@ TEST(Embedding, ExtractorsGivenOneShareRunTheSameSessions) {
 }
 
 TEST(Embedding, RejectsInputsThatCannotBeEmbedded) {
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                EmbeddingConfig{});
   EXPECT_THROW(extractor.features(NdArray<float>({1, 399})), Error);
   EXPECT_THROW(extractor.embed_chunks(NdArray<float>({2, 16000}), NdArray<float>({3, 59, 3})),
                Error);
   EmbeddingConfig bad;
   bad.batch_size = 0;
-  EXPECT_THROW(EmbeddingExtractor(models::testing::make_test_embedding_model(), "m", bad), Error);
+  EXPECT_THROW(EmbeddingExtractor(graph::testing::make_test_embedding_model(), "m", bad), Error);
   EXPECT_NE(EmbeddingConfig{}.to_string().find("exclude_overlap=true"), std::string::npos);
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

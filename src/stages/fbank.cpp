@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 // Kaldi floors mel energies at float epsilon before the log, whatever the precision used.
@@ -200,11 +200,11 @@ NdArray<double> Fbank::mel_filters() const {
   return filters;
 }
 
-models::FbankGraphSpec Fbank::graph_spec() const {
+graph::FbankGraphSpec Fbank::graph_spec() const {
   const std::size_t window_size = config_.window_size();
   const std::size_t fft_size = config_.fft_size();
   const std::size_t spectrum_bins = fft_size / 2 + 1;
-  models::FbankGraphSpec spec;
+  graph::FbankGraphSpec spec;
   spec.window_size = window_size;
   spec.window_shift = config_.window_shift();
   spec.spectrum_bins = spectrum_bins;
@@ -323,4 +323,4 @@ void Fbank::compute_into(std::span<const float> samples, std::span<float> featur
   }
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

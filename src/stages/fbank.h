@@ -15,7 +15,7 @@
 #include "core/sample_rate.h"
 #include "graph/fbank_graph.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 enum class FbankWindow { kHamming, kHanning, kPovey, kRectangular };
 
@@ -70,7 +70,7 @@ class Fbank {
   // This front end as graph/fbank_graph.h builds it: every step up to the power spectrum as
   // one matrix, the mel filters with the waveform scale squared in them. Its features are
   // centred with each frame's window mean, whatever subtract_mean says.
-  models::FbankGraphSpec graph_spec() const;
+  graph::FbankGraphSpec graph_spec() const;
 
  private:
   struct MelFilter {
@@ -85,4 +85,4 @@ class Fbank {
   std::unique_ptr<FftPlan> plan_;
 };
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

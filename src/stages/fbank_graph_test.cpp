@@ -18,10 +18,10 @@
 #include "stages/fbank.h"
 #include "stages/shared_trunk.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
-using Names = models::FbankGraphNames;
+using Names = graph::FbankGraphNames;
 
 // Speech-like and hard for float32: a loud low tone with its harmonics, a quiet high band 70 dB
 // below it (the bins a TF32 product would drown), noise, a stretch of digital silence (the log
@@ -53,7 +53,7 @@ struct GraphOutputs {
 GraphOutputs run_front_end(const Fbank& fbank, const std::vector<float>& samples,
                            const std::vector<std::size_t>& own, const std::vector<std::size_t>& low,
                            const std::vector<std::size_t>& high) {
-  const std::string model = models::build_fbank_model(fbank.graph_spec(), "features");
+  const std::string model = graph::build_fbank_model(fbank.graph_spec(), "features");
   runtime::OnnxSession session(runtime::ModelBuffer{model, "fbank graph"}, {});
   NdArray<float> input({1, samples.size()}, std::vector<float>(samples));
   const auto as_floats = [](const std::vector<std::size_t>& values) {
@@ -144,25 +144,25 @@ TEST(FbankGraph, SamplesMustCoverWholeBlocksOfFrames) {
 
 TEST(FbankGraph, PrependRefusesAModelWithoutTheFeaturesOrWithATakenName) {
   const Fbank fbank(uncentred());
-  const auto split = models::split_before_statistics_pooling(
-      models::testing::make_test_embedding_model(), "test model");
-  const std::string pooled = models::build_pooled_trunk_model(split, "test model", 1e-7);
-  EXPECT_THROW(models::prepend_fbank(pooled, "no such input", fbank.graph_spec(), "test model"),
+  const auto split = graph::split_before_statistics_pooling(
+      graph::testing::make_test_embedding_model(), "test model");
+  const std::string pooled = graph::build_pooled_trunk_model(split, "test model", 1e-7);
+  EXPECT_THROW(graph::prepend_fbank(pooled, "no such input", fbank.graph_spec(), "test model"),
                Error);
-  const std::string twice = models::prepend_fbank(pooled, models::PooledTrunkGraphNames::kFeatures,
-                                                  fbank.graph_spec(), "test model");
-  EXPECT_THROW(models::prepend_fbank(twice, models::PooledTrunkGraphNames::kPairWeights,
-                                     fbank.graph_spec(), "test model"),
+  const std::string twice = graph::prepend_fbank(pooled, graph::PooledTrunkGraphNames::kFeatures,
+                                                 fbank.graph_spec(), "test model");
+  EXPECT_THROW(graph::prepend_fbank(twice, graph::PooledTrunkGraphNames::kPairWeights,
+                                    fbank.graph_spec(), "test model"),
                Error);
   // The front end's inputs come first, then the pooled trunk's own but the features.
-  const auto model = models::parse_model(twice, "test model");
+  const auto model = graph::parse_model(twice, "test model");
   std::vector<std::string> inputs;
   for (const auto& input : model.graph().input()) inputs.push_back(input.name());
   EXPECT_EQ(inputs, (std::vector<std::string>{
                         Names::kSamples, Names::kFrameIndex, Names::kWindowLow, Names::kWindowHigh,
-                        models::PooledTrunkGraphNames::kPairWeights,
-                        models::PooledTrunkGraphNames::kInvWeightSums,
-                        models::PooledTrunkGraphNames::kInvVarianceDenominators}));
+                        graph::PooledTrunkGraphNames::kPairWeights,
+                        graph::PooledTrunkGraphNames::kInvWeightSums,
+                        graph::PooledTrunkGraphNames::kInvVarianceDenominators}));
 }
 
 // The configuration field's names (`--embedding-features`) round-trip; others fail naming them.
@@ -180,4 +180,4 @@ TEST(FbankGraph, FeaturesSettingNamesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 // An independent float64 computation of Kaldi's fbank definition (feat/feature-fbank.cc,
@@ -275,4 +275,4 @@ TEST(Fbank, ComputeIntoChecksTheOutputSize) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

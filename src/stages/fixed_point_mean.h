@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 inline constexpr double kFixedPointScale = 4294967296.0;
 
@@ -20,4 +20,4 @@ inline double fixed_point_mean(std::int64_t sum, std::size_t count) {
   return static_cast<double>(sum) / (kFixedPointScale * static_cast<double>(count));
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -13,7 +13,7 @@
 #include "core/stage_timer.h"
 #include "stages/fixed_point_mean.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 // Fbank frames per task when the first window's features are computed on several threads.
@@ -39,8 +39,8 @@ std::string unsupported_reason(const EmbeddingExtractor& extractor, std::size_t 
         "0.5 s or the window embedding",
         step_samples, extractor.config().fbank.frame_shift_ms);
   }
-  const models::TimeReceptiveField& field = extractor.trunk_receptive_field();
-  using Kind = models::TimeReceptiveField::Kind;
+  const graph::TimeReceptiveField& field = extractor.trunk_receptive_field();
+  using Kind = graph::TimeReceptiveField::Kind;
   if (field.kind == Kind::kGlobal) {
     return fmt::format(
         "the embedding model's trunk mixes the whole time axis ({}), so its frames cannot be "
@@ -86,10 +86,10 @@ RollingTrunk::RollingTrunk(EmbeddingExtractor& extractor, RollingTrunkConfig con
   const std::string reason =
       unsupported_reason(extractor, config_.step_samples, config_.time_stride);
   if (!reason.empty()) fail("stream embedding rolling: {}", reason);
-  const models::TimeReceptiveField& field = extractor.trunk_receptive_field();
+  const graph::TimeReceptiveField& field = extractor.trunk_receptive_field();
   std::size_t before = kUnknownFieldReach;
   std::size_t after = kUnknownFieldReach;
-  if (field.kind == models::TimeReceptiveField::Kind::kLocal) {
+  if (field.kind == graph::TimeReceptiveField::Kind::kLocal) {
     before = static_cast<std::size_t>(std::max<std::int64_t>(field.before, 0));
     after = static_cast<std::size_t>(std::max<std::int64_t>(field.after, 0));
   } else {
@@ -311,4 +311,4 @@ std::size_t RollingTrunk::bytes() const {
   return total;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

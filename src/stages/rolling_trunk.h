@@ -32,7 +32,7 @@
 #include "stages/embedding.h"
 #include "stages/fbank.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 struct RollingTrunkConfig {
   std::size_t window_samples = 160000;  // 10 s at 16 kHz
@@ -146,4 +146,4 @@ class RollingTrunk {
   double pooling_seconds_ = 0.0;
 };
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

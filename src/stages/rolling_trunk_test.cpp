@@ -18,14 +18,14 @@
 #include "stages/fixed_point_mean.h"
 #include "stages/trunk_test_support.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 constexpr std::size_t kRate = 16000;
 constexpr std::size_t kWindow = 160000;
 
-using trunk_testing::synthetic_recording;
-using trunk_testing::test_model_config;
+using testing::synthetic_recording;
+using testing::test_model_config;
 
 // The live diarizer's windows over `audio`: window k holds stream samples [k step - window,
 // k step), zeros before the stream and after its end. `virtual_recording` is what they are
@@ -161,7 +161,7 @@ Invariant check_invariant(EmbeddingExtractor& extractor, const std::vector<float
 // forced margins.
 TEST(RollingTrunk, FramesEqualOnePassOfTheirWindow) {
   const auto audio = synthetic_recording(60 * kRate);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   for (const std::size_t step : {8000u, 16000u, 5280u}) {
     for (const std::size_t margin : {0u, 16u, 32u}) {
@@ -178,7 +178,7 @@ TEST(RollingTrunk, FramesEqualOnePassOfTheirWindow) {
 // Settled frames are kept, never recomputed: their bytes do not change until they leave.
 TEST(RollingTrunk, SettledFramesNeverChange) {
   const auto audio = synthetic_recording(40 * kRate);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   const Windows windows = windows_over(audio, 8000);
   RollingTrunk trunk(extractor, RollingTrunkConfig{});
@@ -219,7 +219,7 @@ TEST(RollingTrunk, SameForAnyThreadCount) {
   }
   std::vector<std::vector<float>> outputs;
   for (int threads : {1, 3}) {
-    EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+    EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                  test_model_config(threads));
     RollingTrunkConfig config;
     config.threads = threads;
@@ -241,7 +241,7 @@ TEST(RollingTrunk, SameForAnyThreadCount) {
 // What a stream holds does not grow: the same bytes after 2 and after 10 minutes.
 TEST(RollingTrunk, MemoryIsConstant) {
   const auto audio = synthetic_recording(10 * 60 * kRate);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   const Windows windows = windows_over(audio, 8000);
   RollingTrunk trunk(extractor, RollingTrunkConfig{});
@@ -265,7 +265,7 @@ TEST(RollingTrunk, MemoryIsConstant) {
 // fbank frames and the trunk's reach on both sides, not over the window.
 TEST(RollingTrunk, WorkPerStep) {
   const auto audio = synthetic_recording(30 * kRate);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   for (const std::size_t margin : {0u, 32u}) {
     const Windows windows = windows_over(audio, 8000);
@@ -294,7 +294,7 @@ TEST(RollingTrunk, WorkPerStep) {
 // padded towards a fixed length.
 TEST(RollingTrunk, PassesTakeOneLengthPerPhaseOfTheStep) {
   const auto audio = synthetic_recording(40 * kRate);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   const Windows windows = windows_over(audio, 8000);
   RollingTrunkConfig config;
@@ -313,7 +313,7 @@ TEST(RollingTrunk, PassesTakeOneLengthPerPhaseOfTheStep) {
 }
 
 TEST(RollingTrunk, RefusesStepsOffTheFbankGrid) {
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   RollingTrunkConfig config;
   config.step_samples = 8001;
@@ -329,4 +329,4 @@ TEST(RollingTrunk, RefusesStepsOffTheFbankGrid) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -22,7 +22,7 @@
 #include "runtime/compile_cache.h"
 #include "runtime/provider.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 // A dimension that is declared either as `expected` or as dynamic (-1).
@@ -51,7 +51,7 @@ void SegmentationConfig::validate() const {
          accelerator_batch_multiple);
   }
   if (samples_per_chunk < 1) fail("segmentation: chunks must hold at least one sample");
-  if (float16 && !models::float16_graph_suits(provider)) {
+  if (float16 && !graph::float16_graph_suits(provider)) {
     fail(
         "segmentation: float16 runs on a dynamic-shape GPU provider such as cuda (got {}); a "
         "static-shape provider has its own float16 option (docs/providers.md)",
@@ -97,7 +97,7 @@ SegmentationSignature SegmentationSignature::from(const runtime::OnnxSession& se
 }
 
 std::string unfolded_fp16_warning(const std::string& model_bytes, const std::string& name) {
-  if (!models::computes_filters_in_float16(model_bytes, name)) return {};
+  if (!graph::computes_filters_in_float16(model_bytes, name)) return {};
   return fmt::format(
       "{}: this model computes its SincNet filters in float16 and agrees with pyannote on only "
       "~95-97 % of frames; precompute them with `python3 tools/fold_sincnet_filters.py {} "
@@ -141,27 +141,27 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   // The file is read (and parsed by each step below) at most once.
   std::optional<std::string> file_bytes;
   const auto model_bytes = [&]() -> const std::string& {
-    if (!file_bytes) file_bytes = models::read_model_bytes(model_path_);
+    if (!file_bytes) file_bytes = graph::read_model_bytes(model_path_);
     return *file_bytes;
   };
   if (config_.provider != runtime::ProviderId::kCpu) {
     // ORT 1.29's CUDA provider crashes on the export's SincNet `If` and the LSTMs' zero-state
     // chain; removing both is exact (docs/providers.md, "Segmentation on CUDA"). The batch is made
     // dynamic so that an accelerator runs `batch_size` chunks per call.
-    const auto rewrite = models::rewrite_for_accelerator(model_bytes(), model_path_.string());
+    const auto rewrite = graph::rewrite_for_accelerator(model_bytes(), model_path_.string());
     if (rewrite.changed()) rewritten_model_ = rewrite.model;
     batch_made_dynamic = rewrite.batch_dynamic;
     if (config_.float16) {
-      rewritten_model_ = models::convert_to_float16(rewrite.model, model_path_.string()).model;
+      rewritten_model_ = graph::convert_to_float16(rewrite.model, model_path_.string()).model;
     }
     spdlog::debug("{}: for {}: {}", model_path_.string(), runtime::provider_name(config_.provider),
                   rewrite.describe());
   } else if (config_.batch_size > 1 &&
-             !(cpu_float16_ = models::has_float16_constants(model_bytes(), model_path_.string()))) {
+             !(cpu_float16_ = graph::has_float16_constants(model_bytes(), model_path_.string()))) {
     // On the CPU, several chunks per call turn the LSTMs' matrix-vector products into matrix
     // products. An export whose batch is fixed to 1 gets the same exact rewrite as for
     // accelerators, which makes its batch dynamic.
-    const auto rewrite = models::rewrite_for_accelerator(model_bytes(), model_path_.string());
+    const auto rewrite = graph::rewrite_for_accelerator(model_bytes(), model_path_.string());
     if (rewrite.batch_dynamic) {
       rewritten_model_ = rewrite.model;
       batch_made_dynamic = true;
@@ -174,7 +174,7 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
     // The compiled-graph cache is keyed by a model file's digest: the rewritten model is kept on
     // disk under its own digest, where warm-cache and the placement look for it too.
     const auto root = runtime::CompileCache::root_or_default(config_.compile_cache_root);
-    const auto file = models::accelerator_model_file(model_path_, root / "models");
+    const auto file = graph::accelerator_model_file(model_path_, root / "models");
     compiled_model_ = {file.path, file.sha256, model_path_.string()};
     compiled_sessions_ = std::make_unique<runtime::ShapedSessionPool>(root, session_config_);
     const std::size_t batch = config_.batch_buckets ? config_.batch_buckets->smallest() : 1;
@@ -187,7 +187,7 @@ SegmentationModel::SegmentationModel(const std::filesystem::path& model_path,
   }
   if (config_.share_first_convolution && config_.provider == runtime::ProviderId::kCpu &&
       !static_shapes_) {
-    if (auto split = models::split_first_convolution(
+    if (auto split = graph::split_first_convolution(
             rewritten_model_.empty() ? model_bytes() : rewritten_model_, model_path_.string())) {
       // Blocks in use: those of the chunks in flight, plus a chunk's ten seconds ahead.
       const std::size_t in_flight =
@@ -487,4 +487,4 @@ NdArray<float> SegmentationModel::run(const NdArray<float>& chunks, std::size_t 
   return feed.take_all();
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

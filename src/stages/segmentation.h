@@ -23,7 +23,7 @@
 #include "stages/segmentation_feed.h"
 #include "stages/shared_first_convolution.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 struct SegmentationConfig {
   // Chunks in flight at once. Each worker owns a session with one intra-op thread, and chunks
@@ -194,4 +194,4 @@ class SegmentationModel {
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

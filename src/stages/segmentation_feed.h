@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/ndarray.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 class SegmentationFeed {
  public:
@@ -86,4 +86,4 @@ class ScoreKeepingFeed : public SegmentationFeed {
   std::size_t chunks_ = 0;  // in calls_
 };
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -12,7 +12,7 @@
 #include "stages/segmentation_test_support.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 namespace ts = testing;
@@ -112,4 +112,4 @@ TEST(SegmentationParity, FoldingTheFilterbankIsWhatRestoresParity) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -15,7 +15,7 @@
 #include "testing/shared_data.h"
 #include "testing/temporary_directory.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 using testing::segment;
@@ -164,7 +164,7 @@ TEST(SegmentationModel, Fp16ModelHasBatchFixedToOne) {
   EXPECT_FALSE(model.signature().batch_is_dynamic);
   EXPECT_FALSE(model.signature().sincnet_folded);
   EXPECT_EQ(model.effective_batch_size(), 1u);
-  EXPECT_NE(unfolded_fp16_warning(models::read_model_bytes(model_path), model_path.string())
+  EXPECT_NE(unfolded_fp16_warning(graph::read_model_bytes(model_path), model_path.string())
                 .find("fold_sincnet_filters.py"),
             std::string::npos);
 }
@@ -176,7 +176,7 @@ TEST(SegmentationModel, FoldedModelIsRecognised) {
   SegmentationModel model(folded_model, SegmentationConfig{});
   EXPECT_TRUE(model.signature().sincnet_folded);
   EXPECT_FALSE(model.signature().batch_is_dynamic);
-  EXPECT_EQ(unfolded_fp16_warning(models::read_model_bytes(folded_model), folded_model.string()),
+  EXPECT_EQ(unfolded_fp16_warning(graph::read_model_bytes(folded_model), folded_model.string()),
             "");
 }
 
@@ -205,7 +205,7 @@ TEST(SegmentationModel, NoChunksGiveEmptyOutput) {
 std::filesystem::path damaged_model(
     const std::filesystem::path& source, const std::filesystem::path& target,
     const std::function<void(onnx::GraphProto&, const std::string&, const std::string&)>& damage) {
-  onnx::ModelProto model = models::parse_model(models::read_model_bytes(source), source.string());
+  onnx::ModelProto model = graph::parse_model(graph::read_model_bytes(source), source.string());
   onnx::GraphProto& graph = *model.mutable_graph();
   const std::string output = graph.output(0).name();
   for (auto& node : *graph.mutable_node()) {
@@ -214,7 +214,7 @@ std::filesystem::path damaged_model(
     }
   }
   damage(graph, "raw", output);
-  std::ofstream(target, std::ios::binary) << models::serialize_model(model, target.string());
+  std::ofstream(target, std::ios::binary) << graph::serialize_model(model, target.string());
   return target;
 }
 
@@ -239,7 +239,7 @@ std::string error_running(const std::filesystem::path& model_path) {
 // All-NaN scores decoded as silence (exit 0, no turns).
 TEST(SegmentationModel, NanScoresFailNamingTheModel) {
   PARLEY_REQUIRE_SHARED(fp16, "models/segmentation-3.0-fp16.onnx");
-  const testing::TemporaryDirectory temp("segmentation-nan");
+  const parley::testing::TemporaryDirectory temp("segmentation-nan");
   const auto nan_model =
       damaged_model(fp16, temp / "nan.onnx",
                     [](onnx::GraphProto& graph, const std::string& raw, const std::string& out) {
@@ -254,7 +254,7 @@ TEST(SegmentationModel, NanScoresFailNamingTheModel) {
 // A model that returns 0 frames reached memcpy with a null pointer (UBSan).
 TEST(SegmentationModel, NoFramesFailNamingTheModel) {
   PARLEY_REQUIRE_SHARED(fp16, "models/segmentation-3.0-fp16.onnx");
-  const testing::TemporaryDirectory temp("segmentation-empty");
+  const parley::testing::TemporaryDirectory temp("segmentation-empty");
   const auto empty_model = damaged_model(
       fp16, temp / "empty.onnx",
       [](onnx::GraphProto& graph, const std::string& raw, const std::string& out) {
@@ -520,4 +520,4 @@ TEST(SegmentationDynamicBatch, Float32UpcastRunsBatched) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -25,14 +25,11 @@
 #include "stages/segmentation.h"
 #include "stages/segmentation_feed.h"
 
-namespace parley::testing {
-
-// The stage and frame types these helpers take and give.
-using namespace ::parley::pipeline;  // NOLINT(google-build-using-namespace)
+namespace parley::stages::testing {
 
 // pyannote's chunking of `audio` (10 s every 1 s, last chunk zero-padded).
-inline ChunkPlan chunk_plan(const std::vector<float>& audio) {
-  return plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+inline frames::ChunkPlan chunk_plan(const std::vector<float>& audio) {
+  return frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
 }
 
 // Chunks of `audio` for a segmentation run, their scores kept: with `chunk_positions`, model
@@ -52,7 +49,7 @@ class ChunkFeed : public ScoreKeepingFeed {
     return positions_.empty() ? static_cast<std::size_t>(plan_.num_chunks()) : positions_.size();
   }
   void read_chunk(std::size_t chunk, std::span<float> samples) override {
-    copy_chunk(audio_, plan_, position(chunk), samples);
+    frames::copy_chunk(audio_, plan_, position(chunk), samples);
   }
   std::optional<ChunkOrigin> origin(std::size_t chunk) override {
     if (!origins_) return std::nullopt;
@@ -65,7 +62,7 @@ class ChunkFeed : public ScoreKeepingFeed {
   }
 
   const std::vector<float>& audio_;
-  ChunkPlan plan_;
+  frames::ChunkPlan plan_;
   std::vector<std::size_t> positions_;
   bool origins_ = false;
 };
@@ -86,7 +83,7 @@ inline NdArray<float> segment(SegmentationModel& model, const std::vector<float>
 
 // Powerset log-probabilities -> 0/1 speakers, as community-1 decodes them.
 inline NdArray<float> decode_powerset(const NdArray<float>& log_probs) {
-  return Powerset(3, 2).to_multilabel(log_probs);
+  return frames::Powerset(3, 2).to_multilabel(log_probs);
 }
 
 // Frames whose three speaker labels all match, after the speaker permutation (per chunk) that
@@ -149,13 +146,13 @@ inline std::filesystem::path derived_model(const std::string& tool,
   return output;
 }
 
-}  // namespace parley::testing
+}  // namespace parley::stages::testing
 
 // Resolves a model derived by a tools/*.py script into `var`, or skips the test.
-#define PARLEY_REQUIRE_DERIVED_MODEL(var, tool, source, output_name)          \
-  std::string var##_why;                                                      \
-  const std::filesystem::path var =                                           \
-      ::parley::testing::derived_model(tool, source, output_name, var##_why); \
+#define PARLEY_REQUIRE_DERIVED_MODEL(var, tool, source, output_name)                  \
+  std::string var##_why;                                                              \
+  const std::filesystem::path var =                                                   \
+      ::parley::stages::testing::derived_model(tool, source, output_name, var##_why); \
   if (var.empty()) GTEST_SKIP() << var##_why;
 
 // The float32 segmentation model with its SincNet filters folded (the shipped float16 export

@@ -5,9 +5,9 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
-SharedFirstConvolution::SharedFirstConvolution(const models::FirstConvolutionSplit& split,
+SharedFirstConvolution::SharedFirstConvolution(const graph::FirstConvolutionSplit& split,
                                                const runtime::SessionConfig& session,
                                                std::size_t cached_blocks,
                                                const std::string& model_name)
@@ -135,4 +135,4 @@ std::size_t SharedFirstConvolution::blocks_computed() const {
   return computed_;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

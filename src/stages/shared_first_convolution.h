@@ -21,7 +21,7 @@
 #include "graph/first_convolution_split.h"
 #include "runtime/onnx_session.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 class SharedFirstConvolution {
  public:
@@ -30,7 +30,7 @@ class SharedFirstConvolution {
 
   // `session` configures the convolution's own session (CPU, one thread); `cached_blocks` is
   // how many blocks stay (half a megabyte each for 80 filters).
-  SharedFirstConvolution(const models::FirstConvolutionSplit& split,
+  SharedFirstConvolution(const graph::FirstConvolutionSplit& split,
                          const runtime::SessionConfig& session, std::size_t cached_blocks,
                          const std::string& model_name);
 
@@ -65,7 +65,7 @@ class SharedFirstConvolution {
   Block block(std::size_t recording_key, std::span<const float> recording, std::int64_t index);
   Block convolve_block(std::span<const float> recording, std::int64_t index);
 
-  models::FirstConvolutionSplit split_;
+  graph::FirstConvolutionSplit split_;
   std::string model_name_;
   std::unique_ptr<runtime::OnnxSession> session_;
   std::int64_t filters_ = 0;
@@ -82,4 +82,4 @@ class SharedFirstConvolution {
   std::size_t computed_ = 0;
 };
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

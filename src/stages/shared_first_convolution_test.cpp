@@ -11,7 +11,7 @@
 #include "stages/segmentation_test_support.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 using testing::ChunkFeed;
@@ -34,7 +34,7 @@ NdArray<float> segment_recording(SegmentationModel& model, const std::vector<flo
 TEST(FirstConvolutionSplit, FindsSincNetInTheFloat32Models) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, model_path);
-  const auto split = models::split_first_convolution(models::read_model_bytes(folded), "folded");
+  const auto split = graph::split_first_convolution(graph::read_model_bytes(folded), "folded");
   ASSERT_TRUE(split.has_value());
   EXPECT_EQ(split->filters, 80);
   EXPECT_EQ(split->kernel, 251);
@@ -43,14 +43,14 @@ TEST(FirstConvolutionSplit, FindsSincNetInTheFloat32Models) {
   // Filters computed in the graph (Sin, Cos), as in the official export: the convolution model
   // keeps their computation, and the session finds 80 of them.
   const auto computed =
-      models::split_first_convolution(models::read_model_bytes(folded_upcast), "upcast");
+      graph::split_first_convolution(graph::read_model_bytes(folded_upcast), "upcast");
   ASSERT_TRUE(computed.has_value());
   EXPECT_EQ(computed->filters, 0);  // not known before it runs
   const SharedFirstConvolution convolution(*computed, runtime::SessionConfig{}, 4, "upcast");
   EXPECT_EQ(convolution.filters(), 80);
   // Float16 graphs normalise in float16: not split, they run whole.
   EXPECT_FALSE(
-      models::split_first_convolution(models::read_model_bytes(model_path), "fp16").has_value());
+      graph::split_first_convolution(graph::read_model_bytes(model_path), "fp16").has_value());
 }
 
 // The shared convolution against each chunk run whole: the same up to rounding, and the same
@@ -107,11 +107,11 @@ TEST(SharedFirstConvolution, SameOutputForAnyThreadsAndCacheSize) {
   EXPECT_TRUE(bitwise_equal(first, segment_recording(three_threads, audio)));
   EXPECT_TRUE(bitwise_equal(first, segment_recording(one_thread, audio)));  // a second run
 
-  const auto split = models::split_first_convolution(models::read_model_bytes(folded), "folded");
+  const auto split = graph::split_first_convolution(graph::read_model_bytes(folded), "folded");
   ASSERT_TRUE(split.has_value());
   SharedFirstConvolution roomy(*split, runtime::SessionConfig{}, 64, "folded");
   SharedFirstConvolution cramped(*split, runtime::SessionConfig{}, 1, "folded");
-  const ChunkPlan plan = testing::chunk_plan(audio);
+  const frames::ChunkPlan plan = testing::chunk_plan(audio);
   const std::int64_t frames = roomy.frames_per_chunk(160000);
   ASSERT_EQ(frames, 15975);
   std::vector<float> samples(160000);
@@ -119,7 +119,7 @@ TEST(SharedFirstConvolution, SameOutputForAnyThreadsAndCacheSize) {
   std::vector<float> from_cramped(from_roomy.size());
   // Backwards, so that the cramped cache recomputes every block.
   for (std::int64_t chunk = plan.num_chunks() - 1; chunk >= 0; --chunk) {
-    copy_chunk(audio, plan, chunk, samples);
+    frames::copy_chunk(audio, plan, chunk, samples);
     roomy.chunk_input(0, audio, plan.chunk_offset(chunk), samples, from_roomy);
     cramped.chunk_input(0, audio, plan.chunk_offset(chunk), samples, from_cramped);
     ASSERT_EQ(from_roomy, from_cramped) << "chunk " << chunk;
@@ -132,7 +132,7 @@ TEST(SharedFirstConvolution, SameOutputForAnyThreadsAndCacheSize) {
 TEST(SharedFirstConvolution, RejectsStartsBetweenStrides) {
   PARLEY_REQUIRE_SHARED(model_path, kFp16Model);
   PARLEY_REQUIRE_FOLDED_FLOAT32_MODEL(folded, model_path);
-  const auto split = models::split_first_convolution(models::read_model_bytes(folded), "folded");
+  const auto split = graph::split_first_convolution(graph::read_model_bytes(folded), "folded");
   ASSERT_TRUE(split.has_value());
   SharedFirstConvolution convolution(*split, runtime::SessionConfig{}, 4, "folded");
   const std::vector<float> audio(40000, 0.25f);
@@ -142,4 +142,4 @@ TEST(SharedFirstConvolution, RejectsStartsBetweenStrides) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

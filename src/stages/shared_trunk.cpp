@@ -20,7 +20,7 @@
 #include "stages/shared_trunk_pass.h"
 #include "stages/stats_pooling.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 // Fbank frames per task when features are computed on several threads.
@@ -124,9 +124,9 @@ std::string SharedTrunkConfig::to_string() const {
       shared_trunk_features_name(features), chunks_per_pass, threads);
 }
 
-void check_receptive_field(const models::TimeReceptiveField& field,
+void check_receptive_field(const graph::TimeReceptiveField& field,
                            const SharedTrunkConfig& config) {
-  using Kind = models::TimeReceptiveField::Kind;
+  using Kind = graph::TimeReceptiveField::Kind;
   switch (field.kind) {
     case Kind::kGlobal:
       fail(
@@ -198,7 +198,7 @@ bool shared_trunk_features_in_graph(const SharedTrunkConfig& config,
 }
 
 std::vector<runtime::InputShape> PooledPassShape::inputs() const {
-  using Names = models::PooledTrunkGraphNames;
+  using Names = graph::PooledTrunkGraphNames;
   const auto dim = [](std::size_t value) { return static_cast<std::int64_t>(value); };
   return {{Names::kFeatures, {1, dim(frames), dim(bins)}},
           {Names::kPairWeights, {1, dim(pairs), dim(trunk_frames)}},
@@ -236,7 +236,7 @@ PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t 
 }
 
 SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples,
-                         const ChunkPlan& plan, const SharedTrunkConfig& config)
+                         const frames::ChunkPlan& plan, const SharedTrunkConfig& config)
     : extractor_(extractor), samples_(samples), plan_(plan), config_(config), fbank_([&] {
         FbankConfig uncentred = extractor.config().fbank;
         uncentred.subtract_mean = false;
@@ -372,7 +372,7 @@ NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size
   // Every pass has one span, whatever its windows need (at most count + width frames, and
   // a stride more past the recording's end), so the graph keeps one set of shapes; whole
   // blocks of frames, as the graph sums them.
-  const std::size_t block = models::kFbankGraphFrameBlock;
+  const std::size_t block = graph::kFbankGraphFrameBlock;
   const std::size_t span =
       ceil_div(count + chunk_fbank_frames_ + config_.time_stride, block) * block;
   const std::size_t span_first = std::min(window_start(first), first);
@@ -732,4 +732,4 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
   return embeddings;
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

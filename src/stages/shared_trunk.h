@@ -24,7 +24,7 @@
 #include "stages/embedding.h"
 #include "stages/fbank.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 // exact: pyannote's definition, the trunk on every chunk. shared: this file.
 enum class EmbeddingMode { kExact, kShared };
@@ -101,8 +101,7 @@ struct SharedTrunkConfig {
 // Fails, saying what to do, when a trunk with `field` cannot be shared with `config`: it mixes
 // the whole time axis, its time stride is not config.time_stride, or it reaches further than
 // config.margin_frames; warns once when the field could not be read from the graph.
-void check_receptive_field(const models::TimeReceptiveField& field,
-                           const SharedTrunkConfig& config);
+void check_receptive_field(const graph::TimeReceptiveField& field, const SharedTrunkConfig& config);
 
 // Whether a SharedTrunk with `config` on `extractor` pools inside the graph: kGraph, or kAuto
 // with the model on an accelerator; never with exact alignment or a model whose statistics are
@@ -130,7 +129,7 @@ struct PooledPassShape {
   std::size_t pairs = 0;         // chunks_per_pass * speakers
   std::size_t bins = 0;          // mel bins
 
-  // The pooled graph's inputs for one pass (batch 1), in models::PooledTrunkGraphNames' order.
+  // The pooled graph's inputs for one pass (batch 1), in graph::PooledTrunkGraphNames' order.
   std::vector<runtime::InputShape> inputs() const;
 };
 
@@ -144,8 +143,8 @@ class SharedTrunk {
  public:
   // `extractor` and `samples` (16 kHz mono, the whole recording cut by `plan`) must outlive
   // this object and stay unchanged. The chunk step must be a whole number of fbank frames.
-  SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples, const ChunkPlan& plan,
-              const SharedTrunkConfig& config);
+  SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples,
+              const frames::ChunkPlan& plan, const SharedTrunkConfig& config);
 
   // Embeddings [count, speakers, D] of chunks [first_chunk, first_chunk + count) from their
   // binarized segmentations [count, frames, speakers], as EmbeddingExtractor::embed_chunks
@@ -230,7 +229,7 @@ class SharedTrunk {
 
   EmbeddingExtractor& extractor_;
   std::span<const float> samples_;
-  ChunkPlan plan_;
+  frames::ChunkPlan plan_;
   SharedTrunkConfig config_;
   Fbank fbank_;  // the extractor's fbank without the per-input mean subtraction
   std::size_t hop_ = 0;
@@ -252,4 +251,4 @@ class SharedTrunk {
   double pooling_seconds_ = 0.0;
 };
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

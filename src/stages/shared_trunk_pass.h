@@ -6,7 +6,7 @@
 
 #include "core/sample_rate.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 // SharedTrunkConfig::chunks_per_pass counts one-second steps: at a longer step a pass holds fewer
 // chunks, so that it spans the same audio and has about the same shape. Counted in chunks, a
@@ -18,4 +18,4 @@ inline std::size_t pass_chunks_at_step(std::size_t chunks_per_pass, std::int64_t
                                       static_cast<std::size_t>(step_samples));
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

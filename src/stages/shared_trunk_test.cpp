@@ -20,13 +20,13 @@
 #include "stages/trunk_test_support.h"
 #include "testing/shared_data.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 constexpr int kSampleRate = 16000;
 
-using trunk_testing::synthetic_recording;
-using trunk_testing::test_model_config;
+using testing::synthetic_recording;
+using testing::test_model_config;
 
 double max_abs_difference(const NdArray<float>& a, const NdArray<float>& b) {
   EXPECT_EQ(a.shape(), b.shape());
@@ -74,8 +74,9 @@ NdArray<float> grid_slice(const NdArray<float>& full, std::size_t first, std::si
 // trunk is made, as it would show the block edges.
 TEST(SharedTrunk, BlocksEqualOnePassOverTheRecording) {
   const auto audio = synthetic_recording(35 * kSampleRate + 1234);
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   EXPECT_EQ(extractor.trunk_receptive_field().reach(), 7);
   for (std::size_t margin : {8u, 16u}) {
@@ -120,7 +121,8 @@ TEST(SharedTrunk, BlocksEqualOnePassOverTheRecording) {
 // Fbank features and shared-mode embeddings are the same bit for bit for any thread count.
 TEST(SharedTrunk, SameEmbeddingsForAnyThreadCount) {
   const auto audio = synthetic_recording(25 * kSampleRate);
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
   const auto chunks = static_cast<std::size_t>(plan.num_chunks());
   NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
   for (std::size_t c = 0; c < chunks; ++c) {
@@ -135,7 +137,7 @@ TEST(SharedTrunk, SameEmbeddingsForAnyThreadCount) {
   std::vector<NdArray<float>> embeddings;
   std::vector<NdArray<float>> features;
   for (int threads : {1, 3}) {
-    EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+    EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                  test_model_config(threads));
     features.push_back(extractor.features(waveforms));
     SharedTrunkConfig config;
@@ -151,9 +153,10 @@ TEST(SharedTrunk, SameEmbeddingsForAnyThreadCount) {
 // Memory stays bounded: blocks behind the chunks being embedded are freed.
 TEST(SharedTrunk, FreesBlocksNoLaterChunkNeeds) {
   const auto audio = synthetic_recording(4 * 60 * kSampleRate);
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
   const auto chunks = static_cast<std::size_t>(plan.num_chunks());
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   SharedTrunkConfig config;
   config.block_frames = 1600;  // 16 s
@@ -178,13 +181,14 @@ TEST(SharedTrunk, FreesBlocksNoLaterChunkNeeds) {
 // the 2-minute blocks used before: shortening passes bounds memory without changing the output.
 TEST(SharedTrunk, DefaultPassesAreShortAndChangeNoEmbedding) {
   const auto audio = synthetic_recording(5 * 60 * kSampleRate);
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
   const auto chunks = static_cast<std::size_t>(plan.num_chunks());
   NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
   for (std::size_t c = 0; c < chunks; ++c) {
     for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 131 + c) % 3) = 1.0f;
   }
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   const SharedTrunkConfig defaults;
   SharedTrunk short_passes(extractor, audio, plan, defaults);
@@ -216,8 +220,9 @@ std::size_t anonymous_resident_kib() {
 // freed below a live block stay resident after free() alone (glibc trims only the heap's top).
 TEST(SharedTrunk, HandsFreedHeapBackBeforeAPass) {
   const auto audio = synthetic_recording(60 * kSampleRate);
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   SharedTrunk trunk(extractor, audio, plan, SharedTrunkConfig{});
   std::vector<std::vector<char>> freed;
@@ -257,13 +262,14 @@ double median(std::vector<double> values) {
 // speaker's exact embedding one chunk later (9 of 10 s of audio in common).
 Agreement shared_vs_exact(EmbeddingExtractor& extractor, const std::vector<float>& audio,
                           const NdArray<float>& segmentations, const SharedTrunkConfig& config) {
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
   const auto chunks = static_cast<std::size_t>(plan.num_chunks());
   EXPECT_EQ(chunks, segmentations.dim(0));
   NdArray<float> waveforms({chunks, 160000});
   for (std::size_t c = 0; c < chunks; ++c) {
-    copy_chunk(audio, plan, static_cast<std::int64_t>(c),
-               std::span<float>(waveforms.data() + c * 160000, 160000));
+    frames::copy_chunk(audio, plan, static_cast<std::int64_t>(c),
+                       std::span<float>(waveforms.data() + c * 160000, 160000));
   }
   const NdArray<float> exact = extractor.embed_chunks(waveforms, segmentations);
   SharedTrunk trunk(extractor, audio, plan, config);
@@ -327,7 +333,7 @@ TEST(SharedTrunk, CloseToExactModeOnARealRecording) {
   PARLEY_REQUIRE_SHARED(golden, "goldens/pyannote-community1/02_pyannote_sample");
   const auto audio = parley::audio::load_mono_16k(golden / "clip_16k.wav");
   const NdArray<float> segmentations = golden_segmentations(golden, 21);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   SharedTrunkConfig config;
   const Agreement nearest = shared_vs_exact(extractor, audio, segmentations, config);
@@ -357,7 +363,8 @@ TEST(SharedTrunk, CloseToExactModeOnARealRecording) {
 // speakers, a range that is not a multiple of the pass.
 TEST(SharedTrunk, PoolingInTheGraphEqualsPoolingOnTheHost) {
   const auto audio = synthetic_recording(31 * kSampleRate + 777);
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
   const auto chunks = static_cast<std::size_t>(plan.num_chunks());
   NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
   for (std::size_t c = 0; c < chunks; ++c) {
@@ -373,7 +380,7 @@ TEST(SharedTrunk, PoolingInTheGraphEqualsPoolingOnTheHost) {
     segmentations(7, f, 1) = 0.0f;
     segmentations(7, f, 2) = f == 200 ? 1.0f : 0.0f;
   }
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   auto embed_all = [&](SharedTrunkPooling pooling) {
     SharedTrunkConfig config;
@@ -418,11 +425,12 @@ TEST(SharedTrunk, PoolingInTheGraphEqualsPoolingOnTheHost) {
 // clamped at both ends) and one of several passes. On the CPU the default keeps the host's
 // features, so CPU output does not change.
 TEST(SharedTrunk, FeaturesInTheGraphEqualFeaturesOnTheHost) {
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   for (const std::size_t seconds : {7, 31}) {
     const auto audio = synthetic_recording(seconds * kSampleRate + 555);
-    const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+    const frames::ChunkPlan plan =
+        frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
     const auto chunks = static_cast<std::size_t>(plan.num_chunks());
     NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
     for (std::size_t c = 0; c < chunks; ++c) {
@@ -469,7 +477,8 @@ TEST(SharedTrunk, FeaturesInTheGraphEqualFeaturesOnTheHost) {
 // embeddings as the session that takes every shape.
 TEST(SharedTrunk, PooledPassShapeIsTheOneShapeTheGraphPassesOpen) {
   const auto audio = synthetic_recording(23 * kSampleRate + 321);
-  const ChunkPlan plan = plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
   const auto chunks = static_cast<std::size_t>(plan.num_chunks());
   NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
   for (std::size_t c = 0; c < chunks; ++c) {
@@ -484,9 +493,9 @@ TEST(SharedTrunk, PooledPassShapeIsTheOneShapeTheGraphPassesOpen) {
   EmbeddingConfig per_shape_config = test_model_config();
   per_shape_config.batch_buckets = runtime::Buckets::powers_of_two(per_shape_config.batch_size);
   per_shape_config.compile_cache_root = cache_root;
-  EmbeddingExtractor per_shape(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor per_shape(graph::testing::make_test_embedding_model(), "test model",
                                per_shape_config);
-  EmbeddingExtractor one_session(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor one_session(graph::testing::make_test_embedding_model(), "test model",
                                  test_model_config());
   SharedTrunk per_shape_trunk(per_shape, audio, plan, config);
   SharedTrunk one_session_trunk(one_session, audio, plan, config);
@@ -524,14 +533,14 @@ TEST(SharedTrunk, PassesSpanTheSameAudioAtALongerStep) {
   EXPECT_LE(two.frames, one.frames) << "no more audio per pass than at a 1 s step";
 
   const auto audio = synthetic_recording(41 * kSampleRate + 123);
-  const ChunkPlan plan =
-      plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate, 10.0, 2.0);
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate, 10.0, 2.0);
   const auto chunks = static_cast<std::size_t>(plan.num_chunks());
   NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
   for (std::size_t c = 0; c < chunks; ++c) {
     for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 131 + c) % 3) = 1.0f;
   }
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   SharedTrunk graph(extractor, audio, plan, config);
   const NdArray<float> pooled = graph.embed_chunks(0, segmentations);
@@ -553,9 +562,9 @@ TEST(SharedTrunk, PassesSpanTheSameAudioAtALongerStep) {
 // The margins must cover the trunk's reach; a trunk that mixes the whole time axis, or keeps a
 // different time stride, cannot be shared at all; an unreadable one is only warned about.
 TEST(SharedTrunk, ChecksTheTrunksReceptiveField) {
-  using Kind = models::TimeReceptiveField::Kind;
+  using Kind = graph::TimeReceptiveField::Kind;
   SharedTrunkConfig config;  // margins of 128 fbank frames, time stride 8
-  models::TimeReceptiveField field;
+  graph::TimeReceptiveField field;
   field.kind = Kind::kLocal;
   field.stride = 8;
   field.before = 112;
@@ -581,9 +590,9 @@ TEST(SharedTrunk, ChecksTheTrunksReceptiveField) {
 
 TEST(SharedTrunk, RefusesStepsOffTheFbankGrid) {
   const auto audio = synthetic_recording(12 * kSampleRate);
-  const ChunkPlan plan =
-      plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate, 10.0, 1.005);
-  EmbeddingExtractor extractor(models::testing::make_test_embedding_model(), "test model",
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate, 10.0, 1.005);
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
                                test_model_config());
   EXPECT_THROW(SharedTrunk(extractor, audio, plan, SharedTrunkConfig{}), Error);
   EXPECT_EQ(parse_embedding_mode("shared"), EmbeddingMode::kShared);
@@ -591,4 +600,4 @@ TEST(SharedTrunk, RefusesStepsOffTheFbankGrid) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-namespace parley::pipeline::testing {
+namespace parley::stages::testing {
 
 // The file's path; empty when it could not be generated (python3 without onnx).
 inline std::filesystem::path speed_twin_for_tests() {
@@ -22,4 +22,4 @@ inline std::filesystem::path speed_twin_for_tests() {
   return path;
 }
 
-}  // namespace parley::pipeline::testing
+}  // namespace parley::stages::testing

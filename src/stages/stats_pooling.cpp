@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 std::vector<std::size_t> nearest_source_indices(std::size_t input_size, std::size_t output_size) {
   if (input_size == 0) fail("nearest interpolation: the input has no elements");
@@ -99,4 +99,4 @@ void weighted_statistics(std::span<const float> frames, std::size_t features, st
   }
 }
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

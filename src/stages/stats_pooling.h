@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-namespace parley::pipeline {
+namespace parley::stages {
 
 // Source index of each output element of torch's 1-D nearest interpolation (the legacy
 // "nearest" mode): floor(i * float(in / out)), capped at in - 1; identity when the sizes match
@@ -39,4 +39,4 @@ struct PairWeights {
 PairWeights resample_pair_weights(std::span<const float> mask, std::span<const std::size_t> sources,
                                   std::span<float> weights);
 
-}  // namespace parley::pipeline
+}  // namespace parley::stages

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace parley::pipeline {
+namespace parley::stages {
 namespace {
 
 std::vector<float> pseudo_random(std::size_t count, std::uint32_t seed) {
@@ -140,4 +140,4 @@ TEST(WeightedStatistics, RejectsMismatchedSizes) {
 }
 
 }  // namespace
-}  // namespace parley::pipeline
+}  // namespace parley::stages

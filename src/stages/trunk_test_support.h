@@ -8,7 +8,7 @@
 
 #include "stages/embedding.h"
 
-namespace parley::pipeline::trunk_testing {
+namespace parley::stages::testing {
 
 // The test model's settings: WeSpeaker's variance epsilon, `threads` for fbank and ONNX Runtime.
 inline EmbeddingConfig test_model_config(int threads = 1) {
@@ -36,4 +36,4 @@ inline std::vector<float> synthetic_recording(std::size_t samples) {
   return audio;
 }
 
-}  // namespace parley::pipeline::trunk_testing
+}  // namespace parley::stages::testing

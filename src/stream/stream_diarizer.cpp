@@ -22,7 +22,7 @@
 
 namespace parley::stream {
 
-using pipeline::Turn;
+using frames::Turn;
 namespace {
 
 using Clock = StreamClock;
@@ -77,14 +77,14 @@ class DiarizerWindowModel : public WindowModel {
     if (config.embedding == StreamEmbedding::kWindow) return nullptr;
     // The extractor reads its graph's receptive field at first use; streams open on many threads.
     const std::lock_guard lock(batch_mutex());
-    pipeline::EmbeddingExtractor& extractor = diarizer_.embedding_extractor();
+    stages::EmbeddingExtractor& extractor = diarizer_.embedding_extractor();
     std::string why;
-    const bool supported = pipeline::rolling_trunk_supported(extractor, step_samples, &why);
+    const bool supported = stages::rolling_trunk_supported(extractor, step_samples, &why);
     if (config.embedding == StreamEmbedding::kAuto && !rolling_by_default(extractor, supported)) {
       return nullptr;
     }
     if (!supported) fail("stream embedding rolling: {}", why);
-    pipeline::RollingTrunkConfig rolling;
+    stages::RollingTrunkConfig rolling;
     rolling.window_samples = window_samples();
     rolling.step_samples = step_samples;
     rolling.threads = diarizer_.config().threads;
@@ -95,7 +95,7 @@ class DiarizerWindowModel : public WindowModel {
                               StageTimes& stages) const override {
     if (state == nullptr) return analyze_timed(window, stages);
     check_window(window);
-    pipeline::RollingTrunk& trunk = static_cast<RollingState&>(*state).trunk;
+    stages::RollingTrunk& trunk = static_cast<RollingState&>(*state).trunk;
     const double features_before = trunk.feature_seconds();
     const double trunk_before = trunk.trunk_seconds();
     const double pooling_before = trunk.pooling_seconds();
@@ -108,7 +108,7 @@ class DiarizerWindowModel : public WindowModel {
     const auto start = Clock::now();
     std::vector<pipeline::DiarizationIntermediates> out =
         diarizer_.segment_and_embed(recordings, times, progress, {}, {}, kSegmentationRows,
-                                    [&](std::span<const float>, const pipeline::ChunkPlan&,
+                                    [&](std::span<const float>, const frames::ChunkPlan&,
                                         std::size_t, const NdArray<float>& segmentations) {
                                       trunk.accept(trunk.run_trunk(features));
                                       return trunk.embed(segmentations);
@@ -125,19 +125,19 @@ class DiarizerWindowModel : public WindowModel {
 
  private:
   struct RollingState : WindowModelState {
-    RollingState(pipeline::EmbeddingExtractor& extractor, const pipeline::RollingTrunkConfig& c)
+    RollingState(stages::EmbeddingExtractor& extractor, const stages::RollingTrunkConfig& c)
         : trunk(extractor, c) {}
     std::size_t bytes() const override { return trunk.bytes(); }
-    pipeline::RollingTrunk trunk;
+    stages::RollingTrunk trunk;
   };
 
   // auto's choice (stream::rolling_by_default).
-  bool rolling_by_default(const pipeline::EmbeddingExtractor& extractor, bool supported) const {
+  bool rolling_by_default(const stages::EmbeddingExtractor& extractor, bool supported) const {
     RollingFacts facts;
     facts.supported = supported;
-    facts.shared_mode = diarizer_.config().embedding_mode == pipeline::EmbeddingMode::kShared;
+    facts.shared_mode = diarizer_.config().embedding_mode == stages::EmbeddingMode::kShared;
     facts.local_field =
-        extractor.trunk_receptive_field().kind == models::TimeReceptiveField::Kind::kLocal;
+        extractor.trunk_receptive_field().kind == graph::TimeReceptiveField::Kind::kLocal;
     facts.embedding_on_cpu = extractor.config().session.provider == runtime::ProviderId::kCpu &&
                              !extractor.opens_per_shape();
     return stream::rolling_by_default(facts);
@@ -183,7 +183,7 @@ class DiarizerWindowModel : public WindowModel {
 };
 
 double frame_middle(std::int64_t frame) {
-  const pipeline::SlidingWindow frames = pipeline::segmentation3_frames();
+  const frames::SlidingWindow frames = frames::segmentation3_frames();
   return frames.middle(frame);
 }
 
@@ -608,7 +608,7 @@ struct StreamDiarizer::Impl {
     for (std::size_t s = 0; s < centroids.size(); ++s) {
       if (on[s] && !open_turn[s]) {
         open_turn[s] = t;
-        emit({StreamEvent::Kind::kTurnStart, pipeline::speaker_label(s), t, t}, t);
+        emit({StreamEvent::Kind::kTurnStart, frames::speaker_label(s), t, t}, t);
       } else if (!on[s] && open_turn[s]) {
         close_turn(s, t);
       }
@@ -628,7 +628,7 @@ struct StreamDiarizer::Impl {
     Turn turn;
     turn.start = start;
     turn.end = end;
-    turn.speaker = pipeline::speaker_label(speaker);
+    turn.speaker = frames::speaker_label(speaker);
     turn.cluster = static_cast<int>(speaker);
     turn.speaker_index = static_cast<int>(speaker);
     return turn;
@@ -638,7 +638,7 @@ struct StreamDiarizer::Impl {
     const double start = *open_turn[s];
     open_turn[s].reset();
     turns.push_back(make_turn(s, start, end));
-    emit({StreamEvent::Kind::kTurnEnd, pipeline::speaker_label(s), start, end}, end);
+    emit({StreamEvent::Kind::kTurnEnd, frames::speaker_label(s), start, end}, end);
   }
 
   void provisional_events() {
@@ -649,7 +649,7 @@ struct StreamDiarizer::Impl {
       double last = kNone;
       auto flush = [&] {
         if (!std::isnan(start) && !std::isnan(last)) {
-          emit({StreamEvent::Kind::kTurnUpdate, pipeline::speaker_label(s), start, last}, last);
+          emit({StreamEvent::Kind::kTurnUpdate, frames::speaker_label(s), start, last}, last);
         }
         start = kNone;
         last = kNone;
@@ -792,7 +792,7 @@ struct StreamDiarizer::Impl {
     auto rename = [&](std::vector<Turn> renamed) {
       for (Turn& t : renamed) {
         const std::size_t n = name[static_cast<std::size_t>(t.speaker_index)];
-        t.speaker = pipeline::speaker_label(n);
+        t.speaker = frames::speaker_label(n);
         t.speaker_index = static_cast<int>(n);
         t.cluster = static_cast<int>(n);
       }

@@ -11,7 +11,7 @@
 #include "core/error.h"
 
 namespace parley::stream {
-using pipeline::Turn;
+using frames::Turn;
 namespace {
 
 // Fake networks over a synthetic signal whose level says who speaks: 0 is silence, k * 0.1 is

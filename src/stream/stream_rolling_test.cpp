@@ -28,9 +28,9 @@ class StreamRolling : public ::testing::Test {
     segmentation_ = segmentation;
     audio_ = audio::load_mono_16k(audio_path);
     embedding_ = temp_ / "test_embedding.onnx";
-    std::ofstream(embedding_, std::ios::binary) << models::testing::make_test_embedding_model();
+    std::ofstream(embedding_, std::ios::binary) << graph::testing::make_test_embedding_model();
   }
-  StreamModels make_models(pipeline::EmbeddingMode mode = pipeline::EmbeddingMode::kShared) {
+  StreamModels make_models(stages::EmbeddingMode mode = stages::EmbeddingMode::kShared) {
     pipeline::DiarizationConfig config;
     config.embedding_mode = mode;
     config.clustering.method = cluster::ClusteringMethod::kAhc;
@@ -212,7 +212,7 @@ TEST_F(StreamRolling, StreamsInThreadsOnSharedModelsGiveTheirOwnEvents) {
 // What `auto` resolves to, and what an explicit rolling refuses.
 TEST_F(StreamRolling, EmbeddingChoice) {
   const StreamModels shared = make_models();
-  const StreamModels exact = make_models(pipeline::EmbeddingMode::kExact);
+  const StreamModels exact = make_models(stages::EmbeddingMode::kExact);
   StreamConfig config;
   EXPECT_EQ(StreamDiarizer(shared, config).embedding(), StreamEmbedding::kRolling);
   EXPECT_EQ(StreamDiarizer(exact, config).embedding(), StreamEmbedding::kWindow);
