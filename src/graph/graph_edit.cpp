@@ -166,7 +166,7 @@ std::string GraphAppender::node(const std::string& op, const std::vector<std::st
                                 const std::string& stem) {
   auto* added = graph_.add_node();
   added->set_op_type(op);
-  const std::string output = fresh(stem);
+  std::string output = fresh(stem);
   added->set_name(output);
   for (const auto& input : inputs) added->add_input(input);
   added->add_output(output);
@@ -192,7 +192,7 @@ void GraphAppender::ints_attribute(const std::string& name,
 std::string GraphAppender::floats(const std::string& stem, const std::vector<std::int64_t>& dims,
                                   const std::vector<float>& values) {
   auto* tensor = graph_.add_initializer();
-  const std::string name = fresh(stem);
+  std::string name = fresh(stem);
   tensor->set_name(name);
   tensor->set_data_type(onnx::TensorProto::FLOAT);
   for (const auto dim : dims) tensor->add_dims(dim);
@@ -203,7 +203,7 @@ std::string GraphAppender::floats(const std::string& stem, const std::vector<std
 std::string GraphAppender::doubles(const std::string& stem, const std::vector<std::int64_t>& dims,
                                    const std::vector<double>& values) {
   auto* tensor = graph_.add_initializer();
-  const std::string name = fresh(stem);
+  std::string name = fresh(stem);
   tensor->set_name(name);
   tensor->set_data_type(onnx::TensorProto::DOUBLE);
   for (const auto dim : dims) tensor->add_dims(dim);
@@ -213,7 +213,7 @@ std::string GraphAppender::doubles(const std::string& stem, const std::vector<st
 
 std::string GraphAppender::ints(const std::string& stem, const std::vector<std::int64_t>& values) {
   auto* tensor = graph_.add_initializer();
-  const std::string name = fresh(stem);
+  std::string name = fresh(stem);
   tensor->set_name(name);
   tensor->set_data_type(onnx::TensorProto::INT64);
   tensor->add_dims(static_cast<std::int64_t>(values.size()));
@@ -234,7 +234,7 @@ std::string GraphAppender::mean_over_last_axis(const std::string& input, const s
 }
 
 std::string GraphAppender::cast(const std::string& input, int to, const std::string& stem) {
-  const std::string output = node("Cast", {input}, stem);
+  std::string output = node("Cast", {input}, stem);
   int_attribute("to", to);
   return output;
 }
