@@ -170,15 +170,11 @@ class DeadlineStream : public httplib::Stream {
 // number of connections for /v1/health (and 503 otherwise), and the rest are closed at once.
 class ConnectionPool : public httplib::TaskQueue {
  public:
-  explicit ConnectionPool(std::size_t threads) {
+  explicit ConnectionPool(std::size_t threads) : threads_(threads) {
     for (std::size_t k = 0; k < threads; ++k) workers_.emplace_back([this] { work(); });
     for (std::size_t k = 0; k < kOverflowThreads; ++k) {
       overflow_threads_.emplace_back([this] { overflow(); });
     }
-    // Every worker waiting before the first connection comes, which would otherwise find none
-    // idle and be answered as overflow.
-    std::unique_lock lock(mutex_);
-    all_idle_.wait(lock, [&] { return idle_ == threads; });
   }
   ~ConnectionPool() override { shutdown(); }
   ConnectionPool(const ConnectionPool&) = delete;
@@ -187,7 +183,11 @@ class ConnectionPool : public httplib::TaskQueue {
   void enqueue(std::function<void()> task) override {
     {
       const std::lock_guard lock(mutex_);
-      if (idle_ > tasks_.size()) {
+      // Counted by connections held, not by workers idle at this instant: a worker that has just
+      // closed its connection is not yet waiting, and counting it busy would send a connection to
+      // overflow while a worker is free for the next one.
+      if (serving_ < threads_) {
+        ++serving_;
         tasks_.push_back(std::move(task));
         task_ready_.notify_one();
         return;
@@ -216,10 +216,7 @@ class ConnectionPool : public httplib::TaskQueue {
   void work() {
     std::unique_lock lock(mutex_);
     while (true) {
-      ++idle_;
-      all_idle_.notify_all();
       task_ready_.wait(lock, [this] { return shut_down_ || !tasks_.empty(); });
-      --idle_;
       if (tasks_.empty()) return;
       auto task = std::move(tasks_.front());
       tasks_.pop_front();
@@ -227,6 +224,7 @@ class ConnectionPool : public httplib::TaskQueue {
       current_admission = Admission::kServe;
       task();
       lock.lock();
+      --serving_;
     }
   }
 
@@ -248,10 +246,11 @@ class ConnectionPool : public httplib::TaskQueue {
   std::mutex mutex_;
   std::condition_variable task_ready_;
   std::condition_variable overflow_ready_;
-  std::condition_variable all_idle_;
   std::deque<std::function<void()>> tasks_;
   std::deque<std::pair<std::function<void()>, bool>> overflow_tasks_;
-  std::size_t idle_ = 0;
+  const std::size_t threads_;
+  // Connections given to the workers and not yet closed (queued or being served).
+  std::size_t serving_ = 0;
   bool shut_down_ = false;
   std::vector<std::thread> workers_;
   std::vector<std::thread> overflow_threads_;

@@ -91,12 +91,15 @@ def check_over_cap(server, cap):
     time.sleep(0.3)
     status, seconds = timed_health(server)
     check(status == 200 and seconds < 1.0, f"health past {cap}: {status} in {seconds:.2f} s")
-    # connect() returns once the kernel has queued a connection, before the server takes it: on
-    # a loaded machine the crowd may still be on its way to the server's threads, so a request can
-    # find a free one. Asked again until the crowd holds them (well inside its idle timeout).
+    # A connection the server has just answered holds its thread until the server closes it: on a
+    # loaded machine the one before the crowd may still do, so the crowd overflows while a thread
+    # is about to be free. One more idle connection then takes that thread (connections are taken
+    # in the order they came), and the request is asked again; a server without the cap answers
+    # every one.
     deadline = time.time() + 4.0
     answer = request(server, "/v1/jobs", timeout=5)
     while answer[0] != 503 and time.time() < deadline:
+        crowd.append(connect(server))
         time.sleep(0.2)
         answer = request(server, "/v1/jobs", timeout=5)
     check(answer[0] == 503, f"past {cap}: answered {answer[0]} {answer[2][:200]!r}")
