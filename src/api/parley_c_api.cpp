@@ -39,6 +39,7 @@
 #include "core/text.h"
 #include "core/version.h"
 #include "corpus/corpus_engine.h"
+#include "corpus/corpus_run.h"
 #include "corpus/engine_layout.h"
 #include "corpus/out_dir_writer.h"
 #include "corpus/recording_list.h"
@@ -486,70 +487,59 @@ std::vector<parley::eval::Turn> parse_rttm_text(const char* text, const char* na
 
 }  // namespace
 
-// Recordings go to the corpus engine through `pending` (read by the engine's source) and come
-// back through `outcomes`; the engine runs on `runner` until the batch is finished or freed.
+// Recordings go to the run driver (corpus/corpus_run.h), which skips what an earlier run
+// finished, queues the rest on its engine and writes results into their folders; their outcomes
+// come back through `outcomes`. The engine runs on `runner` until the batch is finished or freed.
 struct parley_batch {
-  std::unique_ptr<parley::corpus::CorpusEngine> engine;
+  std::unique_ptr<parley::corpus::CorpusRun> run;
   DiarizationModels models;
   DiarizationConfig config;
   std::string layout;  // the engine layout's description, as JSON (parley_batch_layout)
   std::vector<std::string> warnings;
   bool speed_twin = false;
-  mutable std::mutex mutex;  // parley_batch_counts reads a const batch
+  mutable std::mutex mutex;  // over what follows; taken before the run's own lock, never after
   std::condition_variable changed;
-  std::deque<parley::corpus::CorpusRecording> pending;
   std::deque<parley::corpus::RecordingOutcome> outcomes;
-  std::size_t submitted = 0;
   std::size_t handed_out = 0;  // outcomes next_result took
   bool finished = false;       // no more submissions
   bool engine_done = false;    // run() returned
   std::exception_ptr engine_failure;
-  std::atomic<bool> stop{false};
-  // Submission index of each recording the engine was given, in the engine's order (the
-  // recordings skipped as finished earlier never reach it).
-  std::vector<std::size_t> engine_order;
-  // Recordings written into an output folder (parley_batch_submit_to), by submission index:
-  // the writer of its folder, format and turns, and its destinations there.
-  struct Destination {
-    parley::corpus::OutDirWriter writer;
-    parley::corpus::PlannedOutputs outputs;
-  };
-  std::map<std::size_t, Destination> planned;
   bool exclusive = false;  // parley_batch_set_exclusive: the turns submit_to writes
   // Finished by an earlier run, answered PARLEY_SKIPPED: the seconds of audio their records say.
   std::map<std::size_t, double> skipped;
-  parley::corpus::OutputClaims claims;  // the outputs of parley_batch_submit_to
-  std::size_t done_count = 0;
-  std::size_t failed_count = 0;
   std::thread runner;
 
-  void run() {
-    const auto next = [this]() -> std::optional<parley::corpus::CorpusRecording> {
-      std::unique_lock lock(mutex);
-      changed.wait(lock, [this] { return !pending.empty() || finished || stop; });
-      if (stop || pending.empty()) return std::nullopt;
-      auto recording = std::move(pending.front());
-      pending.pop_front();
-      return recording;
-    };
-    const auto on_result = [this](parley::corpus::RecordingOutcome outcome) {
-      std::optional<Destination> destination;
-      {
-        std::lock_guard lock(mutex);
-        outcome.index = engine_order.at(outcome.index);
-        if (const auto found = planned.find(outcome.index); found != planned.end()) {
-          destination = found->second;
-        }
-      }
-      if (destination && outcome.ok()) write(*destination, outcome);
+  parley::corpus::CorpusRunCallbacks callbacks() {
+    parley::corpus::CorpusRunCallbacks callbacks;
+    callbacks.on_skipped = [this](std::size_t index, double seconds) {
+      parley::corpus::RecordingOutcome outcome;
+      outcome.index = index;
       std::lock_guard lock(mutex);
-      ++(outcome.ok() ? done_count : failed_count);
+      skipped.emplace(index, seconds);
       outcomes.push_back(std::move(outcome));
       changed.notify_all();
     };
+    callbacks.on_result = [this](parley::corpus::RecordingOutcome outcome) {
+      std::lock_guard lock(mutex);
+      outcomes.push_back(std::move(outcome));
+      changed.notify_all();
+    };
+    callbacks.on_failure = [this](std::size_t index, const std::filesystem::path&,
+                                  const std::string& why) {
+      parley::corpus::RecordingOutcome outcome;
+      outcome.index = index;
+      outcome.error = why.empty() ? std::string("failed") : why;
+      std::lock_guard lock(mutex);
+      outcomes.push_back(std::move(outcome));
+      changed.notify_all();
+    };
+    return callbacks;
+  }
+
+  void run_engine() {
     std::exception_ptr failure;
     try {
-      engine->run(next, on_result, {}, &stop);
+      run->run();
     } catch (...) {
       failure = std::current_exception();
     }
@@ -559,59 +549,30 @@ struct parley_batch {
     changed.notify_all();
   }
 
-  // The outputs and their records, through the writer `parley diarize --out-dir` writes with; a
-  // recording whose result cannot be written fails alone.
-  static void write(const Destination& destination, parley::corpus::RecordingOutcome& outcome) {
-    try {
-      destination.writer.write(destination.outputs, *outcome.result, outcome.wall_seconds);
-    } catch (const std::exception& error) {
-      outcome.error = error.what();
-      outcome.result.reset();
-    }
-  }
-
   std::size_t submit(parley::corpus::CorpusRecording recording,
-                     std::optional<Destination> destination = {}) {
-    std::lock_guard lock(mutex);
-    if (finished) invalid("parley_batch_submit: the batch is finished (parley_batch_finish)");
-    const std::size_t index = submitted;
-    if (destination) {
-      try {
-        claims.claim(destination->outputs, index, recording.audio);
-      } catch (const std::exception& error) {
-        invalid(fmt::format(
-            "parley_batch_submit_to: {}; pass a distinct name (parley_corpus_plan_json and "
-            "parley_output_names name a list's recordings apart)",
-            error.what()));
-      }
+                     std::optional<parley::corpus::OutDirTarget> target = {}) {
+    {
+      std::lock_guard lock(mutex);
+      if (finished) invalid("parley_batch_submit: the batch is finished (parley_batch_finish)");
     }
-    ++submitted;
-    if (destination && destination->outputs.finished()) {
-      skipped.emplace(index, destination->outputs.formats.front().audio_seconds);
-      parley::corpus::RecordingOutcome outcome;
-      outcome.index = index;
-      outcomes.push_back(std::move(outcome));
-    } else {
-      if (destination) planned.emplace(index, std::move(*destination));
-      engine_order.push_back(index);
-      pending.push_back(std::move(recording));
+    try {
+      return run->add(std::move(recording), std::move(target));
+    } catch (const std::exception& error) {
+      invalid(fmt::format(
+          "parley_batch_submit_to: {}; pass a distinct name (parley_corpus_plan_json and "
+          "parley_output_names name a list's recordings apart)",
+          error.what()));
     }
-    changed.notify_all();
-    return index;
   }
 
   // next_result would return without waiting (the caller holds `mutex`): a result is there, the
   // engine ended, or nothing submitted is left to wait for.
   bool answerable() const {
-    return !outcomes.empty() || engine_done || (!finished && handed_out == submitted);
+    return !outcomes.empty() || engine_done || (!finished && handed_out == run->summary().added);
   }
 
   ~parley_batch() {
-    {
-      std::lock_guard lock(mutex);
-      stop = true;
-      changed.notify_all();
-    }
+    if (run) run->stop();
     if (runner.joinable()) runner.join();
   }
 };
@@ -663,22 +624,25 @@ DiarizationModels options_models(const parley_options& options) {
 std::unique_ptr<parley_batch> new_batch(DiarizationModels models, DiarizationConfig config,
                                         const nlohmann::json& values) {
   auto handle = std::make_unique<parley_batch>();
-  handle->config = std::move(config);
-  handle->models = std::move(models);
-  const parley::corpus::EngineLayoutRequest request = with_status(
-      PARLEY_ERROR_INVALID_ARGUMENT, [&] { return parley::corpus::layout_request(values); });
+  handle->config = config;
+  handle->models = models;
+  parley::corpus::CorpusRunConfig run_config;
+  run_config.models = std::move(models);
+  run_config.diarization = std::move(config);
+  run_config.layout = with_status(PARLEY_ERROR_INVALID_ARGUMENT,
+                                  [&] { return parley::corpus::layout_request(values); });
+  // Freeing the batch drops what it still holds: nobody will read those results.
+  run_config.abandon_on_stop = true;
   with_status(PARLEY_ERROR_MODELS, [&] {
     handle->warnings = model_warnings(handle->models);
     handle->speed_twin = !handle->warnings.empty();
     // The layout `parley diarize` takes for the same settings (corpus/engine_layout.h).
-    parley::corpus::EngineLayout layout =
-        parley::corpus::plan_engine_layout(handle->models, handle->config, request);
-    // Freeing the batch drops what it still holds: nobody will read those results.
-    layout.corpus.abandon_on_stop = true;
-    handle->layout = layout.describe().dump();
-    handle->engine = parley::corpus::make_corpus_engine(handle->models, layout);
+    handle->run =
+        std::make_unique<parley::corpus::CorpusRun>(std::move(run_config), handle->callbacks());
+    handle->layout = handle->run->layout().describe().dump();
+    handle->run->load();
   });
-  handle->runner = std::thread([batch = handle.get()] { batch->run(); });
+  handle->runner = std::thread([batch = handle.get()] { batch->run_engine(); });
   return handle;
 }
 
@@ -1051,11 +1015,11 @@ parley_status parley_batch_submit_to(parley_batch* batch, const char* path, cons
     }
     auto destination = with_status(PARLEY_ERROR_FAILED, [&] {
       std::filesystem::create_directories(std::filesystem::path(out_dir) / ".parley");
-      parley::corpus::OutDirWriter writer(
-          {out_dir, {chosen_format}, exclusive, {}},
+      auto writer = std::make_shared<const parley::corpus::OutDirWriter>(
+          parley::corpus::OutDirRequest{out_dir, {chosen_format}, exclusive, {}},
           parley::corpus::cached_run_settings(batch->models, config));
-      parley::corpus::PlannedOutputs outputs = writer.plan(recording.uri, recording.audio);
-      return parley_batch::Destination{std::move(writer), std::move(outputs)};
+      parley::corpus::PlannedOutputs outputs = writer->plan(recording.uri, recording.audio);
+      return parley::corpus::OutDirTarget{std::move(writer), std::move(outputs)};
     });
     const std::size_t submitted = batch->submit(std::move(recording), std::move(destination));
     if (index != nullptr) *index = submitted;
@@ -1073,10 +1037,10 @@ parley_status parley_batch_set_exclusive(parley_batch* batch, int exclusive) {
 void parley_batch_counts(const parley_batch* batch, size_t* done, size_t* skipped, size_t* failed) {
   quietly([&] {
     if (batch == nullptr) return;
-    std::lock_guard lock(batch->mutex);
-    if (done != nullptr) *done = batch->done_count;
-    if (skipped != nullptr) *skipped = batch->skipped.size();
-    if (failed != nullptr) *failed = batch->failed_count;
+    const parley::corpus::CorpusRunSummary summary = batch->run->summary();
+    if (done != nullptr) *done = summary.done;
+    if (skipped != nullptr) *skipped = summary.skipped;
+    if (failed != nullptr) *failed = summary.failed;
   });
 }
 
@@ -1217,6 +1181,7 @@ void parley_batch_finish(parley_batch* batch) {
     if (batch == nullptr) return;
     std::lock_guard lock(batch->mutex);
     batch->finished = true;
+    batch->run->finish();
     batch->changed.notify_all();
   });
 }

@@ -19,6 +19,7 @@
 #include "core/temporary_directory.h"
 #include "core/text.h"
 #include "corpus/corpus_engine.h"
+#include "corpus/corpus_run.h"
 #include "corpus/engine_layout.h"
 #include "corpus/linked_run.h"
 #include "corpus/out_dir_writer.h"
@@ -149,8 +150,8 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   };
   // Inputs are probed before models load: one that cannot be opened fails alone, at once.
   std::vector<std::size_t> opened;  // the plan's recordings whose audio opened
+  std::vector<std::pair<fs::path, std::string>> unopened;
   const std::size_t listed = plan.recordings.size();
-  std::size_t failed = 0;
   double longest = 0.0;
   for (std::size_t k = 0; k < listed; ++k) {
     try {
@@ -159,8 +160,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
       longest = std::max(longest, duration.value_or(0.0));
       opened.push_back(k);
     } catch (const Error& error) {
-      progress.note(fmt::format("parley: {}", error.what()));
-      ++failed;
+      unopened.emplace_back(plan.recordings[k].audio, error.what());
     }
   }
 
@@ -168,138 +168,131 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     static_cast<void>(temporary_folder());  // where the samples of the longest will go
   }
   const pipeline::DiarizationModels paths = resolve_models(engine, flags);
-  pipeline::DiarizationConfig config =
-      corpus::fingerprinted_placement(diarization_config(engine, flags), longest);
-  const corpus::EngineLayout layout = corpus::plan_engine_layout(
-      paths, config,
-      corpus::layout_request(with_layout_values(table_values(engine, flags), corpus.devices,
-                                                corpus.engines, corpus.jobs)));
-  nlohmann::ordered_json settings = corpus::run_settings(
-      config, paths,
-      corpus::describe_providers(layout.segmentation_provider, layout.embedding_provider),
-      flags.exclusive);
   // The library is read (and checked against the embedding model) before any model loads.
   const ResultNamer namer(identity, paths.embedding);
+
+  // The run's texts: without --out-dir the RTTM goes out in input order, each as soon as those
+  // before it are (indices are the run's: the recordings that opened, in plan order).
+  std::vector<std::optional<std::string>> texts;
+  std::size_t next_to_print = 0;
+  std::optional<corpus::LinkedRun> linked;
+  std::vector<corpus::PlannedOutputs> held_outputs;  // a linked run's outputs, by index
+  std::vector<std::string> names;                    // output names, by index
+  std::size_t failed_before = 0;
+  corpus::CorpusRunCallbacks callbacks;
+  callbacks.on_failure = [&](std::size_t k, const fs::path& recording, const std::string& why) {
+    // A probe's message names the file already.
+    progress.note(k < unopened.size() ? fmt::format("parley: {}", why)
+                                      : fmt::format("parley: {}: {}", recording.string(), why));
+    if (k < texts.size()) texts[k] = std::string();
+  };
+  callbacks.on_result = [&](corpus::RecordingOutcome outcome) {
+    const std::size_t k = outcome.index;
+    if (linked) {
+      // Linked: every result waits for the end of the run (corpus/linked_run.h).
+      linked->hold(k, names[k], std::move(outcome), std::move(held_outputs[k]));
+      return;
+    }
+    if (out_dir.empty()) texts[k] = namer.format(*outcome.result, flags);
+  };
+  callbacks.on_progress = [&](const corpus::CorpusRunSummary& summary) {
+    if (out_dir.empty() && flags.out == "-" && !linked) {
+      for (; next_to_print < texts.size() && texts[next_to_print]; ++next_to_print) {
+        write_output(*texts[next_to_print], "-");
+        texts[next_to_print]->clear();
+      }
+    }
+    const double elapsed = summary.run_seconds;
+    progress.update(summary.done + summary.failed - failed_before,
+                    fmt::format("{:.2f} h {:.0f}x", summary.audio_seconds / 3600.0,
+                                elapsed > 0.0 ? summary.audio_seconds / elapsed : 0.0));
+  };
+  callbacks.format = [&](const pipeline::DiarizationResult& result, const std::string& chosen) {
+    DiarizationFlags one = flags;
+    one.format = chosen;
+    return namer.format(result, one);
+  };
+  corpus::CorpusRunConfig run_config;
+  run_config.models = paths;
+  run_config.diarization =
+      corpus::fingerprinted_placement(diarization_config(engine, flags), longest);
+  run_config.layout = corpus::layout_request(
+      with_layout_values(table_values(engine, flags), corpus.devices, corpus.engines, corpus.jobs));
+  // Linking needs every recording's speakers, so a linked run diarizes them all again.
+  run_config.skip_finished = !linking;
+  corpus::CorpusRun run(std::move(run_config), std::move(callbacks));
+  for (const auto& [recording, why] : unopened) run.add_failed(recording, why);
+
+  nlohmann::ordered_json settings =
+      corpus::run_settings(run.config().diarization, paths,
+                           corpus::describe_providers(run.layout().segmentation_provider,
+                                                      run.layout().embedding_provider),
+                           flags.exclusive);
   if (namer.naming()) settings["voiceprints"] = namer.settings();
   if (linking) settings["link_speakers"] = {{"threshold", identity.threshold}};
 
   // A rerun skips what an earlier run finished with the same settings and audio.
-  std::optional<corpus::OutDirWriter> writer;
+  std::shared_ptr<const corpus::OutDirWriter> writer;
   if (!out_dir.empty()) {
-    writer.emplace(corpus::OutDirRequest{out_dir, {format}, flags.exclusive, output_options},
-                   settings);
+    writer = std::make_shared<const corpus::OutDirWriter>(
+        corpus::OutDirRequest{out_dir, {format}, flags.exclusive, output_options}, settings);
     corpus::plan_outputs(plan, *writer);
+    // Each file still to write, before any model loads (one finished earlier is left alone,
+    // even when read-only).
+    for (const std::size_t k : opened) {
+      if (!linking && plan.recordings[k].finished()) continue;
+      for (const corpus::PlannedRecording& one : plan.recordings[k].outputs.formats) {
+        check_output_file("--out-dir", one.destination.output.string(), output_options);
+      }
+    }
   }
-  std::vector<corpus::CorpusRecording> inputs;
-  std::vector<corpus::PlannedOutputs> destinations;
-  std::size_t skipped = 0;
+  // Indices of the run: the probe failures first, then the recordings that opened.
+  texts.resize(unopened.size());
+  held_outputs.resize(unopened.size());
+  names.resize(unopened.size());
   for (const std::size_t k : opened) {
     corpus::PlannedRun::Recording& recording = plan.recordings[k];
-    // Linking needs every recording's speakers, so a linked run diarizes them all again.
-    if (writer && !linking && recording.finished()) {
-      ++skipped;
-      continue;
-    }
-    inputs.push_back({recording.audio, recording.name, {}, {}});
-    destinations.push_back(std::move(recording.outputs));
+    std::optional<corpus::OutDirTarget> target;
+    if (writer && !linking) target = corpus::OutDirTarget{writer, recording.outputs};
+    texts.emplace_back();
+    names.push_back(recording.name);
+    held_outputs.push_back(writer && linking ? recording.outputs : corpus::PlannedOutputs{});
+    run.add({recording.audio, recording.name, {}, {}}, std::move(target));
   }
+  run.finish();
+  const std::size_t skipped = run.summary().skipped;
   if (skipped > 0) {
     say(fmt::format(
         "{} of {} recordings were finished by an earlier run with the same settings: skipped",
         skipped, listed));
   }
 
-  // Each file still to write, before any model loads (one finished earlier is left alone, even
-  // when read-only).
-  for (const corpus::PlannedOutputs& planned : destinations) {
-    for (const corpus::PlannedRecording& one : planned.formats) {
-      check_output_file("--out-dir", one.destination.output.string(), output_options);
-    }
-  }
-
-  std::size_t diarized = 0;
-  double audio_seconds = 0.0;
-  double run_seconds = 0.0;
-  if (!inputs.empty()) {
+  if (run.summary().pending() > 0) {
     models::warn_if_speed_twin(paths.embedding);
-    const auto corpus_engine = corpus::make_corpus_engine(paths, layout);
-
-    // Without --out-dir the RTTM goes out in input order, each as soon as those before it are.
-    std::vector<std::optional<std::string>> texts(inputs.size());
-    // Linked: every result waits for the end of the run (corpus/linked_run.h); the table goes to
-    // standard output, before the results, when asked to.
-    std::optional<corpus::LinkedRun> linked;
+    run.load();
+    // Linked: the table goes to standard output, before the results, when asked to.
     if (linking) {
       linked.emplace(corpus::LinkRequest{namer.threshold(),
                                          table_path == "-" ? fs::path() : fs::path(table_path),
                                          namer.candidates(), flags.exclusive},
-                     writer ? &*writer : nullptr, std::vector<std::string>{format});
+                     writer.get(), std::vector<std::string>{format});
     }
-    std::size_t next_to_print = 0;
-    const std::size_t failed_before = failed;
-    const auto run_start = std::chrono::steady_clock::now();
-    progress.begin("recordings", inputs.size());
-    corpus_engine->run(inputs, [&](corpus::RecordingOutcome outcome) {
-      const std::size_t k = outcome.index;
-      if (outcome.ok() && linked) {
-        ++diarized;
-        audio_seconds += outcome.result->duration_seconds;
-        linked->hold(k, inputs[k].uri, std::move(outcome),
-                     writer ? destinations[k] : corpus::PlannedOutputs{});
-        progress.update(diarized + failed - failed_before);
-        return;
-      }
-      if (outcome.ok() && !out_dir.empty()) {
-        // A result that cannot be written (a full disk, a name the file system refuses) fails
-        // that recording alone, like a model error.
-        try {
-          writer->write(destinations[k], *outcome.result, outcome.wall_seconds,
-                        [&](const pipeline::DiarizationResult& result, const std::string& chosen) {
-                          DiarizationFlags one = flags;
-                          one.format = chosen;
-                          return namer.format(result, one);
-                        });
-        } catch (const Error& error) {
-          outcome.error = error.what();
-          outcome.result.reset();
-        }
-      }
-      if (!outcome.ok()) {
-        progress.note(fmt::format("parley: {}: {}", inputs[k].audio.string(), outcome.error));
-        ++failed;
-        texts[k] = std::string();
-      } else {
-        const pipeline::DiarizationResult& result = *outcome.result;
-        if (out_dir.empty()) texts[k] = namer.format(result, flags);
-        ++diarized;
-        audio_seconds += result.duration_seconds;
-      }
-      if (out_dir.empty() && flags.out == "-") {
-        for (; next_to_print < texts.size() && texts[next_to_print]; ++next_to_print) {
-          write_output(*texts[next_to_print], "-");
-          texts[next_to_print]->clear();
-        }
-      }
-      const double elapsed = seconds_since(run_start);
-      progress.update(diarized + failed - failed_before,
-                      fmt::format("{:.2f} h {:.0f}x", audio_seconds / 3600.0,
-                                  elapsed > 0.0 ? audio_seconds / elapsed : 0.0));
-    });
+    failed_before = run.summary().failed;
+    progress.begin("recordings", run.summary().pending());
+    run.run();
     progress.end();
     if (linked) {
       corpus::LinkedOutcome done = linked->finish(output_options);
       for (auto& [k, text] : done.texts) texts[k] = std::move(text);
       for (const auto& [k, why] : done.failures) {
-        spdlog::error("{}: {}", inputs[k].audio.string(), why);
-        ++failed;
-        --diarized;
+        spdlog::error("{}: {}", plan.recordings[opened[k - unopened.size()]].audio.string(), why);
+        run.mark_failed(k);
       }
       if (table_path == "-") write_output(done.table, "-");
       if (out_dir.empty() && flags.out == "-") {
         for (const auto& text : texts) write_output(text.value_or(""), "-");
       }
     }
-    run_seconds = seconds_since(run_start);
     if (out_dir.empty() && flags.out != "-") {
       std::string combined;
       for (const auto& text : texts) combined += text.value_or("");
@@ -307,6 +300,11 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     }
   }
 
+  const corpus::CorpusRunSummary summary = run.summary();
+  const std::size_t diarized = summary.done;
+  const std::size_t failed = summary.failed;
+  const double audio_seconds = summary.audio_seconds;
+  const double run_seconds = summary.run_seconds;
   if (!flags.quiet && diarized == 0) {
     // No speed to report: nothing ran through the models.
     fmt::print(stderr, "nothing diarized: {} of {} recordings done earlier, {} failed ({:.1f} s)\n",
