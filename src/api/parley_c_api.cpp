@@ -1014,7 +1014,7 @@ parley_status parley_batch_submit_to(parley_batch* batch, const char* path, cons
       exclusive = batch->exclusive;
     }
     auto destination = with_status(PARLEY_ERROR_FAILED, [&] {
-      std::filesystem::create_directories(std::filesystem::path(out_dir) / ".parley");
+      std::filesystem::create_directories(parley::corpus::records_folder(out_dir));
       auto writer = std::make_shared<const parley::corpus::OutDirWriter>(
           parley::corpus::OutDirRequest{out_dir, {chosen_format}, exclusive, {}},
           parley::corpus::cached_run_settings(batch->models, config));

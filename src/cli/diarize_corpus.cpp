@@ -135,7 +135,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   // Every destination is checked before any work, so that nothing finished is lost to a typo.
   check_format(flags, false);
   const OutputOptions output_options{.overwrite_read_only = flags.force};
-  const fs::path records_dir = fs::path(out_dir) / ".parley";
+  const fs::path records_dir = corpus::records_folder(out_dir);
   if (!out_dir.empty()) {
     prepare_output_folder("--out-dir", out_dir);
     prepare_output_folder("--out-dir", records_dir);

@@ -127,10 +127,14 @@ std::string settings_fingerprint(const nlohmann::ordered_json& settings) {
       settings.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 
+std::filesystem::path records_folder(const std::filesystem::path& out_dir) {
+  return out_dir / kRecordsFolderName;
+}
+
 RunDestination::RunDestination(const fs::path& out_dir, const std::string& name,
                                const std::string& format)
     : output(out_dir / (name + "." + format)),
-      record(out_dir / ".parley" / (name + "." + format + ".json")) {}
+      record(records_folder(out_dir) / (name + "." + format + ".json")) {}
 
 std::optional<nlohmann::json> finished_record(const RunDestination& destination,
                                               const std::string& fingerprint) {

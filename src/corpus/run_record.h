@@ -78,6 +78,11 @@ nlohmann::ordered_json file_settings(const nlohmann::ordered_json& settings,
 // The sha256 of `settings` as compact JSON (text that is not UTF-8 replaced, never thrown on).
 std::string settings_fingerprint(const nlohmann::ordered_json& settings);
 
+// The folder of a run's records inside its output folder, <out_dir>/.parley: hidden, so that a
+// listing of the folder shows the outputs. Every face names it through these.
+inline constexpr std::string_view kRecordsFolderName = ".parley";
+std::filesystem::path records_folder(const std::filesystem::path& out_dir);
+
 // Where one recording's result and its record go.
 struct RunDestination {
   std::filesystem::path output;  // <out_dir>/<name>.<format>

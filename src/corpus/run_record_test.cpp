@@ -92,6 +92,7 @@ TEST_F(RunRecordTest, FinishedRecordingIsSkippedUntilItsOutputChanges) {
   EXPECT_FALSE(first.finished);
   EXPECT_EQ(first.destination.output, out_dir_ / "talk.rttm");
   EXPECT_EQ(first.destination.record, out_dir_ / ".parley" / "talk.rttm.json");
+  EXPECT_EQ(records_folder(out_dir_), out_dir_ / ".parley");
   finish(first, "SPEAKER talk 1 0.000 1.000 <NA> <NA> SPEAKER_00 <NA> <NA>\n");
   EXPECT_TRUE(plan(run).finished);
   const auto record = finished_record(first.destination, first.fingerprint);
