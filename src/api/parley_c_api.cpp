@@ -590,19 +590,15 @@ std::string output_format(const char* format, const char* function) {
 }
 
 std::string output_name(const char* name, const std::filesystem::path& path, const char* function) {
-  // The name `parley diarize --out-dir` gives a recording no other of its list clashes with
-  // (a long one cut, with digits): a batch never sees its whole list, so a clash is refused
-  // at submission instead (parley_batch::submit).
-  if (name == nullptr || *name == '\0') return parley::corpus::unique_output_names({path}).front();
-  std::string text = name;
-  if (text.find('/') != std::string::npos || text == "." || text == ".." ||
-      text.size() > parley::corpus::kMaxOutputNameBytes) {
-    invalid(fmt::format(
-        "{}: name '{}' must be a file name of at most {} bytes without '/' (or NULL: the "
-        "recording's own name)",
-        function, parley::utf8_or_escaped(text), parley::corpus::kMaxOutputNameBytes));
+  // NULL or "": the name `parley diarize --out-dir` gives the recording. A batch never sees its
+  // whole list, so a clash is refused at submission instead (corpus::CorpusRun::add).
+  std::optional<std::string> chosen;
+  if (name != nullptr && *name != '\0') chosen = name;
+  try {
+    return parley::corpus::chosen_output_name(chosen, path);
+  } catch (const std::exception& error) {
+    invalid(fmt::format("{}: {}", function, error.what()));
   }
-  return text;
 }
 
 // The configuration and the models of named options, as the params entry points make them from

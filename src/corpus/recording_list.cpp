@@ -163,4 +163,18 @@ std::vector<std::string> unique_output_names(const std::vector<fs::path>& audio)
   }
 }
 
+std::string chosen_output_name(const std::optional<std::string>& chosen, const fs::path& audio) {
+  if (!chosen) return unique_output_names({audio}).front();
+  const std::string& name = *chosen;
+  if (name.empty() || name.find('/') != std::string::npos || name.find('\0') != std::string::npos ||
+      name == "." || name == ".." || name.size() > kMaxOutputNameBytes) {
+    fail(
+        "name '{}' must be a file name of at most {} bytes without '/' (or none: the recording's "
+        "own name)",
+        // A NUL shown, so that the message is not cut at it.
+        replace_all(utf8_or_escaped(name), std::string_view("\0", 1), "\\0"), kMaxOutputNameBytes);
+  }
+  return name;
+}
+
 }  // namespace parley::corpus

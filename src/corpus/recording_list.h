@@ -5,6 +5,7 @@
 // shares (corpus/run_record.h writes under those names).
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,5 +59,12 @@ inline constexpr std::size_t kMaxOutputNameBytes = 160;
 // only, so every shard of one list names a recording alike. Each path must be listed once
 // (without_repeats); fails otherwise.
 std::vector<std::string> unique_output_names(const std::vector<std::filesystem::path>& audio);
+
+// The output name of one recording whose caller may choose it (a library batch, which never sees
+// its whole list): `chosen` when it is given, else the name unique_output_names gives `audio`
+// alone. Fails, saying what a name must be, on a chosen name that is no file name of at most
+// kMaxOutputNameBytes bytes ("", ".", "..", one with '/').
+std::string chosen_output_name(const std::optional<std::string>& chosen,
+                               const std::filesystem::path& audio);
 
 }  // namespace parley::corpus

@@ -141,5 +141,23 @@ TEST(OutputNames, AFileListedTwiceIsRefused) {
   EXPECT_THROW(unique_output_names({"/a/x.wav", "/a/./x.wav"}), Error);
 }
 
+TEST(ChosenOutputName, TakesAFileNameOrTheRecordingsOwn) {
+  EXPECT_EQ(chosen_output_name(std::nullopt, "/a/talk.wav"), "talk");
+  EXPECT_EQ(chosen_output_name(std::string("meeting-01"), "/a/talk.wav"), "meeting-01");
+  EXPECT_EQ(chosen_output_name(std::string(kMaxOutputNameBytes, 'x'), "/a/talk.wav"),
+            std::string(kMaxOutputNameBytes, 'x'));
+  for (const std::string& bad :
+       {std::string(), std::string("."), std::string(".."), std::string("a/b"),
+        std::string(kMaxOutputNameBytes + 1, 'x'), std::string("a\0b", 3)}) {
+    try {
+      chosen_output_name(bad, "/a/talk.wav");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("must be a file name"), std::string::npos)
+          << error.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace parley::corpus
