@@ -469,6 +469,14 @@ std::vector<py::bytes> manifest_paths(const py::bytes& manifest) {
   return lines_of(parley_manifest_paths(path.c_str()));
 }
 
+// The engine's atomic write (core/atomic_file.h, through parley_write_file).
+void write_file(const py::bytes& path_bytes, const py::bytes& bytes) {
+  const std::string path = without_nul(path_bytes, "path");
+  const std::string data = bytes;
+  py::gil_scoped_release unlocked;
+  check(parley_write_file(path.c_str(), data.data(), data.size()));
+}
+
 bool run_finished(const Settings& settings, const py::bytes& path_bytes,
                   const py::bytes& out_dir_bytes, const std::string& format,
                   std::optional<py::bytes> name_bytes, std::optional<int> num_speakers,
@@ -753,6 +761,7 @@ PYBIND11_MODULE(_parley, module) {
 
   module.def("output_names", &output_names, py::arg("paths"));
   module.def("manifest_paths", &manifest_paths, py::arg("manifest"));
+  module.def("write_file", &write_file, py::arg("path"), py::arg("bytes"));
   module.def("run_finished", &run_finished, py::arg("settings"), py::arg("path"),
              py::arg("out_dir"), py::arg("format"), py::arg("name"), py::arg("num_speakers"),
              py::arg("min_speakers"), py::arg("max_speakers"));

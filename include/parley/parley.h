@@ -519,6 +519,12 @@ PARLEY_API parley_status parley_stream_set_callback(parley_stream* stream,
 PARLEY_API parley_status parley_stream_finish(parley_stream* stream, parley_result** result);
 PARLEY_API void parley_stream_free(parley_stream* stream);
 
+/* Writes `size` bytes at `bytes` to `path` as parley writes its outputs: whole or not at all (a
+ * temporary file in the same folder, flushed, renamed over `path`; a failure leaves the old file
+ * as it was), a read-only file refused, a link followed, a device or pipe written in place. For a
+ * binding that writes a result's text (parley_result_format) to a file of its caller's. */
+PARLEY_API parley_status parley_write_file(const char* path, const char* bytes, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

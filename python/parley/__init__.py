@@ -361,30 +361,20 @@ class Diarization:
 
     def write(self, path: Union[str, "os.PathLike[str]"], format: Optional[str] = None,
               exclusive: bool = False) -> None:
-        """Writes :meth:`to_format` to ``path``, whole or not at all (a temporary file renamed
-        over it); ``format`` defaults to the file's extension (``.rttm``, ``.json``, ...)."""
-        target = os.fsdecode(_path("path", path))
+        """Writes :meth:`to_format` to ``path`` as ``parley diarize`` writes its outputs: whole
+        or not at all (a temporary file renamed over it), a read-only file refused (parley.Error
+        says why, as for any file that cannot be written); ``format`` defaults to the file's
+        extension (``.rttm``, ``.json``, ...)."""
+        raw = _path("path", path)
+        target = os.fsdecode(raw)
         if format is None:
             format = os.path.splitext(target)[1].lstrip(".").lower()
             if format not in FORMATS:
                 raise InvalidArgument(f"cannot tell the format from {target!r}: pass format= "
                                       f"({', '.join(FORMATS)})")
         text = self.to_format(format, exclusive)
-        folder = os.path.dirname(os.path.abspath(target))
-        import tempfile
-
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".parley-", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", errors="surrogateescape",
-                           newline="") as file:
-                file.write(text)
-            os.replace(temporary, target)
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            raise
+        # The text's bytes as the engine made them (a name's bytes kept by surrogateescape).
+        _parley.write_file(raw, text.encode("utf-8", "surrogateescape"))
 
     def to_annotation(self) -> Any:
         """A ``pyannote.core.Annotation`` of the turns (needs pyannote.core installed)."""

@@ -171,6 +171,13 @@ def test_write_takes_the_format_from_the_extension(falcon, tmp_path):
     with pytest.raises(parley.InvalidArgument, match="format must be one of"):
         falcon.to_format("docx")
     assert sorted(os.listdir(tmp_path)) == ["turns.out", "turns.vtt"]
+    # Written by the engine's atomic write, as the command line writes: a read-only file is
+    # refused and left as it was, and no temporary file stays behind.
+    os.chmod(tmp_path / "turns.vtt", 0o444)
+    with pytest.raises(parley.Error, match="read-only"):
+        falcon.write(tmp_path / "turns.vtt", format="rttm")
+    assert (tmp_path / "turns.vtt").read_text() == falcon.to_format("vtt", exclusive=True)
+    assert sorted(os.listdir(tmp_path)) == ["turns.out", "turns.vtt"]
 
 
 def test_pyannote_hook_and_progress_are_called(pipeline):

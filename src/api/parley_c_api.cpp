@@ -34,6 +34,7 @@
 #include "audio/audio_source.h"
 #include "audio/mono_resampled_stream.h"
 #include "audio/resampler.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/text.h"
@@ -1255,6 +1256,16 @@ parley_status parley_score_rttm(const char* reference, const char* hypothesis, d
     der->false_alarm = report.overall.false_alarm;
     der->confusion = report.overall.confusion;
     der->total = report.overall.total;
+  });
+}
+
+parley_status parley_write_file(const char* path, const char* bytes, size_t size) {
+  return guarded([&] {
+    require(path, "parley_write_file", "path");
+    if (size > 0) require(bytes, "parley_write_file", "bytes");
+    with_status(PARLEY_ERROR_FAILED, [&] {
+      parley::write_file_atomically(path, std::string_view(size > 0 ? bytes : "", size));
+    });
   });
 }
 
