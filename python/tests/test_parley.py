@@ -139,6 +139,26 @@ def test_a_batch_writes_the_exclusive_turns_into_a_folder_as_the_command_line(pi
     assert (out_dir / "sample.txt").read_text() == sample.to_format("txt")
 
 
+@pytest.mark.skipif(not CLI, reason="the parley command is not built")
+def test_one_file_goes_where_the_plan_says_with_the_placement_of_the_c_api(pipeline, tmp_path):
+    """The one-recording path of `parley diarize` (--save-intermediates takes it) writes into
+    --out-dir where the engine's plan puts the recording, with the settings (providers included)
+    a C API run of the same options fingerprints: the plan finds it finished. Its turns are the
+    library's and `parley diarize FILE`'s."""
+    out_dir = tmp_path / "out"
+    subprocess.run([CLI, "diarize", "--quiet", "--models", MODELS, "--out-dir", str(out_dir),
+                    "--save-intermediates", str(tmp_path / "saved"), FALCON], check=True)
+    plan = json.loads(parley._parley.corpus_plan_json(
+        parley._settings(models_dir=MODELS), [os.fsencode(FALCON)], os.fsencode(str(out_dir)),
+        ["rttm"]))
+    output = plan["recordings"][0]["outputs"][0]
+    assert output["output"] == str(out_dir / "test.rttm")
+    assert output["finished"] is True
+    printed = subprocess.run([CLI, "diarize", "--quiet", "--models", MODELS, FALCON],
+                             check=True, capture_output=True, text=True).stdout
+    assert (out_dir / "test.rttm").read_text() == printed == pipeline(FALCON).to_rttm()
+
+
 def test_the_plan_of_a_run_keeps_the_bytes_of_a_name(tmp_path):
     """parley_corpus_plan_json's names come back byte for byte, even those that are not UTF-8
     (escaped lone surrogates, which json.loads and os.fsencode turn back into the bytes)."""

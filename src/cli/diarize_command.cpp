@@ -204,11 +204,11 @@ void run_diarize(const DiarizeArguments& arguments) {
   if (!arguments.out_dir.empty()) {
     prepare_output_folder("--out-dir", arguments.out_dir);
     if (recorded) {
-      prepare_output_folder("--out-dir",
-                            (std::filesystem::path(arguments.out_dir) / ".parley").string());
+      prepare_output_folder("--out-dir", corpus::records_folder(arguments.out_dir).string());
     }
+    // Where a corpus run writes it (corpus/run_record.h).
     destination =
-        (std::filesystem::path(arguments.out_dir) / (output_name + "." + output_format)).string();
+        corpus::RunDestination(arguments.out_dir, output_name, output_format).output.string();
     check_output_file("--out-dir", destination, output_options);
   } else {
     check_output_file("--out", destination, output_options);
@@ -216,19 +216,18 @@ void run_diarize(const DiarizeArguments& arguments) {
   if (!arguments.save_intermediates.empty()) {
     prepare_output_folder("--save-intermediates", arguments.save_intermediates);
   }
-  // The input is checked before any model loads, so a typo fails in milliseconds; its length is
-  // what the provider placement weighs.
+  // The input is checked before any model loads, so a typo fails in milliseconds.
   const auto duration = audio::open_audio_source(audio_path)->info().duration_seconds();
   if (duration.value_or(0.0) * kSampleRate >
       static_cast<double>(audio::DecodedAudio::kDefaultSpillSamples)) {
     static_cast<void>(temporary_folder());  // where its samples will go
   }
-  // Recorded, the providers are chosen as a corpus run chooses them (they are in the record's
-  // fingerprint, which must not depend on the recording's length).
-  const pipeline::DiarizationConfig config =
-      recorded ? corpus::fingerprinted_placement(diarization_config(arguments.engine, flags),
-                                                 duration.value_or(0.0))
-               : diarization_config(arguments.engine, flags, duration.value_or(0.0));
+  // The providers are chosen as every face chooses them, without weighing the recording's length
+  // (only checked against memory): the C API's and Python's diarizers are made before they see
+  // a recording, and a record's fingerprint holds the providers, so one recording gets the same
+  // placement, and the same turns, through each face.
+  const pipeline::DiarizationConfig config = corpus::fingerprinted_placement(
+      diarization_config(arguments.engine, flags), duration.value_or(0.0));
   // A transcript given as a file is read now: one that does not parse costs no diarization.
   std::optional<transcript::Transcript> given_words;
   if (!arguments.transcript.empty()) {
@@ -282,6 +281,9 @@ void run_diarize(const DiarizeArguments& arguments) {
   audio.wait();
   if (!audio.as_announced()) {
     // The file held another length than its header stated, which the chunks were planned on.
+    // audio::DecodedAudio::decode (how the C API, Python and the corpus engine read a file) reads
+    // it again in that case too; only here did the networks start before the decode ended, so
+    // only here is the diarization run again.
     spdlog::warn("{}: decoded to another length than its header states; diarizing it again",
                  audio_path.string());
     audio = audio::DecodedAudio::decode(audio_path);
