@@ -24,6 +24,8 @@ for function in parley_library_open parley_identify parley_library_rename \
                 parley_identification_format; do
   grep -qx "$function" <<<"$exported" || { echo "$function is not exported" >&2; exit 1; }
 done
+# A text written as parley writes its outputs (Python's Diarization.write goes through it).
+grep -qx parley_write_file <<<"$exported" || { echo "parley_write_file is not exported" >&2; exit 1; }
 versions=$(nm -D --defined-only "$library" | awk '{print $NF}' | sed -n 's/^parley_[a-z_]*@@*//p' | sort -u)
 [ "$versions" = "PARLEY_${abi}" ] || { echo "symbol versions '$versions', expected PARLEY_${abi}" >&2; exit 1; }
 soname=$(readelf -d "$library" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
