@@ -247,7 +247,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     }
   }
   // Indices of the run: the probe failures first, then the recordings that opened.
-  texts.resize(unopened.size());
+  texts.resize(unopened.size(), std::string());  // nothing to print for those
   held_outputs.resize(unopened.size());
   names.resize(unopened.size());
   for (const std::size_t k : opened) {

@@ -52,6 +52,11 @@ check 'cmp -s "$work/out/dev01.rttm" "$work/engines/dev01.rttm" && cmp -s "$work
 # Without --out-dir: RTTM of every recording on stdout, in input order.
 run "$a/trn02.wav" "$a/dev01.wav" -q >"$work/both.rttm"
 check 'cat "$work/out/trn02.rttm" "$work/out/dev01.rttm" | cmp -s - "$work/both.rttm"' "stdout in input order"
+# ... also when a recording that cannot be opened comes first: the others still reach stdout.
+set +e
+run "$a/missing.wav" "$a/trn02.wav" "$a/dev01.wav" -q >"$work/after-missing.rttm" 2>/dev/null
+set -e
+check 'cmp -s "$work/both.rttm" "$work/after-missing.rttm"' "stdout after a recording that failed to open"
 
 # --shard K/N: disjoint parts whose union is the whole run, names as in the whole run.
 mkdir "$work/shards"
