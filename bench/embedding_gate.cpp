@@ -155,8 +155,10 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(folder);
     parley::Progress quiet(parley::Progress::Mode::kNever);
 
-    // The reference: the whole pipeline on the CPU, its masks read back as saved.
+    // The candidate's sessions first: a provider that cannot start fails before the CPU run.
     const parley::pipeline::DiarizationModels models{segmentation, embedding, plda};
+    parley::pipeline::Diarizer candidate_diarizer(models, candidate_config);
+    // The reference: the whole pipeline on the CPU, its masks read back as saved.
     parley::pipeline::Diarizer reference(models, reference_config);
     const auto reference_result = reference.diarize(samples, uri, quiet, folder / "reference");
     parley::pipeline::DiarizationIntermediates saved =
@@ -164,11 +166,8 @@ int main(int argc, char** argv) {
 
     // The candidate: its embedding stage alone on those masks, clustered by the reference's
     // (host) code, so that a different RTTM comes from the embeddings.
-    parley::pipeline::DiarizationIntermediates candidate;
-    {
-      parley::pipeline::Diarizer candidate_diarizer(models, candidate_config);
-      candidate = candidate_diarizer.embed_given_segmentations(samples, saved.segmentations);
-    }
+    const parley::pipeline::DiarizationIntermediates candidate =
+        candidate_diarizer.embed_given_segmentations(samples, saved.segmentations);
     parley::pipeline::write_model_intermediates(folder / "candidate", candidate, uri);
     parley::StageTimes times;
     const auto candidate_result = reference.cluster(candidate, uri, times);
