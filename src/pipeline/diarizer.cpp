@@ -1,5 +1,6 @@
 #include "pipeline/diarizer.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -291,13 +292,7 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
   settings.chunk_seconds = kChunkSeconds;
   settings.step_seconds = config_.step_seconds;
   settings.streaming = config_.streaming;
-  // Pooled in the graph, a whole pass of the shared trunk per embedding call.
-  settings.embedding_batch =
-      embeds_in_graph_passes()
-          ? stages::pass_chunks_at_step(
-                config_.shared_trunk.chunks_per_pass,
-                static_cast<std::int64_t>(std::llround(config_.step_seconds * kSampleRate)))
-          : config_.embedding_batch_size;
+  settings.embedding_batch = embedding_range_chunks();
   settings.embedding_dimension = models_->embedding->dimension();
   settings.embedding_reads_whole_recording =
       config_.embedding_mode == stages::EmbeddingMode::kShared;
@@ -310,6 +305,53 @@ std::vector<DiarizationIntermediates> Diarizer::segment_and_embed(
       settings);
   for (const std::span<const float> samples : recordings) scheduler.add(samples);
   return scheduler.run(times, progress, passed, needed);
+}
+
+std::size_t Diarizer::embedding_range_chunks() const {
+  // Pooled in the graph, a whole pass of the shared trunk per embedding call.
+  return embeds_in_graph_passes()
+             ? stages::pass_chunks_at_step(
+                   config_.shared_trunk.chunks_per_pass,
+                   static_cast<std::int64_t>(std::llround(config_.step_seconds * kSampleRate)))
+             : config_.embedding_batch_size;
+}
+
+DiarizationIntermediates Diarizer::embed_given_segmentations(std::span<const float> samples,
+                                                             NdArray<float> segmentations) {
+  const frames::ChunkPlan plan = frames::plan_chunks(
+      static_cast<std::int64_t>(samples.size()), kSampleRate, kChunkSeconds, config_.step_seconds);
+  const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+  const auto chunk_frames = static_cast<std::size_t>(frames::segmentation3_frames_per_chunk());
+  if (segmentations.rank() != 3 || segmentations.dim(0) != chunks ||
+      segmentations.dim(1) != chunk_frames) {
+    fail(
+        "segmentations of shape [{}] given for a recording of {} chunks of {} frames at a {} s "
+        "step: pass the masks of this recording, made at this step",
+        fmt::join(segmentations.shape(), ", "), chunks, chunk_frames, config_.step_seconds);
+  }
+  const std::size_t speakers = segmentations.dim(2);
+  const std::size_t dimension = models_->embedding->dimension();
+  DiarizationIntermediates result;
+  result.duration_seconds = static_cast<double>(samples.size()) / kSampleRate;
+  result.chunks = plan.chunks();
+  result.embeddings = NdArray<float>({chunks, speakers, dimension});
+  // Ranges as the scheduler cuts them (whole ones, then the rest): in shared mode the trunk's
+  // passes follow the ranges.
+  const std::size_t range_chunks = std::max<std::size_t>(embedding_range_chunks(), 1);
+  const std::size_t per_chunk = chunk_frames * speakers;
+  for (std::size_t first = 0; first < chunks; first += range_chunks) {
+    const std::size_t count = std::min(range_chunks, chunks - first);
+    const auto begin =
+        segmentations.values().begin() + static_cast<std::ptrdiff_t>(first * per_chunk);
+    NdArray<float> range(
+        {count, chunk_frames, speakers},
+        std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(count * per_chunk)));
+    const NdArray<float> embedded = embed_chunk_range(samples, plan, first, range);
+    std::copy(embedded.values().begin(), embedded.values().end(),
+              result.embeddings.data() + first * speakers * dimension);
+  }
+  result.segmentations = std::move(segmentations);
+  return result;
 }
 
 bool Diarizer::embeds_in_graph_passes() const {

@@ -227,6 +227,15 @@ class Diarizer {
       std::span<const std::span<const float>> recordings, std::vector<StageTimes>& times,
       ProgressSink& progress, const SamplesPassed& passed = {}, const SamplesNeeded& needed = {},
       std::size_t segmentation_rows = 0, const ChunkRangeEmbedder& embed = {});
+  // The embedding stage alone, on masks made elsewhere: the raw embeddings of one recording
+  // from binarized segmentations [chunks, frames, speakers] of that recording at this
+  // Diarizer's step (another run's, as read_model_intermediates reads them back), nothing
+  // segmented here. Two providers fed the same masks differ only by their embedding arithmetic:
+  // the GPU-against-CPU embedding gate (bench/embedding_gate.cpp). The chunk ranges are those
+  // of segment_and_embed, so on the provider that made the masks the embeddings are diarize()'s
+  // to the bit. Fails when the masks do not have the recording's chunks and the model's frames.
+  DiarizationIntermediates embed_given_segmentations(std::span<const float> samples,
+                                                     NdArray<float> segmentations);
   // How the embedding time of the last recording embedded in shared mode divides ("embedding
   // features", "embedding trunk", "embedding pooling"); empty in exact mode. The live
   // diarizer's per-stage figures (stream_bench).
@@ -247,6 +256,8 @@ class Diarizer {
   struct Models;
   // Shared mode pooling inside the graph: embedding ranges are whole passes.
   bool embeds_in_graph_passes() const;
+  // Chunks per embedding call: a whole trunk pass when pooling in the graph, else the batch.
+  std::size_t embedding_range_chunks() const;
   NdArray<float> embed_chunk_range_unchecked(std::span<const float> samples,
                                              const frames::ChunkPlan& plan, std::size_t first_chunk,
                                              const NdArray<float>& range_segmentations);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -305,6 +306,50 @@ TEST_F(DiarizerEndToEnd, SharedEmbeddingModeIsIndependentOfChunkRanges) {
   ASSERT_FALSE(shared.turns.empty());
   EXPECT_EQ(rttm(shared.turns, "sample"), rttm(shared_small_ranges.turns, "sample"));
   EXPECT_EQ(shared.speaker_embeddings.values(), shared_small_ranges.speaker_embeddings.values());
+}
+
+// The embedding stage fed another run's saved masks (the embedding gate's candidate) gives that
+// run's embeddings to the bit on the same provider, in both modes and with ranges cut small; masks
+// of another step are refused.
+TEST_F(DiarizerEndToEnd, EmbeddingOnGivenMasksEqualsThePipelinesEmbeddings) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyannote-sample/sample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  Progress quiet(Progress::Mode::kNever);
+  for (const auto mode : {stages::EmbeddingMode::kShared, stages::EmbeddingMode::kExact}) {
+    DiarizationConfig config;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    config.embedding_mode = mode;
+    config.embedding_batch_size = 7;  // several ranges and a short last one
+    Diarizer diarizer({segmentation_, embedding_, {}}, config);
+    const auto save_dir = temp_ / ("given-" + std::string(stages::embedding_mode_name(mode)));
+    const DiarizationResult result = diarizer.diarize(samples, "sample", quiet, save_dir);
+    ASSERT_FALSE(result.turns.empty());
+    const DiarizationIntermediates saved = read_model_intermediates(save_dir);
+    ASSERT_GT(saved.segmentations.dim(0), 7u);
+    const DiarizationIntermediates given =
+        diarizer.embed_given_segmentations(samples, saved.segmentations);
+    EXPECT_EQ(given.segmentations.values(), saved.segmentations.values());
+    EXPECT_EQ(given.embeddings.shape(), saved.embeddings.shape());
+    // NaN (speakers silent in a chunk) compared by bits.
+    ASSERT_EQ(given.embeddings.size(), saved.embeddings.size());
+    EXPECT_EQ(0, std::memcmp(given.embeddings.data(), saved.embeddings.data(),
+                             saved.embeddings.size() * sizeof(float)))
+        << stages::embedding_mode_name(mode);
+    StageTimes times;
+    EXPECT_EQ(rttm(diarizer.cluster(given, "sample", times).turns, "sample"),
+              rttm(result.turns, "sample"));
+
+    DiarizationConfig two_seconds = config;
+    two_seconds.step_seconds = 2.0;
+    Diarizer other_step({segmentation_, embedding_, {}}, two_seconds);
+    try {
+      other_step.embed_given_segmentations(samples, saved.segmentations);
+      ADD_FAILURE() << "masks of a 1 s step accepted at a 2 s step";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("made at this step"), std::string::npos)
+          << error.what();
+    }
+  }
 }
 
 // Samples that arrive while the pipeline runs (a recording decoded in the background), read only
