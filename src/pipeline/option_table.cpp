@@ -200,10 +200,9 @@ std::vector<OptionSpec> make_options() {
   add(noted(option("exclusive", OptionType::kFlag, false,
                    "at most one speaker at a time (turns suited to transcripts) in rttm, txt, srt "
                    "and vtt",
-                   {true, true, true, false, false}, "--exclusive"),
-            "Python: each result has both (Diarization.exclusive, to_format(exclusive=True)); "
-            "parley.distributed writes the overlapping turns (its workers' batches are not given "
-            "the option yet)"));
+                   {true, true, true, false, true}, "--exclusive"),
+            "Python: each result has both (Diarization.exclusive, to_format(exclusive=True)), and "
+            "a Batch takes it per recording (submit_to(..., exclusive=True))"));
   {
     const auto names = result_format_names();
     add(choice("format", {names.begin(), names.end()}, "rttm",
