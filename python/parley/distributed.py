@@ -51,6 +51,9 @@ __all__ = ["Report", "diarize_archive", "iter_archive", "plan", "read_manifest",
 
 FORMATS = parley.FORMATS  # every format parley diarize writes, by the same writer
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers")
+# How each result is written (the C batch's per-submission settings, not the engine's): the
+# option table's Dask options that Python's Pipeline leaves to its results (Diarization.exclusive).
+RESULT_OPTIONS = ("exclusive",)
 # Options that choose the engine, as parley.Pipeline takes them: the option table's options of
 # both Python and parley.distributed (device_id is each worker's GPU; the table's faces_note says
 # why an option is not parley.distributed's).
@@ -93,13 +96,18 @@ def read_manifest(manifest: Union[str, "os.PathLike[str]"]) -> list[str]:
 def plan(paths: Sequence[str], out_dir: Union[str, "os.PathLike[str]", None] = None,
          output_format: str = "rttm", **options: Any) -> dict[str, Any]:
     """libparley's plan of a run of ``paths`` into ``out_dir`` with ``options`` (parley.Pipeline's
-    arguments and num/min/max_speakers), as ``parley diarize --out-dir`` plans its list
+    arguments, num/min/max_speakers and exclusive), as ``parley diarize --out-dir`` plans its list
     (parley_corpus_plan_json): ``{"recordings": [...], "repeats": [...]}``. Each recording once,
     with its position in ``paths`` ("index"), output "name", "outputs" (each format's "output"
     and "record" paths), whether an earlier run "finished" it with these settings and the
     "audio_seconds" its record says; "repeats" gives the positions ("index", "first") of each file
     left out as listed twice. Without ``out_dir``, the names and repeats only."""
+    exclusive = bool(options.pop("exclusive", False))
     settings = parley._settings(**options) if options else parley._parley.Settings()
+    # The batch's start value for parley_batch_set_exclusive: a run that wrote exclusive turns
+    # is finished only for another one that asks for them (its record says which).
+    if exclusive:
+        settings.set("exclusive", b"true")
     text = parley._parley.corpus_plan_json(
         settings, [os.fsencode(os.fspath(path)) for path in paths],
         None if out_dir is None else os.fsencode(os.fspath(out_dir)), [output_format])
@@ -150,7 +158,7 @@ class _Engine:
             answer.put((index, outcome))
 
     def run(self, jobs: Sequence[dict[str, Any]], out_dir: str, output_format: str,
-            speakers: dict[str, Any]) -> Iterator[tuple[int, Any]]:
+            speakers: dict[str, Any], exclusive: bool = False) -> Iterator[tuple[int, Any]]:
         """Diarizes `jobs` into `out_dir` (each output and its record written by the engine);
         yields (position in jobs, the batch's index, Result, error message, or None for one an
         earlier attempt finished) in completion order."""
@@ -162,7 +170,7 @@ class _Engine:
                                               output_format, os.fsencode(job["name"]),
                                               speakers.get("num_speakers"),
                                               speakers.get("min_speakers"),
-                                              speakers.get("max_speakers"))
+                                              speakers.get("max_speakers"), exclusive)
                 positions[index] = position
                 self._waiting[index] = answers
                 self.in_flight += 1
@@ -220,14 +228,16 @@ class PipelinePlugin(WorkerPlugin):
 
 
 def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
-                   output_format: str, speakers: dict[str, Any]) -> list[Report]:
+                   output_format: str, speakers: dict[str, Any],
+                   exclusive: bool = False) -> list[Report]:
     """A task: diarizes `jobs` on this worker's engine, which writes each result as it is done.
     The client handed out only recordings that were not finished, so one the engine finds
     finished was done by an earlier attempt of this task (before its worker died): done."""
     engine = get_worker().plugins[plugin_name].engine()
     reports: list[Report] = []
     started = time.monotonic()
-    for position, index, outcome in engine.run(jobs, out_dir, output_format, speakers):
+    for position, index, outcome in engine.run(jobs, out_dir, output_format, speakers,
+                                               exclusive):
         job = jobs[position]
         wall = time.monotonic() - started
         if isinstance(outcome, str):
@@ -253,8 +263,8 @@ def iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable
                  batch_size: Optional[int] = None, **options: Any) -> Iterator[Report]:
     """Diarizes every recording of ``inputs`` (a manifest path, or paths the workers can read)
     into ``out_dir`` on ``client``'s cluster; yields a :class:`Report` per recording as it
-    comes. ``options``: parley.Pipeline's arguments and num/min/max_speakers. ``batch_size``:
-    recordings per task (default: enough tasks for 4 per worker thread, at most 32 each).
+    comes. ``options``: parley.Pipeline's arguments, num/min/max_speakers and exclusive (at
+    most one speaker at a time in every output). ``batch_size``: recordings per task (default: enough tasks for 4 per worker thread, at most 32 each).
 
     When the workers' speaker-embedding model is the speed twin (random weights), this warns
     once (:class:`parley.SpeedTwinWarning`) and those reports say so (``Report.speed_twin``)."""
@@ -271,10 +281,10 @@ def iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable
 def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable[str]],
                   out_dir: Union[str, "os.PathLike[str]"], output_format: str,
                   batch_size: Optional[int], **options: Any) -> Iterator[Report]:
-    unknown = set(options) - set(PIPELINE_OPTIONS) - set(SPEAKER_OPTIONS)
+    unknown = set(options) - set(PIPELINE_OPTIONS) - set(SPEAKER_OPTIONS) - set(RESULT_OPTIONS)
     if unknown:
         raise parley.Error(f"unknown option(s) {', '.join(sorted(unknown))}; expected some of "
-                           f"{', '.join(PIPELINE_OPTIONS + SPEAKER_OPTIONS)}")
+                           f"{', '.join(PIPELINE_OPTIONS + SPEAKER_OPTIONS + RESULT_OPTIONS)}")
     if isinstance(inputs, (str, os.PathLike)):
         paths = read_manifest(inputs)
     else:
@@ -285,7 +295,9 @@ def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterabl
     # libparley's plan, as the CLI's: each file once, its name, output and record, and what an
     # earlier run finished with these settings. Fails as a whole (models missing here) rather
     # than once per recording.
-    planned = plan(paths, out_dir, output_format, **engine_options, **speakers)
+    exclusive = bool(options.get("exclusive", False))
+    planned = plan(paths, out_dir, output_format, **engine_options, **speakers,
+                   exclusive=exclusive)
 
     for repeat in planned["repeats"]:
         path, first = paths[repeat["index"]], paths[repeat["first"]]
@@ -312,7 +324,7 @@ def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterabl
 
     def submit(batch: list[dict[str, Any]]) -> Any:
         return client.submit(_diarize_batch, plugin_name, batch, out_dir, output_format,
-                             speakers, pure=False, resources=resources)
+                             speakers, exclusive, pure=False, resources=resources)
 
     batches = {}
     for batch in _batches(pending, batch_size):

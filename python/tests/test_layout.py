@@ -29,6 +29,25 @@ def test_batch_and_command_line_lay_out_the_same_engines(threads, step):
 
 
 @pytest.mark.skipif(not CLI, reason="the CLI is not built (PARLEY_TEST_CLI)")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="several engines on the CPU need 2 cores")
+def test_batch_and_command_line_lay_out_several_engines_alike():
+    """Several engines sharing the CPU, through the C API's named options and the CLI's flags:
+    one layout (engines, their threads, the decoding and clustering threads)."""
+    batch = parley._parley.Batch(parley._settings(models_dir=MODELS, threads=2, engines=2,
+                                                  jobs=3))
+    try:
+        from_c = json.loads(batch.layout())
+    finally:
+        batch.finish()
+    printed = subprocess.run([CLI, "diarize", "--print-layout", "--models", MODELS,
+                              "--threads", "2", "--engines", "2", "--jobs", "3"],
+                             capture_output=True, text=True, check=True).stdout
+    assert json.loads(printed) == from_c
+    assert from_c["engines"] == 2 and from_c["engine"]["threads"] == 1
+    assert from_c["decode_threads"] == 3 and from_c["engines_per_device_automatic"] is False
+
+
+@pytest.mark.skipif(not CLI, reason="the CLI is not built (PARLEY_TEST_CLI)")
 def test_print_layout_follows_the_engines_flag():
     printed = subprocess.run([CLI, "diarize", "--print-layout", "--models", MODELS,
                               "--threads", "2", "--engines", "2"],

@@ -172,6 +172,38 @@ def test_command_line_and_dask_skip_each_others_work(client, corpus, tmp_path):
     assert outputs(cli_first) == outputs(dask_first)
 
 
+def _overlapping(rttm):
+    """Whether two turns of one recording's RTTM overlap in time."""
+    turns = sorted((float(line.split()[3]), float(line.split()[3]) + float(line.split()[4]))
+                   for line in rttm.splitlines() if line.strip())
+    return any(start < end - 1e-9 for (_, end), (start, _) in zip(turns, turns[1:]))
+
+
+def test_exclusive_writes_turns_that_do_not_overlap(client, corpus, first_run, tmp_path):
+    """exclusive=True (``--exclusive``) writes at most one speaker at a time, as ``parley diarize
+    --exclusive`` does; the records tell the two apart, so neither run skips the other's work."""
+    some = corpus[1][:4]
+    exclusive = tmp_path / "exclusive"
+    reports = pd.diarize_archive(client, some, exclusive, exclusive=True, **OPTIONS)
+    assert [report.status for report in reports] == ["done"] * 4
+    written = outputs(exclusive)
+    assert len(written) == 4 and any(written.values())
+    assert not any(_overlapping(text) for text in written.values())
+    # The same recordings without it overlap (so the test above can fail).
+    plain = {name: text for name, text in outputs(first_run[0]).items() if name in written}
+    assert len(plain) == 4 and any(_overlapping(text) for text in plain.values())
+    # Finished for exclusive runs only.
+    assert all(recording["finished"] for recording in
+               pd.plan(some, exclusive, "rttm", exclusive=True, **OPTIONS)["recordings"])
+    assert not any(recording["finished"] for recording in
+                   pd.plan(some, exclusive, "rttm", **OPTIONS)["recordings"])
+    if CLI:
+        cli = tmp_path / "cli"
+        subprocess.run([CLI, "diarize", "--quiet", "--models", MODELS, "--step", "2",
+                        "--exclusive", "--out-dir", str(cli)] + some, check=True)
+        assert outputs(cli) == written
+
+
 def test_corrupt_recording_fails_alone(client, corpus, tmp_path):
     corrupt = tmp_path / "corrupt.wav"
     corrupt.write_bytes(b"RIFF\x10\x00\x00\x00WAVEjunkjunkjunk" * 10)
@@ -381,5 +413,7 @@ def test_every_option_of_the_table_is_accepted_as_the_command_line_spells_it():
     arguments = parser.parse_args(given)
     assert sorted(names) == sorted(expected)
     assert {name: getattr(arguments, name) for name in names} == expected
-    # The engine takes each of them (parley.Pipeline's keywords), the format aside.
-    assert set(expected) - {"format"} <= set(pd.PIPELINE_OPTIONS) | set(pd.SPEAKER_OPTIONS)
+    # The engine takes each of them (parley.Pipeline's keywords), the format aside; exclusive is
+    # how the batch writes each result.
+    assert set(expected) - {"format"} <= (set(pd.PIPELINE_OPTIONS) | set(pd.SPEAKER_OPTIONS)
+                                          | set(pd.RESULT_OPTIONS))

@@ -101,9 +101,7 @@ void run_serve(ServeArguments& arguments) {
   const nlohmann::json values =
       with_layout_values(table_values(arguments.engine, arguments.flags), arguments.devices,
                          arguments.engines, arguments.jobs);
-  config.step_seconds = values.at("step").get<double>();
-  config.clustering = values.at("clustering").get<std::string>();
-  config.embedding_mode = values.at("embedding_mode").get<std::string>();
+  config.engine_values = values;
   config.validate();
 
   // SIGTERM and SIGINT are taken by one thread (below), never by the engine's or the server's.
@@ -137,6 +135,7 @@ void run_serve(ServeArguments& arguments) {
         library_identifier(arguments.voiceprints, arguments.identify_threshold, paths.embedding);
   }
   policy.embedding_model_digest = identity::embedding_model_digest(paths.embedding);
+  policy.engine_values = values;
   server::JobQueue queue(store, engine, metrics, policy);
   server::EngineInfo info;
   info.engines = engine.engine_count();

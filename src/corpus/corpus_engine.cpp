@@ -420,9 +420,13 @@ struct CorpusEngine::Run {
       stage(outcome.index, "clustering");
       const LogSubject subject(shown_name(item->decoded.recording));
       try {
+        const CorpusRecording& recording = item->decoded.recording;
         outcome.result =
-            engine.diarizers_.front()->cluster(item->intermediates, item->decoded.recording.uri,
-                                               item->times, item->decoded.recording.speakers);
+            recording.output
+                ? engine.diarizers_.front()->cluster(item->intermediates, recording.uri,
+                                                     item->times, *recording.output)
+                : engine.diarizers_.front()->cluster(item->intermediates, recording.uri,
+                                                     item->times, recording.speakers);
       } catch (const std::exception& error) {
         outcome.error = error.what();
       }

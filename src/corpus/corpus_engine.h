@@ -36,6 +36,11 @@ struct CorpusRecording {
   std::shared_ptr<const std::vector<float>> samples;
   // Replaces the engines' speaker-count constraints for this recording.
   std::optional<cluster::SpeakerCountConstraints> speakers;
+  // This recording's output settings, when a caller has them whole (the server's jobs): their
+  // clustering and speaker counts replace the engines' (and `speakers`); the other fields must
+  // equal the engines' (pipeline::OutputSettings::check_recording_settings), else the recording
+  // fails with that message.
+  std::optional<pipeline::OutputSettings> output{};
 };
 
 struct CorpusConfig {

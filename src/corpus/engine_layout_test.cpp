@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -41,11 +44,81 @@ TEST(EngineLayout, EnginesOnTheCpuShareItsThreads) {
   EXPECT_FALSE(layout.describe()["engines_per_device_automatic"].get<bool>());
 }
 
-TEST(EngineLayout, SameRequestSameDescription) {
+// Both models on CUDA, as given (no placement: plan_model_sessions reads no model and asks no
+// provider), so that layouts over several GPUs are planned on a machine without one.
+pipeline::DiarizationConfig fake_gpu_config() {
+  pipeline::DiarizationConfig config;
+  config.threads = 2;
+  config.segmentation_provider = runtime::ProviderId::kCuda;
+  config.embedding_provider = runtime::ProviderId::kCuda;
+  return config;
+}
+
+TEST(EngineLayout, SeveralEnginesOnSeveralGpus) {
   EngineLayoutRequest request;
-  request.jobs = 4;
-  EXPECT_EQ(plan_engine_layout({}, cpu_config(2), request).describe().dump(),
-            plan_engine_layout({}, cpu_config(2), request).describe().dump());
+  request.device_list = "0,2,3";
+  request.engines_per_device = 2;
+  request.jobs = 5;
+  const EngineLayout layout = plan_engine_layout({}, fake_gpu_config(), request);
+  EXPECT_TRUE(layout.on_accelerator());
+  EXPECT_EQ(layout.devices, (std::vector<int>{0, 2, 3}));
+  ASSERT_EQ(layout.engines.size(), 6u);
+  const std::vector<std::string> expected_devices = {"0", "0", "2", "2", "3", "3"};
+  for (std::size_t i = 0; i < layout.engines.size(); ++i) {
+    const pipeline::DiarizationConfig& engine = layout.engines[i];
+    EXPECT_EQ(engine.segmentation_provider_options.at("device_id"), expected_devices[i]) << i;
+    EXPECT_EQ(engine.embedding_provider_options.at("device_id"), expected_devices[i]) << i;
+    // Several engines on a GPU share it: the several-engines segmentation layout, and the
+    // threads are not divided (that is for engines on the CPU).
+    EXPECT_EQ(engine.segmentation_accelerator_sessions, kSeveralEnginesSegmentationSessions);
+    ASSERT_TRUE(engine.placement);
+    EXPECT_EQ(engine.placement->accelerator_segmentation_batch_size,
+              kSeveralEnginesSegmentationBatch);
+    EXPECT_EQ(engine.threads, 2);
+  }
+  const nlohmann::ordered_json described = layout.describe();
+  EXPECT_EQ(described["devices"], nlohmann::json({0, 2, 3}));
+  EXPECT_EQ(described["engines"], 6);
+  EXPECT_EQ(described["engines_per_device"], 2);
+  EXPECT_EQ(described["decode_threads"], 5);
+  EXPECT_EQ(described["engine"]["segmentation_accelerator_sessions"],
+            kSeveralEnginesSegmentationSessions);
+}
+
+TEST(EngineLayout, OneEnginePerGpuKeepsTheSegmentationLayoutAsked) {
+  EngineLayoutRequest request;
+  request.device_list = "1,0";
+  request.engines_per_device = 1;
+  const EngineLayout layout = plan_engine_layout({}, fake_gpu_config(), request);
+  ASSERT_EQ(layout.engines.size(), 2u);
+  EXPECT_EQ(layout.engines[0].embedding_provider_options.at("device_id"), "1");
+  EXPECT_EQ(layout.engines[1].embedding_provider_options.at("device_id"), "0");
+  EXPECT_EQ(layout.engines[0].segmentation_accelerator_sessions,
+            fake_gpu_config().segmentation_accelerator_sessions);
+}
+
+// The faces hand the layout option values (the CLI's flags, the C API's named options, Python's
+// keywords, all through layout_request); a request written field by field must give the same
+// layout, and a request that differs in any field another one.
+TEST(EngineLayout, OptionValuesGiveTheLayoutOfTheRequestTheyName) {
+  EngineLayoutRequest fields;
+  fields.device_list = "0,1";
+  fields.engines_per_device = 3;
+  fields.jobs = 4;
+  const nlohmann::json values = {{"devices", "0,1"}, {"engines", 3}, {"jobs", 4}};
+  const std::string from_values =
+      plan_engine_layout({}, fake_gpu_config(), layout_request(values)).describe().dump();
+  EXPECT_EQ(from_values, plan_engine_layout({}, fake_gpu_config(), fields).describe().dump());
+  for (const auto& [name, other] : {std::pair<const char*, nlohmann::json>{"devices", "0,2,3"},
+                                    {"engines", 2},
+                                    {"jobs", 3},
+                                    {"segmentation_batch", 64}}) {
+    nlohmann::json changed = values;
+    changed[name] = other;
+    EXPECT_NE(from_values,
+              plan_engine_layout({}, fake_gpu_config(), layout_request(changed)).describe().dump())
+        << name;
+  }
 }
 
 TEST(EngineLayout, RefusesDevicesOnTheCpuAndTooManyEngines) {

@@ -141,6 +141,30 @@ nlohmann::json OutputSettings::to_json() const {
   return json;
 }
 
+void OutputSettings::check_recording_settings(const OutputSettings& recording) const {
+  nlohmann::json configured = to_json();
+  nlohmann::json asked = recording.to_json();
+  for (const char* per_recording : {"clustering", "speakers"}) {
+    configured.erase(per_recording);
+    asked.erase(per_recording);
+  }
+  for (const auto& [field, value] : configured.items()) {
+    const auto found = asked.find(field);
+    const nlohmann::json other = found == asked.end() ? nlohmann::json() : *found;
+    if (other != value) {
+      fail(
+          "{}: this run's networks use {} for every recording (got {} for one recording); only "
+          "clustering and speaker counts may differ per recording",
+          field, value.dump(), other.dump());
+    }
+  }
+  for (const auto& [field, value] : asked.items()) {
+    if (!configured.contains(field)) {
+      fail("{}: this run's networks do not use it (got {} for one recording)", field, value.dump());
+    }
+  }
+}
+
 nlohmann::json ExecutionSettings::to_json() const {
   nlohmann::json json = {{"threads", threads},
                          {"segmentation_batch_size", segmentation_batch_size},
@@ -277,6 +301,20 @@ DiarizationResult Diarizer::cluster(
     speakers->validate();
     config.speakers = *speakers;
   }
+  DiarizationResult result = diarize_from_embeddings(
+      intermediates, config, models_->plda ? &*models_->plda : nullptr, uri, times);
+  result.stage_times = times;
+  return result;
+}
+
+DiarizationResult Diarizer::cluster(const DiarizationIntermediates& intermediates,
+                                    const std::string& uri, StageTimes& times,
+                                    const OutputSettings& recording) const {
+  config_.check_recording_settings(recording);
+  recording.speakers.validate();
+  DiarizationConfig config = config_;
+  config.clustering = recording.clustering;
+  config.speakers = recording.speakers;
   DiarizationResult result = diarize_from_embeddings(
       intermediates, config, models_->plda ? &*models_->plda : nullptr, uri, times);
   result.stage_times = times;

@@ -99,6 +99,11 @@ struct OutputSettings {
   // whatever the order fields were set or added in. Fields with no effect in the chosen mode
   // (shared_trunk in exact mode) are left out, so that they do not tell equal outputs apart.
   nlohmann::json to_json() const;
+  // Fails unless `recording` could be one recording's settings in a run configured with these:
+  // a recording may bring its own clustering and speaker counts (they act after the networks),
+  // every other field is shared by the networks that run many recordings at once and must be
+  // equal. The message names the first field that differs and both values.
+  void check_recording_settings(const OutputSettings& recording) const;
 };
 
 // How a run goes: threads, batches, sessions, streaming, providers and devices. Output is the
@@ -251,6 +256,11 @@ class Diarizer {
   DiarizationResult cluster(
       const DiarizationIntermediates& intermediates, const std::string& uri, StageTimes& times,
       const std::optional<cluster::SpeakerCountConstraints>& speakers = {}) const;
+  // With the recording's own output settings: their clustering and speaker counts replace the
+  // configured ones; the rest must equal the configuration (OutputSettings::
+  // check_recording_settings), as the networks already ran with it.
+  DiarizationResult cluster(const DiarizationIntermediates& intermediates, const std::string& uri,
+                            StageTimes& times, const OutputSettings& recording) const;
 
  private:
   struct Models;

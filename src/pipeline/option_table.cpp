@@ -200,10 +200,9 @@ std::vector<OptionSpec> make_options() {
   add(noted(option("exclusive", OptionType::kFlag, false,
                    "at most one speaker at a time (turns suited to transcripts) in rttm, txt, srt "
                    "and vtt",
-                   {true, true, true, false, false}, "--exclusive"),
-            "Python: each result has both (Diarization.exclusive, to_format(exclusive=True)); "
-            "parley.distributed writes the overlapping turns (its workers' batches are not given "
-            "the option yet)"));
+                   {true, true, true, false, true}, "--exclusive"),
+            "Python: each result has both (Diarization.exclusive, to_format(exclusive=True)), and "
+            "a Batch takes it per recording (submit_to(..., exclusive=True))"));
   {
     const auto names = result_format_names();
     add(choice("format", {names.begin(), names.end()}, "rttm",
@@ -242,6 +241,15 @@ std::vector<OptionSpec> make_options() {
                    "where link_speakers writes its table (default: <out-dir>/speakers.tsv)",
                    kCliOnly, "--speakers-table"),
             "a file of the command-line run that link_speakers writes; no other face links"));
+  // What a server's job may set alone: the clustering's inputs and how its result is written.
+  // The networks' settings (step, embedding_mode) and the clustering method, whose PLDA the
+  // server loads or not when it starts, are fixed for the server's life.
+  for (OptionSpec& spec : options) {
+    spec.per_job =
+        spec.faces.server &&
+        (spec.name == "num_speakers" || spec.name == "min_speakers" ||
+         spec.name == "max_speakers" || spec.name == "exclusive" || spec.name == "format");
+  }
   // What each option sets; a row without an entry here fails every run (and the table's tests).
   const std::vector<std::pair<OptionTarget, std::vector<std::string_view>>> targets = {
       {OptionTarget::kModels, {"models_dir", "segmentation_model", "embedding_model", "plda_dir"}},

@@ -64,6 +64,9 @@ struct OptionSpec {
   std::string c_name;        // the parley_params / parley_run_options field (`name` when empty)
   std::string config_field;  // the configuration field set, as library messages name it
   std::vector<std::string> aliases;  // older public names still accepted ("step_seconds")
+  // With faces.server: a job may set it (a form field applied to that job alone). The server's
+  // other options are fixed when it starts: a job may name them with the server's value only.
+  bool per_job = false;
   // Why a face of the library's users (CLI, C, Python, parley.distributed) lacks the option,
   // and how that face reaches the same setting where it can; empty when all four offer it. The
   // server is left out: it takes per job only the output settings a job can change, the rest

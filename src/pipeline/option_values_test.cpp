@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "pipeline/option_table.h"
@@ -114,6 +116,36 @@ TEST(OptionValues, MessagesNameTheOption) {
             "step_seconds: the option is named step; use that name");
   EXPECT_NE(message_of({{"stepp", 2.0}}).find("no diarization option 'stepp'"), std::string::npos);
   EXPECT_EQ(message_of({{"min_speakers", 3}, {"max_speakers", 2}}).empty(), false);
+}
+
+// What a server's job may change of the settings its engine's networks already ran with: the
+// clustering and the speaker counts; every other output option is refused, naming the field.
+TEST(OptionValues, ARecordingChangesOnlyWhatComesAfterTheNetworks) {
+  const auto config = [](nlohmann::json values) {
+    DiarizationConfig made;
+    apply_options(values, made);
+    return made;
+  };
+  const DiarizationConfig engine = config({{"clustering", "ahc"}});
+  for (const auto& values : {nlohmann::json{{"clustering", "ahc"}, {"num_speakers", 2}},
+                             nlohmann::json{{"clustering", "ahc"}, {"ahc_threshold", 0.3}},
+                             nlohmann::json{{"clustering", "vbx"}, {"max_speakers", 3}}}) {
+    EXPECT_NO_THROW(engine.check_recording_settings(config(values).output())) << values.dump();
+  }
+  for (const auto& [values, field] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{{"step", 2.0}}, "step_seconds"},
+           {{{"embedding_mode", "exact"}}, "embedding_mode"},
+           {{{"gpu_float16", true}}, "accelerator_float16"},
+           {{{"sincnet_per_chunk", true}}, "share_segmentation_convolution"},
+           {{{"embedding_features", "host"}}, "shared_trunk"}}) {
+    try {
+      engine.check_recording_settings(config(values).output());
+      ADD_FAILURE() << values.dump() << " was taken for one recording";
+    } catch (const Error& error) {
+      EXPECT_TRUE(std::string(error.what()).starts_with(field + ": this run's networks use"))
+          << error.what();
+    }
+  }
 }
 
 TEST(OptionValues, ExplicitModelPathsAreKept) {

@@ -928,9 +928,9 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     }
   };
 
-  // Every server option of the table, by what it sets: the settings the server fixed when it
-  // started must be named with its values; the other output options (speaker counts) and the
-  // faces' own (exclusive) are the job's; the format is how its result is written.
+  // Every server option of the table: the settings the server fixed when it started must be
+  // named with its values; the per_job ones are the job's (the format is how its result is
+  // written); all of them reach the engine through job_configuration.
   Job job;
   std::string format = wait ? "json" : "rttm";
   const nlohmann::json fixed = config_.fixed_settings();
@@ -938,29 +938,24 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
     if (!spec.faces.server) continue;
     const auto value = option(spec.name.c_str());
     if (!value) continue;
-    if (const auto found = fixed.find(spec.name); found != fixed.end()) {
-      if (*value != *found) {
+    if (!spec.per_job) {
+      if (*value != fixed.at(spec.name)) {
         refuse(422, "setting_fixed",
                fmt::format("{}: the server runs with {} {} (a server's model settings are fixed "
                            "when it starts; got {})",
-                           spec.name, spec.name, shown_value(*found), shown_value(*value)));
+                           spec.name, spec.name, shown_value(fixed.at(spec.name)),
+                           shown_value(*value)));
       }
     } else if (spec.name == "format") {
       format = value->get<std::string>();
-    } else if (spec.target == pipeline::OptionTarget::kOutput ||
-               spec.target == pipeline::OptionTarget::kFace) {
-      job.options[spec.name] = *value;
     } else {
-      refuse(422, "setting_fixed",
-             fmt::format("{}: a server's engine settings are fixed when it starts (they are "
-                         "not taken per job)",
-                         spec.name));
+      job.options[spec.name] = *value;
     }
   }
-  // Checked now as the job queue will apply them (job_configuration), so that a job it takes
-  // cannot fail on its options.
+  // Checked now as the job queue will apply them, so that a job it takes cannot fail on its
+  // options.
   try {
-    static_cast<void>(job_configuration(job.options));
+    static_cast<void>(job_configuration(config_.engine_values, job.options));
   } catch (const Error& error) {
     refuse(422, "invalid_option", error.what());
   }
@@ -1360,7 +1355,7 @@ void HttpApi::finish_voiceprint(const Job& job, const std::optional<Job>& finish
   try {
     voiceprint = identity::voiceprint_from_one_speaker_json(
         read_text_file(store_.job_folder(job.id) / "result.json"), filename,
-        engine_.embedding_model_digest, config_.embedding_mode);
+        engine_.embedding_model_digest, config_.embedding_mode());
   } catch (const Error& error) {
     refuse(422, "no_voiceprint", error.what());
   }
@@ -1403,7 +1398,7 @@ void HttpApi::add_voiceprint_from_job(const std::string& body, httplib::Response
   identity::Voiceprint voiceprint;
   try {
     voiceprint = identity::voiceprint_from_result_json(read_text_file(folder / "result.json"),
-                                                       speaker, digest, config_.embedding_mode);
+                                                       speaker, digest, config_.embedding_mode());
     identity::check_model(voiceprint, engine_.embedding_model_digest,
                           fmt::format("job {}'s result", id));
   } catch (const Error& error) {

@@ -48,15 +48,20 @@ std::string client_message(const std::string& message, const Job& job,
 
 }  // namespace
 
-pipeline::DiarizationConfig job_configuration(const nlohmann::json& options) {
-  nlohmann::json values = nlohmann::json::object();
+pipeline::DiarizationConfig job_configuration(const nlohmann::json& engine_values,
+                                              const nlohmann::json& options) {
+  nlohmann::json values = engine_values;
   for (const pipeline::OptionSpec& spec : pipeline::diarization_options()) {
+    if (!spec.per_job) continue;
     if (const auto found = options.find(spec.name); found != options.end()) {
       values[spec.name] = *found;
     }
   }
+  pipeline::DiarizationConfig engine;
+  pipeline::apply_options(engine_values, engine);
   pipeline::DiarizationConfig config;
   pipeline::apply_options(values, config);
+  engine.check_recording_settings(config.output());
   return config;
 }
 
@@ -160,7 +165,7 @@ std::optional<corpus::CorpusRecording> JobQueue::next_recording() {
     std::optional<Job> job;
     std::shared_ptr<OpenedFile> file;
     std::optional<std::filesystem::path> audio;
-    cluster::SpeakerCountConstraints speakers;
+    pipeline::OutputSettings output;
     // A suspect job (in the networks with others when the server died) runs alone: it waits
     // for the engine to empty, and nothing is taken while it runs.
     if (!alone_) {
@@ -173,7 +178,7 @@ std::optional<corpus::CorpusRecording> JobQueue::next_recording() {
           audio = readable_audio(*job, file);
           if (!audio) continue;
           try {
-            speakers = job_configuration(job->options).speakers;
+            output = job_configuration(policy_.engine_values, job->options).output();
           } catch (const Error& error) {
             // Checked when the job was accepted; a state folder edited since fails it alone.
             store_.mark_failed(job->id, error.what());
@@ -189,9 +194,7 @@ std::optional<corpus::CorpusRecording> JobQueue::next_recording() {
       corpus::CorpusRecording recording;
       recording.audio = *audio;
       recording.uri = job->uri;
-      if (speakers.num_speakers || speakers.min_speakers || speakers.max_speakers) {
-        recording.speakers = speakers;
-      }
+      recording.output = std::move(output);
       if (job->suspect) alone_ = true;
       taken_[next_index_++] =
           Taken{job->id, "", std::chrono::steady_clock::now(), file, job->audio_seconds};

@@ -40,11 +40,13 @@ constexpr int kMaxJobCrashes = 2;
 double networks_progress(double elapsed_seconds, double audio_seconds,
                          double seconds_per_audio_second);
 
-// A job's configuration: the option table's options among its options (which also hold the
-// server's own keys: filename, server_file, ...) applied as every face applies them
-// (pipeline::apply_options). The engine's model settings are fixed when the server starts; what
-// a job brings is its speaker counts. Fails "{option}: {problem}".
-pipeline::DiarizationConfig job_configuration(const nlohmann::json& options);
+// A job's configuration: the option values the server's engine runs with (ServerConfig::
+// engine_values) with the job's own values of the table's per_job options over them, applied as
+// every face applies option values (pipeline::apply_options). Fails "{option}: {problem}", also
+// when the job's values would change what the engine's networks share with every job
+// (pipeline::OutputSettings::check_recording_settings).
+pipeline::DiarizationConfig job_configuration(const nlohmann::json& engine_values,
+                                              const nlohmann::json& options);
 
 class JobRunner {
  public:
@@ -75,6 +77,9 @@ struct JobPolicy {
   // a voiceprint taken from it later records the model that computed it, whatever the server
   // runs by then; empty: not written.
   std::string embedding_model_digest;
+  // The option values the engine runs with (ServerConfig::engine_values): each job's output
+  // settings are job_configuration(engine_values, its options), which the engine applies to it.
+  nlohmann::json engine_values = nlohmann::json::object();
 };
 
 // In a finished job's folder: the digest of the embedding model that computed its result.

@@ -157,4 +157,71 @@ status, error = error_of(request(server, f"/v1/jobs/{job['id']}/result?format=no
 check(status == 422 and error["code"] == "invalid_parameter",
       f"format=nope is refused: {status} {error}")
 check(server.stop() == 0, "the server stops cleanly")
+
+# --- Every option takes effect: a job's own values (the table's per_job options) and the
+# settings a server fixed when it started give the result the CLI gives with the same flags, and
+# that result differs from the default one (so a value the server ignored would be seen).
+long_clip = f"{shared}/eval/pyannote-sample/sample.wav"
+with open(long_clip, "rb") as audio:
+    long_audio = audio.read()
+
+
+def cli_rttm(engine_flags, *flags):
+    return subprocess.run([parley, "diarize", long_clip, *engine_flags, "-q", *flags], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def job_rttm(server, fields):
+    body, headers = form({"audio": ("sample.wav", long_audio), **fields})
+    status, _, answer = request(server, "/v1/jobs", "POST", body, headers)
+    check(status == 202, f"a job with {fields}: {status} {answer!r}")
+    job = wait_done(server, json.loads(answer)["id"])
+    check(job["state"] == "done", f"the job with {fields} runs: {job}")
+    status, _, text = request(server, f"/v1/jobs/{job['id']}/result?format=rttm")
+    check(status == 200, f"the result of the job with {fields}: {status}")
+    return text.decode()
+
+
+def takes_effect(server, engine_flags, default, fields, flags):
+    expected = cli_rttm(engine_flags, *flags)
+    check(expected != default, f"{flags} changes the CLI's RTTM (else this case proves nothing)")
+    got = job_rttm(server, fields)
+    check(got == expected, f"a job with {fields} gives the CLI's RTTM with {flags}:\n{got}\n"
+          f"vs\n{expected}")
+
+
+# A job's own values, each alone, on a server with the table's defaults (the test models' ahc).
+server = ServerProcess(parley, engine, f"{work}/state-per-job")
+default = cli_rttm(engine)
+check(job_rttm(server, {}) == default, "a job without options gives the CLI's default RTTM")
+per_job = {option["name"] for option in server_options.values() if option["name"] not in fixed}
+check(per_job == {"num_speakers", "min_speakers", "max_speakers", "exclusive", "format"},
+      f"the options a job sets alone: {sorted(per_job)}")
+speakers_found = len({line.split()[7] for line in default.splitlines()})
+check(speakers_found >= 2, f"the default finds several speakers ({speakers_found})")
+for fields, flags in [({"num_speakers": "1"}, ["--num-speakers", "1"]),
+                      ({"max_speakers": "1"}, ["--max-speakers", "1"]),
+                      ({"min_speakers": str(speakers_found + 2)},
+                       ["--min-speakers", str(speakers_found + 2)]),
+                      ({"exclusive": "true"}, ["--exclusive"])]:
+    takes_effect(server, engine, default, fields, flags)
+check(server.stop() == 0, "the per-job server stops cleanly")
+
+# Settings fixed when the server starts: another step, embedding mode and AHC threshold.
+fixed_flags = ["--step", "2", "--embedding-mode", "exact", "--ahc-threshold", "0.3"]
+server = ServerProcess(parley, engine + fixed_flags, f"{work}/state-fixed")
+status, _, body = request(server, "/v1/health")
+check(json.loads(body)["settings"] == {"step": 2.0, "embedding_mode": "exact", "clustering": "ahc"},
+      f"the fixed settings are the server's flags: {body!r}")
+takes_effect(server, engine, default, {}, fixed_flags)
+takes_effect(server, engine, default, {"step": "2", "num_speakers": "1"},
+             fixed_flags + ["--num-speakers", "1"])
+for name, text, shown in [("step", "1", "2"), ("embedding_mode", "shared", "exact"),
+                          ("clustering", "vbx", "ahc")]:
+    status, error = submitted(name, text)
+    message = (f"{name}: the server runs with {name} {shown} (a server's model settings are fixed "
+               f"when it starts; got {text})")
+    check(status == 422 and error["code"] == "setting_fixed" and error["message"] == message,
+          f"{name}={text} on a server fixed at {shown} is refused: {status} {error}")
+check(server.stop() == 0, "the fixed server stops cleanly")
 print("ok")

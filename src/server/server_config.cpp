@@ -36,13 +36,12 @@ void ServerConfig::validate() const {
         "reach it use the server; set a token, or set insecure to accept that",
         host);
   }
-  for (const auto& [name, value] :
-       {std::pair<std::string_view, std::string>{"step", fmt::format("{}", step_seconds)},
-        std::pair<std::string_view, std::string>{"clustering", clustering},
-        std::pair<std::string_view, std::string>{"embedding_mode", embedding_mode}}) {
-    if (const std::string problem = pipeline::diarization_option(name).check(value);
-        !problem.empty()) {
-      fail("server {}: {}", name, problem);
+  if (!engine_values.is_object()) fail("server engine_values: expected an object of option values");
+  for (const auto& [name, value] : engine_values.items()) {
+    try {
+      pipeline::diarization_option(name).check_value(value);
+    } catch (const Error& error) {
+      fail("server {}", error.what());
     }
   }
   if (!allow_paths.empty() && !std::filesystem::is_directory(allow_paths)) {
@@ -54,19 +53,31 @@ std::string ServerConfig::to_string() const {
   return fmt::format(
       "host {}, port {}, state_dir {}, max_queue {}, max_upload {:.0f} MiB, max_audio {:.2f} h, "
       "max_sync_audio {:.0f} s, token {}, allow_paths {}, http_threads {}, max_connections {} ({} "
-      "a client), max_streams {}, header_timeout {} s, read_timeout {} s, step {} s, clustering "
-      "{}, "
-      "embedding_mode {}",
+      "a client), max_streams {}, header_timeout {} s, read_timeout {} s, fixed settings {}",
       host, port, state_dir.string(), max_queue,
       static_cast<double>(max_upload_bytes) / (1024.0 * 1024.0), max_audio_seconds / 3600.0,
       max_sync_audio_seconds, token.empty() ? "none" : "set",
       allow_paths.empty() ? "none" : allow_paths.string(), http_threads, max_connections,
       max_client_connections, max_streams, header_timeout_seconds, read_timeout_seconds,
-      step_seconds, clustering, embedding_mode);
+      fixed_settings().dump());
 }
 
 nlohmann::json ServerConfig::fixed_settings() const {
-  return {{"step", step_seconds}, {"clustering", clustering}, {"embedding_mode", embedding_mode}};
+  nlohmann::json fixed = nlohmann::json::object();
+  for (const pipeline::OptionSpec& spec : pipeline::diarization_options()) {
+    if (!spec.faces.server || spec.per_job) continue;
+    const auto found = engine_values.find(spec.name);
+    fixed[spec.name] =
+        found != engine_values.end() && !found->is_null() ? *found : spec.default_value;
+  }
+  return fixed;
+}
+
+std::string ServerConfig::embedding_mode() const {
+  const auto found = engine_values.find("embedding_mode");
+  return found != engine_values.end() && !found->is_null()
+             ? found->get<std::string>()
+             : pipeline::diarization_option("embedding_mode").default_value.get<std::string>();
 }
 
 }  // namespace parley::server

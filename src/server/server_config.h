@@ -1,7 +1,7 @@
 #pragma once
 // What `parley serve` was started with: where it listens, where it keeps its jobs, the limits it
-// puts on clients, and the engine's model settings (fixed at start: a job may name them, and
-// must then name the same values).
+// puts on clients, and the option values its engine runs with (fixed at start: a job may name
+// them, and must then name the same values).
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -12,12 +12,6 @@
 #include "pipeline/option_table.h"
 
 namespace parley::server {
-
-// The option table's default of `name`.
-template <typename T>
-T table_default(std::string_view name) {
-  return pipeline::diarization_option(name).default_value.get<T>();
-}
 
 // 127.0.0.0/8, ::1 and localhost: reachable only from this machine.
 bool is_loopback(const std::string& host);
@@ -48,17 +42,18 @@ struct ServerConfig {
   // Live streams (/v1/stream) open at once; more are answered 503. Each holds one of the
   // max_connections for as long as it streams (0: no live streams).
   int max_streams = 8;
-  // The engine's settings, fixed when the server starts; defaults and checks are the option
-  // table's (pipeline/option_table.h).
-  double step_seconds = table_default<double>("step");
-  std::string clustering = table_default<std::string>("clustering");
-  std::string embedding_mode = table_default<std::string>("embedding_mode");
+  // The option values the engine was configured with, by the option table's names
+  // (pipeline/option_values.h; an absent name is the table's default): fixed when the server
+  // starts. A job's own values (the table's per_job options) are applied over them.
+  nlohmann::json engine_values = nlohmann::json::object();
 
   void validate() const;
   std::string to_string() const;  // for the log; never shows the token
-  // The settings above as option values by the table's names: what a job naming one of them
-  // must equal, and what GET /v1/health lists.
+  // The table's server options that a job cannot set (not per_job), with the values in
+  // engine_values: what a job naming one of them must equal, and what GET /v1/health lists.
   nlohmann::json fixed_settings() const;
+  // engine_values' embedding_mode (the table's default when absent): what voiceprints record.
+  std::string embedding_mode() const;
 };
 
 }  // namespace parley::server
