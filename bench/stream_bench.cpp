@@ -63,6 +63,10 @@ struct Options {
   std::string embedding_provider;  // the embedding network's own, if set
   std::vector<std::string> provider_options;  // key=value for the accelerator
   bool force_gpu = false;
+  // The process's memory with the real networks: one stream fed this many hours of the
+  // recordings, joined and looped, as fast as possible (0: not run).
+  double rss_hours = 0.0;
+  double rss_every = 180.0;  // audio seconds between two VmRSS samples
 };
 
 class Silent : public ProgressSink {
@@ -365,6 +369,69 @@ void memory_figures(double hours) {
   row(fmt::format("after {} min", minutes).c_str(), end);
 }
 
+// The process's resident memory (VmRSS of /proc/self/status) in KiB; 0 where there is none.
+long resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+// One stream with the real networks fed `hours` of `joined` (looped) as fast as possible, the
+// process's VmRSS printed every `every` seconds of audio, and its growth per hour between the
+// first sample and the last: what a server holding a stream for hours would see, models
+// included. The loop never holds more than `joined` and one block.
+void resident_memory(const stream::StreamModels& models, const std::vector<float>& joined,
+                     double hours, double every) {
+  if (joined.empty()) fail("no audio to loop");
+  if (every <= 0) fail("--rss-every must be positive");
+  stream::StreamDiarizer diarizer(models, stream::StreamConfig{});
+  const auto total = static_cast<std::size_t>(hours * 3600.0 * 16000.0);
+  const auto mark = static_cast<std::size_t>(every * 16000.0);
+  const std::size_t block = 8000;
+  std::vector<float> chunk(block);
+  const Clock::time_point start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
+  long first_kib = 0;
+  double first_seconds = 0.0;
+  fmt::print("rss start: {} KiB before the stream's first sample ({:.1f} s of audio looped)\n",
+             resident_kib(), static_cast<double>(joined.size()) / 16000.0);
+  std::fflush(stdout);
+  std::size_t events = 0;
+  for (std::size_t at = 0; at < total; at += block) {
+    const std::size_t n = std::min(block, total - at);
+    for (std::size_t i = 0; i < n; ++i) chunk[i] = joined[(at + i) % joined.size()];
+    diarizer.push(std::span<const float>(chunk).first(n));
+    events += diarizer.take_events().size();
+    const std::size_t done = at + n;
+    if (done / mark == at / mark && done != total) continue;
+    const double seconds = static_cast<double>(done) / 16000.0;
+    const long kib = resident_kib();
+    if (first_kib == 0) {
+      first_kib = kib;
+      first_seconds = seconds;
+    }
+    const stream::StreamState s = diarizer.state();
+    fmt::print(
+        "rss audio {:.0f} s ({:.2f} h): VmRSS {} KiB; wall {:.0f} s, CPU {:.3f} s per second of "
+        "audio; stream: steps {}, speakers {}, finished turns {}, working bytes {}, bytes with "
+        "turns {}; events {}\n",
+        seconds, seconds / 3600.0, kib, std::chrono::duration<double>(Clock::now() - start).count(),
+        (process_cpu_seconds() - cpu_start) / seconds, s.steps, s.speakers, s.finished_turns,
+        s.working_bytes, s.bytes, events);
+    if (seconds > first_seconds) {
+      fmt::print("rss growth since {:.0f} s of audio: {:+.1f} KiB per hour of audio\n",
+                 first_seconds,
+                 static_cast<double>(kib - first_kib) / ((seconds - first_seconds) / 3600.0));
+    }
+    std::fflush(stdout);
+  }
+  diarizer.finish();
+  fmt::print("rss after finish: VmRSS {} KiB\n", resident_kib());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -416,6 +483,14 @@ int main(int argc, char** argv) {
                "with --streams: exit 1 when a stream's events differ from its run alone");
   app.add_option("--provider", options.provider,
                  "execution provider as `parley stream --provider` (default: the CPU)");
+  app.add_option("--rss-hours", options.rss_hours,
+                 "only this: one stream fed this many hours of the recordings (joined, looped) "
+                 "as fast as possible, with the process's VmRSS every --rss-every seconds")
+      ->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--rss-every", options.rss_every,
+                 "with --rss-hours: seconds of audio between two VmRSS samples")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_flag("--force-gpu", options.force_gpu, "every model on the GPU provider");
   app.add_option("--embedding-provider", options.embedding_provider,
                  "provider of the embedding network only (as `parley stream`)");
@@ -453,6 +528,13 @@ int main(int argc, char** argv) {
         audio.resize(static_cast<std::size_t>(options.seconds * 16000));
       }
       audios.push_back(std::move(audio));
+    }
+    if (options.rss_hours > 0) {
+      std::vector<float> joined;
+      for (const auto& audio : audios) joined.insert(joined.end(), audio.begin(), audio.end());
+      audios.clear();
+      resident_memory(models, joined, options.rss_hours, options.rss_every);
+      return 0;
     }
     if (!options.streams.empty()) {
       std::vector<float> joined;
