@@ -29,6 +29,7 @@
 #include "pipeline/diarizer.h"
 #include "pipeline/option_values.h"
 #include "runtime/shutdown.h"
+#include "stream/real_time_pacer.h"
 #include "stream/stream_diarizer.h"
 #include "wav_16k.h"
 
@@ -46,6 +47,7 @@ struct Options {
   std::vector<double> latencies{2.0, 0.5};
   double memory_hours = 3.0;
   bool skip_realtime = false;
+  bool realtime_only = false;
   std::string events_path;  // the as-fast-as-possible runs' events, one JSON line each
   // Embeddings to measure (StreamConfig::embedding), fed in turn, `rounds` times over: on a busy
   // machine alternating keeps the comparison fair.
@@ -109,9 +111,11 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   const std::size_t block = 320;
   if (start_at) std::this_thread::sleep_until(*start_at);
   const Clock::time_point start = Clock::now();
-  // At real-time pace each block is pushed stamped with when it was due (below), so a stream that
-  // falls behind (its thread waiting for models that other streams hold) carries its backlog in
-  // its events' latencies.
+  // At real-time pace each block is pushed stamped with when it was due, so a stream that falls
+  // behind (its thread waiting for models that other streams hold) carries its backlog in its
+  // events' latencies.
+  std::optional<stream::RealTimePacer> pacer;
+  if (realtime) pacer.emplace(16000.0, start);
   auto take = [&] {
     for (stream::StreamEvent e : diarizer.take_events()) {
       if (e.kind != stream::StreamEvent::Kind::kTurnUpdate)
@@ -122,14 +126,8 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   };
   for (std::size_t at = 0; at < audio.size(); at += block) {
     const std::size_t n = std::min(block, audio.size() - at);
-    // A block arrives when its last sample would have been captured, and is stamped so: a feed
-    // that falls behind counts the wait of the audio in its backlog.
     std::optional<Clock::time_point> arrival;
-    if (realtime) {
-      arrival = start + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(static_cast<double>(at + n) / 16000.0));
-      std::this_thread::sleep_until(*arrival);
-    }
+    if (pacer) arrival = pacer->arrive(n);
     diarizer.push(std::span<const float>(audio).subspan(at, n), arrival);
     take();
   }
@@ -369,6 +367,42 @@ void memory_figures(double hours) {
   row(fmt::format("after {} min", minutes).c_str(), end);
 }
 
+// The machine's load (/proc/loadavg's first three fields): a shared machine's timings say it.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return fmt::format("{} {} {}", one, five, fifteen);
+}
+
+// The latency of final labels with the recordings fed one after the other at real-time pace,
+// one distribution per latency setting.
+void realtime_latency(const stream::StreamModels& models, stream::StreamConfig config,
+                      const std::vector<std::vector<float>>& audios,
+                      const std::vector<double>& latencies) {
+  for (const double latency : latencies) {
+    config.latency_seconds = latency;
+    const std::string load_before = load_average();
+    const double cpu_before = process_cpu_seconds();
+    double audio_seconds = 0.0;
+    std::vector<double> all;
+    for (const auto& audio : audios) {
+      const Fed fed = feed(models, config, audio, true);
+      all.insert(all.end(), fed.latencies.begin(), fed.latencies.end());
+      audio_seconds += static_cast<double>(audio.size()) / 16000.0;
+    }
+    fmt::print(
+        "latency setting {} s, real-time pace: {} final events, median {:.3f} s, "
+        "p95 {:.3f} s, max {:.3f} s; {:.1f} s of audio, process CPU {:.3f} s per second of "
+        "audio; load average {} before, {} after\n",
+        latency, all.size(), percentile(all, 0.5), percentile(all, 0.95),
+        all.empty() ? 0.0 : *std::max_element(all.begin(), all.end()), audio_seconds,
+        (process_cpu_seconds() - cpu_before) / std::max(audio_seconds, 1e-9), load_before,
+        load_average());
+    std::fflush(stdout);
+  }
+}
+
 // The process's resident memory (VmRSS of /proc/self/status) in KiB; 0 where there is none.
 long resident_kib() {
   std::ifstream status("/proc/self/status");
@@ -449,6 +483,9 @@ int main(int argc, char** argv) {
   app.add_option("--memory-hours", options.memory_hours, "length of the memory run (hours)")
       ->capture_default_str();
   app.add_flag("--skip-realtime", options.skip_realtime, "no real-time-paced runs");
+  app.add_flag("--realtime-only", options.realtime_only,
+               "only the latency at real-time pace (no as-fast-as-possible, agreement or memory "
+               "runs)");
   app.add_option("--events", options.events_path,
                  "write the as-fast-as-possible runs' events here (to compare builds; with "
                  "several --stream-embedding, one file each, named PATH.EMBEDDING)");
@@ -564,6 +601,12 @@ int main(int argc, char** argv) {
         }
       }
       return options.check_streams && !identical ? 1 : 0;
+    }
+    if (options.realtime_only) {
+      stream::StreamConfig stream_config;
+      stream_config.embedding = stream::parse_stream_embedding(options.embeddings.front());
+      realtime_latency(models, stream_config, audios, options.latencies);
+      return 0;
     }
     pipeline::Diarizer offline(paths, config);
 
@@ -686,20 +729,7 @@ int main(int argc, char** argv) {
     }
 
     if (!options.skip_realtime) {
-      for (const double latency : options.latencies) {
-        stream::StreamConfig config_l = measured.front().config;
-        config_l.latency_seconds = latency;
-        std::vector<double> all;
-        for (const auto& audio : audios) {
-          const Fed fed = feed(models, config_l, audio, true);
-          all.insert(all.end(), fed.latencies.begin(), fed.latencies.end());
-        }
-        fmt::print(
-            "latency setting {} s, real-time pace: {} final events, median {:.3f} s, "
-            "p95 {:.3f} s, max {:.3f} s\n",
-            latency, all.size(), percentile(all, 0.5), percentile(all, 0.95),
-            all.empty() ? 0.0 : *std::max_element(all.begin(), all.end()));
-      }
+      realtime_latency(models, measured.front().config, audios, options.latencies);
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
