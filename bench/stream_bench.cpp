@@ -29,6 +29,7 @@
 #include "pipeline/diarizer.h"
 #include "pipeline/option_values.h"
 #include "runtime/shutdown.h"
+#include "stream/real_time_pacer.h"
 #include "stream/stream_diarizer.h"
 #include "wav_16k.h"
 
@@ -46,6 +47,7 @@ struct Options {
   std::vector<double> latencies{2.0, 0.5};
   double memory_hours = 3.0;
   bool skip_realtime = false;
+  bool realtime_only = false;
   std::string events_path;  // the as-fast-as-possible runs' events, one JSON line each
   // Embeddings to measure (StreamConfig::embedding), fed in turn, `rounds` times over: on a busy
   // machine alternating keeps the comparison fair.
@@ -63,6 +65,10 @@ struct Options {
   std::string embedding_provider;  // the embedding network's own, if set
   std::vector<std::string> provider_options;  // key=value for the accelerator
   bool force_gpu = false;
+  // The process's memory with the real networks: one stream fed this many hours of the
+  // recordings, joined and looped, as fast as possible (0: not run).
+  double rss_hours = 0.0;
+  double rss_every = 180.0;  // audio seconds between two VmRSS samples
 };
 
 class Silent : public ProgressSink {
@@ -105,9 +111,11 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   const std::size_t block = 320;
   if (start_at) std::this_thread::sleep_until(*start_at);
   const Clock::time_point start = Clock::now();
-  // At real-time pace each block is pushed stamped with when it was due (below), so a stream that
-  // falls behind (its thread waiting for models that other streams hold) carries its backlog in
-  // its events' latencies.
+  // At real-time pace each block is pushed stamped with when it was due, so a stream that falls
+  // behind (its thread waiting for models that other streams hold) carries its backlog in its
+  // events' latencies.
+  std::optional<stream::RealTimePacer> pacer;
+  if (realtime) pacer.emplace(16000.0, start);
   auto take = [&] {
     for (stream::StreamEvent e : diarizer.take_events()) {
       if (e.kind != stream::StreamEvent::Kind::kTurnUpdate)
@@ -118,14 +126,8 @@ Fed feed(const stream::StreamModels& models, const stream::StreamConfig& config,
   };
   for (std::size_t at = 0; at < audio.size(); at += block) {
     const std::size_t n = std::min(block, audio.size() - at);
-    // A block arrives when its last sample would have been captured, and is stamped so: a feed
-    // that falls behind counts the wait of the audio in its backlog.
     std::optional<Clock::time_point> arrival;
-    if (realtime) {
-      arrival = start + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(static_cast<double>(at + n) / 16000.0));
-      std::this_thread::sleep_until(*arrival);
-    }
+    if (pacer) arrival = pacer->arrive(n);
     diarizer.push(std::span<const float>(audio).subspan(at, n), arrival);
     take();
   }
@@ -365,6 +367,105 @@ void memory_figures(double hours) {
   row(fmt::format("after {} min", minutes).c_str(), end);
 }
 
+// The machine's load (/proc/loadavg's first three fields): a shared machine's timings say it.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return fmt::format("{} {} {}", one, five, fifteen);
+}
+
+// The latency of final labels with the recordings fed one after the other at real-time pace,
+// one distribution per latency setting.
+void realtime_latency(const stream::StreamModels& models, stream::StreamConfig config,
+                      const std::vector<std::vector<float>>& audios,
+                      const std::vector<double>& latencies) {
+  for (const double latency : latencies) {
+    config.latency_seconds = latency;
+    const std::string load_before = load_average();
+    const double cpu_before = process_cpu_seconds();
+    double audio_seconds = 0.0;
+    std::vector<double> all;
+    for (const auto& audio : audios) {
+      const Fed fed = feed(models, config, audio, true);
+      all.insert(all.end(), fed.latencies.begin(), fed.latencies.end());
+      audio_seconds += static_cast<double>(audio.size()) / 16000.0;
+    }
+    fmt::print(
+        "latency setting {} s, real-time pace: {} final events, median {:.3f} s, "
+        "p95 {:.3f} s, max {:.3f} s; {:.1f} s of audio, process CPU {:.3f} s per second of "
+        "audio; load average {} before, {} after\n",
+        latency, all.size(), percentile(all, 0.5), percentile(all, 0.95),
+        all.empty() ? 0.0 : *std::max_element(all.begin(), all.end()), audio_seconds,
+        (process_cpu_seconds() - cpu_before) / std::max(audio_seconds, 1e-9), load_before,
+        load_average());
+    std::fflush(stdout);
+  }
+}
+
+// The process's resident memory (VmRSS of /proc/self/status) in KiB; 0 where there is none.
+long resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+// One stream with the real networks fed `hours` of `joined` (looped) as fast as possible, the
+// process's VmRSS printed every `every` seconds of audio, and its growth per hour between the
+// first sample and the last: what a server holding a stream for hours would see, models
+// included. The loop never holds more than `joined` and one block.
+void resident_memory(const stream::StreamModels& models, const std::vector<float>& joined,
+                     double hours, double every) {
+  if (joined.empty()) fail("no audio to loop");
+  if (every <= 0) fail("--rss-every must be positive");
+  stream::StreamDiarizer diarizer(models, stream::StreamConfig{});
+  const auto total = static_cast<std::size_t>(hours * 3600.0 * 16000.0);
+  const auto mark = static_cast<std::size_t>(every * 16000.0);
+  const std::size_t block = 8000;
+  std::vector<float> chunk(block);
+  const Clock::time_point start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
+  long first_kib = 0;
+  double first_seconds = 0.0;
+  fmt::print("rss start: {} KiB before the stream's first sample ({:.1f} s of audio looped)\n",
+             resident_kib(), static_cast<double>(joined.size()) / 16000.0);
+  std::fflush(stdout);
+  std::size_t events = 0;
+  for (std::size_t at = 0; at < total; at += block) {
+    const std::size_t n = std::min(block, total - at);
+    for (std::size_t i = 0; i < n; ++i) chunk[i] = joined[(at + i) % joined.size()];
+    diarizer.push(std::span<const float>(chunk).first(n));
+    events += diarizer.take_events().size();
+    const std::size_t done = at + n;
+    if (done / mark == at / mark && done != total) continue;
+    const double seconds = static_cast<double>(done) / 16000.0;
+    const long kib = resident_kib();
+    if (first_kib == 0) {
+      first_kib = kib;
+      first_seconds = seconds;
+    }
+    const stream::StreamState s = diarizer.state();
+    fmt::print(
+        "rss audio {:.0f} s ({:.2f} h): VmRSS {} KiB; wall {:.0f} s, CPU {:.3f} s per second of "
+        "audio; stream: steps {}, speakers {}, finished turns {}, working bytes {}, bytes with "
+        "turns {}; events {}\n",
+        seconds, seconds / 3600.0, kib, std::chrono::duration<double>(Clock::now() - start).count(),
+        (process_cpu_seconds() - cpu_start) / seconds, s.steps, s.speakers, s.finished_turns,
+        s.working_bytes, s.bytes, events);
+    if (seconds > first_seconds) {
+      fmt::print("rss growth since {:.0f} s of audio: {:+.1f} KiB per hour of audio\n",
+                 first_seconds,
+                 static_cast<double>(kib - first_kib) / ((seconds - first_seconds) / 3600.0));
+    }
+    std::fflush(stdout);
+  }
+  diarizer.finish();
+  fmt::print("rss after finish: VmRSS {} KiB\n", resident_kib());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -382,6 +483,9 @@ int main(int argc, char** argv) {
   app.add_option("--memory-hours", options.memory_hours, "length of the memory run (hours)")
       ->capture_default_str();
   app.add_flag("--skip-realtime", options.skip_realtime, "no real-time-paced runs");
+  app.add_flag("--realtime-only", options.realtime_only,
+               "only the latency at real-time pace (no as-fast-as-possible, agreement or memory "
+               "runs)");
   app.add_option("--events", options.events_path,
                  "write the as-fast-as-possible runs' events here (to compare builds; with "
                  "several --stream-embedding, one file each, named PATH.EMBEDDING)");
@@ -416,6 +520,14 @@ int main(int argc, char** argv) {
                "with --streams: exit 1 when a stream's events differ from its run alone");
   app.add_option("--provider", options.provider,
                  "execution provider as `parley stream --provider` (default: the CPU)");
+  app.add_option("--rss-hours", options.rss_hours,
+                 "only this: one stream fed this many hours of the recordings (joined, looped) "
+                 "as fast as possible, with the process's VmRSS every --rss-every seconds")
+      ->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--rss-every", options.rss_every,
+                 "with --rss-hours: seconds of audio between two VmRSS samples")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_flag("--force-gpu", options.force_gpu, "every model on the GPU provider");
   app.add_option("--embedding-provider", options.embedding_provider,
                  "provider of the embedding network only (as `parley stream`)");
@@ -454,6 +566,13 @@ int main(int argc, char** argv) {
       }
       audios.push_back(std::move(audio));
     }
+    if (options.rss_hours > 0) {
+      std::vector<float> joined;
+      for (const auto& audio : audios) joined.insert(joined.end(), audio.begin(), audio.end());
+      audios.clear();
+      resident_memory(models, joined, options.rss_hours, options.rss_every);
+      return 0;
+    }
     if (!options.streams.empty()) {
       std::vector<float> joined;
       for (const auto& audio : audios) joined.insert(joined.end(), audio.begin(), audio.end());
@@ -482,6 +601,12 @@ int main(int argc, char** argv) {
         }
       }
       return options.check_streams && !identical ? 1 : 0;
+    }
+    if (options.realtime_only) {
+      stream::StreamConfig stream_config;
+      stream_config.embedding = stream::parse_stream_embedding(options.embeddings.front());
+      realtime_latency(models, stream_config, audios, options.latencies);
+      return 0;
     }
     pipeline::Diarizer offline(paths, config);
 
@@ -604,20 +729,7 @@ int main(int argc, char** argv) {
     }
 
     if (!options.skip_realtime) {
-      for (const double latency : options.latencies) {
-        stream::StreamConfig config_l = measured.front().config;
-        config_l.latency_seconds = latency;
-        std::vector<double> all;
-        for (const auto& audio : audios) {
-          const Fed fed = feed(models, config_l, audio, true);
-          all.insert(all.end(), fed.latencies.begin(), fed.latencies.end());
-        }
-        fmt::print(
-            "latency setting {} s, real-time pace: {} final events, median {:.3f} s, "
-            "p95 {:.3f} s, max {:.3f} s\n",
-            latency, all.size(), percentile(all, 0.5), percentile(all, 0.95),
-            all.empty() ? 0.0 : *std::max_element(all.begin(), all.end()));
-      }
+      realtime_latency(models, measured.front().config, audios, options.latencies);
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);

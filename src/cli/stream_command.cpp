@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/sample_rate.h"
 #include "models/speed_twin.h"
+#include "stream/real_time_pacer.h"
 #include "stream/stream_diarizer.h"
 
 namespace parley::cli {
@@ -47,16 +48,17 @@ struct StreamArguments {
 
 using Clock = std::chrono::steady_clock;
 
-// --realtime: sleeps until the block that ends `seconds` into the audio has arrived (a block
-// is complete once its last sample would have been captured) and returns that moment for
-// push(), so that a block pushed late still counts from its nominal arrival. As fast as
-// possible: none (the audio counts as arriving when it is pushed).
-std::optional<Clock::time_point> pace(bool realtime, Clock::time_point start, double seconds) {
+// --realtime: a pacer holding each block back until it would have been captured, its arrival
+// stated to push(); as fast as possible, none (the audio counts as arriving when pushed).
+std::optional<stream::RealTimePacer> pacer(bool realtime, double rate) {
   if (!realtime) return std::nullopt;
-  const Clock::time_point arrival =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  std::this_thread::sleep_until(arrival);
-  return arrival;
+  return stream::RealTimePacer(rate, Clock::now());
+}
+
+std::optional<Clock::time_point> arrive(std::optional<stream::RealTimePacer>& pacer,
+                                        std::size_t frames) {
+  if (!pacer) return std::nullopt;
+  return pacer->arrive(frames);
 }
 
 // SIGINT and SIGTERM end the stream as the end of its input does (the last events, the -o file);
@@ -147,13 +149,11 @@ void stream_file(const StreamArguments& arguments, stream::StreamDiarizer& diari
                  const StopOnSignal& stop) {
   audio::MonoResampledStream audio(arguments.input);
   std::vector<float> block(static_cast<std::size_t>(kSampleRate / 50));
-  const Clock::time_point start = Clock::now();
-  double seconds = 0.0;
+  std::optional<stream::RealTimePacer> paced = pacer(arguments.realtime, kSampleRate);
   while (!stop.requested()) {
     const std::size_t n = audio.read(block);
     if (n == 0) break;
-    seconds += static_cast<double>(n) / kSampleRate;
-    diarizer.push(std::span<const float>(block).first(n), pace(arguments.realtime, start, seconds));
+    diarizer.push(std::span<const float>(block).first(n), arrive(paced, n));
     print_events(diarizer);
   }
 }
@@ -175,17 +175,15 @@ void stream_raw(const StreamArguments& arguments, stream::StreamDiarizer& diariz
   std::vector<unsigned char> carry;
   std::vector<std::int16_t> pcm;
   std::vector<float> floats;
-  const Clock::time_point start = Clock::now();
-  double seconds = 0.0;
+  std::optional<stream::RealTimePacer> paced = pacer(arguments.realtime, arguments.raw_rate);
   for (;;) {
     const std::size_t got = read_some(fd, bytes, stop, arguments.input);
     if (got == 0) break;
     carry.insert(carry.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(got));
     const std::size_t whole = carry.size() / frame_bytes * frame_bytes;
     const std::size_t samples = whole / sample_bytes;
-    seconds += static_cast<double>(samples / static_cast<std::size_t>(arguments.raw_channels)) /
-               arguments.raw_rate;
-    const std::optional<Clock::time_point> arrival = pace(arguments.realtime, start, seconds);
+    const std::optional<Clock::time_point> arrival =
+        arrive(paced, samples / static_cast<std::size_t>(arguments.raw_channels));
     if (int16) {
       pcm.resize(samples);
       std::memcpy(pcm.data(), carry.data(), whole);  // little-endian hosts only (x86, arm64)

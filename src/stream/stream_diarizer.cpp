@@ -344,6 +344,12 @@ struct StreamDiarizer::Impl {
   // Speakers: the sum of their unit-length embeddings.
   std::vector<std::vector<double>> centroids;
   std::size_t dimension = 0;
+  // The number each speaker is reported under (SPEAKER_NN), given at its first final turn start:
+  // a speaker founded by a blip that never becomes final activity (its window outvoted by the
+  // others on the same frames) is never named, so every reported label has a turn, and the
+  // labels go 00, 01, ... in the order speakers first speak, each kept for the whole stream.
+  std::vector<std::optional<std::size_t>> label;
+  std::size_t labelled = 0;
 
   // Final state: each speaker's open turn start (frame middle), or none.
   std::vector<std::optional<double>> open_turn;
@@ -556,6 +562,7 @@ struct StreamDiarizer::Impl {
         result[l] = centroids.size();
         centroids.push_back(unit[l]);
         open_turn.emplace_back();
+        label.emplace_back();
         continue;
       }
       if (best) {
@@ -608,7 +615,8 @@ struct StreamDiarizer::Impl {
     for (std::size_t s = 0; s < centroids.size(); ++s) {
       if (on[s] && !open_turn[s]) {
         open_turn[s] = t;
-        emit({StreamEvent::Kind::kTurnStart, frames::speaker_label(s), t, t}, t);
+        if (!label[s]) label[s] = labelled++;
+        emit({StreamEvent::Kind::kTurnStart, frames::speaker_label(*label[s]), t, t}, t);
       } else if (!on[s] && open_turn[s]) {
         close_turn(s, t);
       }
@@ -618,12 +626,14 @@ struct StreamDiarizer::Impl {
       if (on[s] && (!loudest || frame.sum[s] > frame.sum[*loudest])) loudest = s;
     }
     if (open_exclusive && (!loudest || *loudest != open_exclusive->first)) {
-      exclusive_turns.push_back(make_turn(open_exclusive->first, open_exclusive->second, t));
+      exclusive_turns.push_back(
+          make_turn(*label[open_exclusive->first], open_exclusive->second, t));
       open_exclusive.reset();
     }
     if (loudest && !open_exclusive) open_exclusive.emplace(*loudest, t);
   }
 
+  // `speaker`: the reported number (label), not the centroid's index.
   static Turn make_turn(std::size_t speaker, double start, double end) {
     Turn turn;
     turn.start = start;
@@ -637,19 +647,23 @@ struct StreamDiarizer::Impl {
   void close_turn(std::size_t s, double end) {
     const double start = *open_turn[s];
     open_turn[s].reset();
-    turns.push_back(make_turn(s, start, end));
-    emit({StreamEvent::Kind::kTurnEnd, frames::speaker_label(s), start, end}, end);
+    turns.push_back(make_turn(*label[s], start, end));
+    emit({StreamEvent::Kind::kTurnEnd, frames::speaker_label(*label[s]), start, end}, end);
   }
 
   void provisional_events() {
     // NaN: no segment under way (std::optional here trips GCC's maybe-uninitialized at -O3).
     constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t s = 0; s < centroids.size(); ++s) {
+      // A speaker is shown once named (its first turn start final): a blip's speaker, which may
+      // never have a turn, is not reported.
+      if (!label[s]) continue;
       double start = open_turn[s] ? *open_turn[s] : kNone;
       double last = kNone;
       auto flush = [&] {
         if (!std::isnan(start) && !std::isnan(last)) {
-          emit({StreamEvent::Kind::kTurnUpdate, frames::speaker_label(s), start, last}, last);
+          emit({StreamEvent::Kind::kTurnUpdate, frames::speaker_label(*label[s]), start, last},
+               last);
         }
         start = kNone;
         last = kNone;
@@ -692,7 +706,7 @@ struct StreamDiarizer::Impl {
       if (open_turn[s]) close_turn(s, std::max(*open_turn[s], duration));
     }
     if (open_exclusive) {
-      exclusive_turns.push_back(make_turn(open_exclusive->first, open_exclusive->second,
+      exclusive_turns.push_back(make_turn(*label[open_exclusive->first], open_exclusive->second,
                                           std::max(open_exclusive->second, duration)));
       open_exclusive.reset();
     }
@@ -701,14 +715,16 @@ struct StreamDiarizer::Impl {
     pipeline::DiarizationResult result;
     result.uri = uri;
     result.duration_seconds = duration;
-    result.speaker_count = centroids.size();
-    result.speaker_embeddings = NdArray<float>({centroids.size(), dimension});
+    // The named speakers only, in the order of their labels.
+    result.speaker_count = labelled;
+    result.speaker_embeddings = NdArray<float>({labelled, dimension});
     for (std::size_t s = 0; s < centroids.size(); ++s) {
+      if (!label[s]) continue;
       double norm = 0.0;
       for (double v : centroids[s]) norm += v * v;
       norm = std::sqrt(std::max(norm, 1e-30));
       for (std::size_t d = 0; d < dimension; ++d) {
-        result.speaker_embeddings(s, d) = static_cast<float>(centroids[s][d] / norm);
+        result.speaker_embeddings(*label[s], d) = static_cast<float>(centroids[s][d] / norm);
       }
     }
     auto by_time = [](const Turn& a, const Turn& b) {
@@ -815,6 +831,7 @@ struct StreamDiarizer::Impl {
     for (const FrameSum& f : open) total += sizeof(FrameSum) + f.sum.capacity() * sizeof(float);
     for (const auto& c : centroids) total += c.capacity() * sizeof(double);
     total += open_turn.capacity() * sizeof(std::optional<double>);
+    total += label.capacity() * sizeof(std::optional<std::size_t>);
     total += turn_bytes();
     total += events.capacity() * sizeof(StreamEvent);
     total += arrivals.size() * sizeof(std::pair<std::int64_t, Clock::time_point>);

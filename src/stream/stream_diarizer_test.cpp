@@ -386,6 +386,77 @@ TEST(StreamDiarizer, SparseSpeechIsNotDropped) {
   }
 }
 
+// LevelModel, but a voice at level 0.9 is heard only by the window whose last step holds it:
+// a blip of segmentation that one window reports and the ~20 others covering its frames do not.
+class BlipModel : public LevelModel {
+ public:
+  WindowAnalysis analyze(std::span<const float> window) const override {
+    std::vector<float> heard(window.begin(), window.end());
+    for (std::size_t i = 0; i + 8000 < heard.size(); ++i) {
+      if (heard[i] > 0.85F) heard[i] = 0.0F;
+    }
+    return LevelModel::analyze(heard);
+  }
+};
+
+// A blip founds a speaker (no known speaker is free in its window) whose frames never reach
+// final activity: that speaker must not be reported, and the labels stay 00, 01, ... each with
+// turns, in the events (final and provisional) and in the result.
+TEST(StreamDiarizer, EveryReportedSpeakerHasATurn) {
+  const StreamModels models(std::make_unique<BlipModel>());
+  // Voice 1 for 35 s with 0.2 s of the blip inside it at 30.1 s (within one step), silence, then
+  // voice 2 from 40 to 60 s.
+  std::vector<float> audio(60 * 16000, 0.0F);
+  std::fill_n(audio.begin(), 35 * 16000, 0.1F);
+  std::fill_n(audio.begin() + 30 * 16000 + 1600, 3200, 0.9F);
+  std::fill_n(audio.begin() + 40 * 16000, 20 * 16000, 0.2F);
+  for (const bool provisional : {false, true}) {
+    StreamConfig config;
+    config.provisional = provisional;
+    // Voice 2 founds its own speaker from its first window (its first 0.5 s, 29 frames, fill
+    // 4 % of it), rather than lending its start to the blip's speaker as a short voice would;
+    // the blip (12 frames) stays short.
+    config.min_update_activity = 0.04;
+    StreamDiarizer diarizer(models, config);
+    std::vector<StreamEvent> events;
+    for (std::size_t at = 0; at < audio.size(); at += 16000) {
+      diarizer.push(std::span<const float>(audio).subspan(at, 16000));
+      for (StreamEvent& e : diarizer.take_events()) events.push_back(std::move(e));
+    }
+    // The blip did found a speaker: three centroids for two voices.
+    ASSERT_EQ(diarizer.state().speakers, 3U);
+    const pipeline::DiarizationResult result = diarizer.finish();
+    for (StreamEvent& e : diarizer.take_events()) events.push_back(std::move(e));
+
+    EXPECT_EQ(result.speaker_count, 2U);
+    EXPECT_EQ(result.speaker_embeddings.dim(0), 2U);
+    std::map<std::string, int> starts, turns;
+    for (const StreamEvent& e : events) {
+      if (e.kind == StreamEvent::Kind::kTurnStart) ++starts[e.speaker];
+      if (e.kind == StreamEvent::Kind::kTurnUpdate) {
+        EXPECT_TRUE(starts.count(e.speaker))
+            << "update before its speaker's first turn: " << e.to_json();
+      }
+    }
+    for (const Turn& t : result.turns) ++turns[t.speaker];
+    const auto labels = [](const std::map<std::string, int>& counts) {
+      std::vector<std::string> names;
+      for (const auto& [name, count] : counts) names.push_back(name);
+      return names;
+    };
+    const std::vector<std::string> expected{"SPEAKER_00", "SPEAKER_01"};
+    EXPECT_EQ(labels(starts), expected) << "provisional " << provisional;
+    EXPECT_EQ(labels(turns), expected) << "provisional " << provisional;
+    for (const Turn& t : result.exclusive_turns) EXPECT_TRUE(turns.count(t.speaker)) << t.speaker;
+    // The second voice, the second speaker to talk, is SPEAKER_01 (not the blip's number).
+    EXPECT_GT(found_in({events, result}, 41.0, 59.0), 17.0);
+    for (const Turn& t : result.turns) {
+      EXPECT_EQ(t.speaker, t.start < 38.0 ? "SPEAKER_00" : "SPEAKER_01") << t.start;
+      EXPECT_EQ(t.speaker_index, t.start < 38.0 ? 0 : 1);
+    }
+  }
+}
+
 TEST(StreamDiarizer, MatchThresholdDecidesBetweenANewSpeakerAndAMatch) {
   const StreamModels models(std::make_unique<LevelModel>());
   // The fake's voices are near-orthogonal: cosine distance about 1 between two voices, a few
