@@ -41,6 +41,7 @@
 #include "core/version.h"
 #include "corpus/corpus_engine.h"
 #include "corpus/corpus_run.h"
+#include "corpus/diarize_file.h"
 #include "corpus/engine_layout.h"
 #include "corpus/out_dir_writer.h"
 #include "corpus/recording_list.h"
@@ -369,11 +370,6 @@ std::vector<float> samples_16k(const float* samples, std::size_t sample_count, i
   return output;
 }
 
-std::vector<float> load_audio(const char* path) {
-  if (path == nullptr) invalid("path is NULL");
-  return with_status(PARLEY_ERROR_AUDIO, [&] { return parley::audio::load_mono_16k(path); });
-}
-
 // Reports to a parley_progress_callback; a nonzero return stops the run by throwing (the
 // pipeline lets a progress sink's exception through to its caller).
 class CallbackProgress : public parley::ProgressSink {
@@ -444,20 +440,15 @@ void make_texts(parley_result& result) {
   }
 }
 
-parley_result* diarize(parley_diarizer& handle, std::span<const float> samples,
-                       const std::string& uri, const parley_run_options* options) {
+// Runs `work` (one diarization, given where to report progress and this call's speaker counts)
+// and wraps its result.
+template <typename Work>
+parley_result* diarize(parley_diarizer& handle, const parley_run_options* options, Work&& work) {
   const auto speakers = speaker_counts(options);
   CallbackProgress progress(options ? options->progress : nullptr,
                             options ? options->progress_user_data : nullptr);
-  std::vector<parley::StageTimes> times;
-  const std::span<const float> recordings[] = {samples};
   auto result = std::make_unique<parley_result>();
-  with_status(PARLEY_ERROR_FAILED, [&] {
-    const auto intermediates = handle.diarizer->segment_and_embed(recordings, times, progress);
-    progress.begin("clustering", 1);
-    result->result = handle.diarizer->cluster(intermediates.front(), uri, times.front(), speakers);
-    progress.end();
-  });
+  with_status(PARLEY_ERROR_FAILED, [&] { result->result = work(progress, speakers); });
   result->warnings = handle.warnings;
   result->speed_twin = handle.speed_twin;
   make_texts(*result);
@@ -852,7 +843,10 @@ parley_status parley_diarize_samples(parley_diarizer* diarizer, const float* sam
     require(diarizer, "parley_diarize_samples", "diarizer");
     speaker_counts(options);  // before resampling
     const std::vector<float> input = samples_16k(samples, sample_count, sample_rate);
-    *result = diarize(*diarizer, input, "audio", options);
+    *result =
+        diarize(*diarizer, options, [&](parley::ProgressSink& progress, const auto& speakers) {
+          return diarizer->diarizer->diarize(input, "audio", progress, {}, {}, {}, speakers);
+        });
   });
 }
 
@@ -862,9 +856,20 @@ parley_status parley_diarize_file(parley_diarizer* diarizer, const char* path,
     require(result, "parley_diarize_file", "result");
     *result = nullptr;
     require(diarizer, "parley_diarize_file", "diarizer");
-    speaker_counts(options);  // before a long decode
-    const std::vector<float> samples = load_audio(path);
-    *result = diarize(*diarizer, samples, parley::frames::recording_uri(path), options);
+    if (path == nullptr) invalid("path is NULL");
+    // Decoded while the networks run (corpus/diarize_file.h), as `parley diarize` does.
+    *result =
+        diarize(*diarizer, options, [&](parley::ProgressSink& progress, const auto& speakers) {
+          parley::corpus::FileDiarizationOptions file_options;
+          file_options.speakers = speakers;
+          try {
+            return parley::corpus::diarize_file(*diarizer->diarizer, path,
+                                                parley::frames::recording_uri(path), progress,
+                                                file_options);
+          } catch (const parley::corpus::AudioFileError& error) {
+            throw StatusError(PARLEY_ERROR_AUDIO, error.what());
+          }
+        });
   });
 }
 

@@ -14,6 +14,9 @@
 namespace parley::audio {
 
 class MonoResampledStream;
+namespace testing {
+struct DecodedAudioTesting;  // audio/decoded_audio_test_support.h
+}  // namespace testing
 
 class DecodedAudio {
  public:
@@ -64,6 +67,9 @@ class DecodedAudio {
   void release_before(std::size_t sample) const;
 
  private:
+  // Makes a header that states another length than the file holds, which a static file cannot
+  // (libsndfile stops at the count it reports, and a shortfall is an error).
+  friend struct testing::DecodedAudioTesting;
   struct Background;
   // Starts filling a destination of `length` samples from `stream` (a MonoResampledStream).
   static DecodedAudio start(std::unique_ptr<MonoResampledStream> stream,

@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "audio/audio_source.h"
 #include "audio/decoded_audio.h"
@@ -24,6 +23,7 @@
 #include "core/stage_timer.h"
 #include "core/temporary_directory.h"
 #include "core/text.h"
+#include "corpus/diarize_file.h"
 #include "corpus/engine_layout.h"
 #include "corpus/out_dir_writer.h"
 #include "corpus/run_plan.h"
@@ -260,40 +260,11 @@ void run_diarize(const DiarizeArguments& arguments) {
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
   const auto start = std::chrono::steady_clock::now();
-  // Segmentation starts on the first chunks while the rest of the recording is decoded.
-  audio::DecodedAudio audio = audio::DecodedAudio::decode_in_background(audio_path);
-  std::optional<std::filesystem::path> save_directory;
-  if (!arguments.save_intermediates.empty()) save_directory = arguments.save_intermediates;
-  const auto diarize_audio = [&] {
-    return diarizer.diarize(
-        audio.samples(), output_name, progress, save_directory,
-        [&audio](std::size_t, std::size_t sample) { audio.release_before(sample); },
-        [&audio](std::size_t, std::size_t end) { audio.wait_for(end); });
-  };
-  pipeline::DiarizationResult result;
-  try {
-    result = diarize_audio();
-  } catch (...) {
-    // A damaged file is what to report, whatever its samples made the pipeline do meanwhile.
-    audio.wait();
-    throw;
-  }
-  audio.wait();
-  if (!audio.as_announced()) {
-    // The file held another length than its header stated, which the chunks were planned on.
-    // audio::DecodedAudio::decode (how the C API, Python and the corpus engine read a file) reads
-    // it again in that case too; only here did the networks start before the decode ended, so
-    // only here is the diarization run again.
-    spdlog::warn("{}: decoded to another length than its header states; diarizing it again",
-                 audio_path.string());
-    audio = audio::DecodedAudio::decode(audio_path);
-    result = diarize_audio();
-  }
-  StageTimes times;
-  // Alongside segmentation: like the streaming stages, it overlaps the others.
-  times.add("decode", audio.decode_seconds());
-  for (const auto& [stage, seconds] : result.stage_times.entries()) times.add(stage, seconds);
-  result.stage_times = times;
+  corpus::FileDiarizationOptions file_options;
+  if (!arguments.save_intermediates.empty())
+    file_options.save_directory = arguments.save_intermediates;
+  pipeline::DiarizationResult result =
+      corpus::diarize_file(diarizer, audio_path, output_name, progress, file_options);
   const double wall = seconds_since(start);
 
   std::string text;

@@ -274,10 +274,16 @@ std::size_t Diarizer::segmentation_chunks_in_flight() const {
   return models_->segmentation->accelerator_chunks_in_flight();
 }
 
-DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::string& uri,
-                                    ProgressSink& progress,
-                                    const std::optional<std::filesystem::path>& save_directory,
-                                    const SamplesPassed& passed, const SamplesNeeded& needed) {
+DiarizationResult Diarizer::diarize(
+    std::span<const float> samples, const std::string& uri, ProgressSink& progress,
+    const std::optional<std::filesystem::path>& save_directory, const SamplesPassed& passed,
+    const SamplesNeeded& needed, const std::optional<cluster::SpeakerCountConstraints>& speakers) {
+  // Before any model call: a count that cannot be met costs no diarization.
+  DiarizationConfig config = config_;
+  if (speakers) {
+    speakers->validate();
+    config.speakers = *speakers;
+  }
   std::vector<StageTimes> times(1);
   const std::span<const float> recordings[] = {samples};
   const std::vector<DiarizationIntermediates> intermediates =
@@ -286,9 +292,11 @@ DiarizationResult Diarizer::diarize(std::span<const float> samples, const std::s
   // what the model stages freed.
   release_freed_heap();
   if (save_directory) write_model_intermediates(*save_directory, intermediates.front(), uri);
-  DiarizationResult result = diarize_from_embeddings(intermediates.front(), config_,
+  progress.begin("clustering", 1);
+  DiarizationResult result = diarize_from_embeddings(intermediates.front(), config,
                                                      models_->plda ? &*models_->plda : nullptr, uri,
                                                      times.front(), save_directory);
+  progress.end();
   result.stage_times = times.front();
   return result;
 }

@@ -214,10 +214,13 @@ class Diarizer {
   // written there (pipeline/intermediates_io.h). With `needed`, the samples may still be
   // arriving: `samples` has the recording's final length, and no sample is read before `needed`
   // says it is there; the result is the same as with all of them there from the start.
+  // `speakers`, when set, replaces the configured speaker-count constraints for this recording.
+  // Progress goes through the networks' stage, then "clustering" (one unit).
   DiarizationResult diarize(std::span<const float> samples, const std::string& uri,
                             ProgressSink& progress,
                             const std::optional<std::filesystem::path>& save_directory = {},
-                            const SamplesPassed& passed = {}, const SamplesNeeded& needed = {});
+                            const SamplesPassed& passed = {}, const SamplesNeeded& needed = {},
+                            const std::optional<cluster::SpeakerCountConstraints>& speakers = {});
 
   // The model stage of several recordings (16 kHz mono each) in one stream of model calls, fed
   // to this Diarizer's networks through a SegmentEmbedScheduler
