@@ -152,13 +152,15 @@ def check_cli(parley, write_model, work):
     sources = [os.path.join(shared, "eval", part) for part in
                ("pyannote-sample/sample.wav", "falcon-test/test.wav")]
     segmentation = os.path.join(shared, "models", "segmentation-3.0-fp16.onnx")
-    if not all(os.path.exists(path) for path in sources + [segmentation]):
+    plda = os.path.join(shared, "models", "plda")
+    if not all(os.path.exists(path) for path in sources + [segmentation, plda]):
         return False
     models = os.path.join(work, "models")
     audio = os.path.join(work, "audio")
     os.makedirs(models)
     os.makedirs(audio)
     os.symlink(segmentation, os.path.join(models, "segmentation-3.0-fp16.onnx"))
+    os.symlink(plda, os.path.join(models, "plda"))
     embedding = os.path.join(models, "tiny-embedding.onnx")
     subprocess.run([write_model, embedding], check=True)
     recordings = []
