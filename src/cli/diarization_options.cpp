@@ -176,7 +176,8 @@ bool has_own_field(std::string_view name) {
                                                     "voiceprints",
                                                     "identify_threshold",
                                                     "link_speakers",
-                                                    "speakers_table"};
+                                                    "speakers_table",
+                                                    "trace"};
   return std::find(std::begin(kOwnFields), std::end(kOwnFields), name) != std::end(kOwnFields);
 }
 

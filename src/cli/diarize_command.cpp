@@ -178,8 +178,8 @@ void run_diarize(const DiarizeArguments& arguments) {
   }
   if (wants_corpus(arguments.corpus)) {
     fail(
-        "--manifest, --shard, --devices and --engines diarize recordings without a transcript "
-        "or saved intermediates; run those one recording at a time");
+        "--manifest, --shard, --devices, --engines and --trace diarize recordings without a "
+        "transcript or saved intermediates; run those one recording at a time");
   }
   // What is left works on one recording: a transcript to fuse or intermediates to keep.
   if (arguments.audio.size() != 1) {

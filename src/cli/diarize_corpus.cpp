@@ -69,6 +69,12 @@ void add_corpus_flags(CLI::App& command, CorpusFlags& flags) {
   command.add_option("--shard", flags.shard,
                      "K/N: diarize only the K-th of N parts of the list (one job of a job array)");
   add_engine_layout_flags(command, flags.devices, flags.engines, flags.jobs);
+  add_table_flag(command, "trace", flags.trace);
+}
+
+nlohmann::json with_trace_value(nlohmann::json values, const std::string& trace) {
+  if (!trace.empty()) values["trace"] = trace;
+  return values;
 }
 
 nlohmann::json with_layout_values(nlohmann::json values, const std::string& devices, int engines,
@@ -89,7 +95,7 @@ void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engin
 
 bool wants_corpus(const CorpusFlags& flags) {
   return !flags.manifests.empty() || !flags.shard.empty() || !flags.devices.empty() ||
-         flags.engines > 1;
+         flags.engines > 1 || !flags.trace.empty();
 }
 
 std::vector<fs::path> corpus_recordings(const std::vector<std::string>& audio,
@@ -143,6 +149,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     check_output_file("--out", flags.out, output_options);
   }
   if (linking) check_output_file("--speakers-table", table_path, output_options);
+  if (!corpus.trace.empty()) check_output_file("--trace", corpus.trace, output_options);
 
   Progress progress(flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
   const auto say = [&](const std::string& line) {
@@ -216,8 +223,9 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   run_config.models = paths;
   run_config.diarization =
       corpus::fingerprinted_placement(diarization_config(engine, flags), longest);
-  run_config.layout = corpus::layout_request(
-      with_layout_values(table_values(engine, flags), corpus.devices, corpus.engines, corpus.jobs));
+  run_config.layout = corpus::layout_request(with_trace_value(
+      with_layout_values(table_values(engine, flags), corpus.devices, corpus.engines, corpus.jobs),
+      corpus.trace));
   // Linking needs every recording's speakers, so a linked run diarizes them all again.
   run_config.skip_finished = !linking;
   corpus::CorpusRun run(std::move(run_config), std::move(callbacks));

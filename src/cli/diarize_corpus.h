@@ -23,6 +23,7 @@ struct CorpusFlags {
   int jobs = pipeline::kDefaultCorpusJobs;  // recordings decoded, and clustered, at once
   std::string devices;                      // --devices 0,1 | all: one engine set per GPU
   int engines = 0;                          // engines per device (or on the CPU); 0: automatic
+  std::string trace;                        // --trace FILE: the run's trace (CorpusConfig)
 };
 
 void add_corpus_flags(CLI::App& command, CorpusFlags& flags);
@@ -42,6 +43,9 @@ void add_engine_layout_flags(CLI::App& command, std::string& devices, int& engin
 // table's names: what corpus::layout_request reads, as the C API's and Python's values are.
 nlohmann::json with_layout_values(nlohmann::json values, const std::string& devices, int engines,
                                   int jobs);
+
+// `values` with --trace by the table's name, when given: what corpus::layout_request reads.
+nlohmann::json with_trace_value(nlohmann::json values, const std::string& trace);
 
 // Whether these flags ask for the corpus engine even with one recording.
 bool wants_corpus(const CorpusFlags& flags);

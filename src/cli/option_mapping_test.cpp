@@ -26,10 +26,12 @@ nlohmann::json parsed_values(std::vector<std::string> arguments) {
   std::string devices;
   int engines = 0;
   int jobs = pipeline::kDefaultCorpusJobs;
+  std::string trace;
   IdentityFlags identity;
   add_diarization_flags(app, flags);
   add_engine_flags(app, engine);
   add_engine_layout_flags(app, devices, engines, jobs);
+  add_table_flag(app, "trace", trace);  // as add_corpus_flags registers it
   // As `parley diarize` registers them (add_identity_flags, less the library's existence check).
   add_table_flag(app, "voiceprints", identity.voiceprints);
   add_threshold_flag(app, identity.threshold);
@@ -38,7 +40,8 @@ nlohmann::json parsed_values(std::vector<std::string> arguments) {
   // CLI11 parses a reversed vector (the last element first).
   std::reverse(arguments.begin(), arguments.end());
   app.parse(arguments);
-  nlohmann::json values = with_layout_values(table_values(engine, flags), devices, engines, jobs);
+  nlohmann::json values = with_trace_value(
+      with_layout_values(table_values(engine, flags), devices, engines, jobs), trace);
   if (!identity.voiceprints.empty()) values["voiceprints"] = identity.voiceprints;
   values["identify_threshold"] = identity.threshold;
   values["link_speakers"] = identity.link_speakers;

@@ -20,6 +20,8 @@
 #include "core/progress.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
+#include "core/text.h"
+#include "core/trace.h"
 
 namespace parley::corpus {
 namespace {
@@ -29,6 +31,21 @@ using Clock = std::chrono::steady_clock;
 // How log lines name a recording: its file, or its id when its samples came in memory.
 std::string shown_name(const CorpusRecording& recording) {
   return recording.audio.empty() ? recording.uri : recording.audio.string();
+}
+
+// Where an engine's networks run, as a trace labels its process: the CPU, or the GPU its
+// configuration names (a device number when it has one).
+std::string device_label(const pipeline::Diarizer& diarizer) {
+  if (diarizer.segmentation_chunks_in_flight() == 0) return "cpu";
+  const pipeline::DiarizationConfig& config = diarizer.config();
+  const runtime::ProviderOptions* options[] = {
+      config.placement ? &config.placement->options : nullptr,
+      &config.segmentation_provider_options};
+  for (const runtime::ProviderOptions* set : options) {
+    if (set == nullptr) continue;
+    if (const auto id = set->find("device_id"); id != set->end()) return "gpu " + id->second;
+  }
+  return "gpu";
 }
 
 }  // namespace
@@ -62,9 +79,10 @@ void CorpusConfig::validate() const {
 std::string CorpusConfig::to_string() const {
   return fmt::format(
       "CorpusConfig(decode_threads={}, clustering_threads={}, decoded_per_engine={}, "
-      "group_chunks={}, fill_chunks={})",
+      "group_chunks={}, fill_chunks={}, trace_file=\"{}\")",
       decode_threads, clustering_threads, decoded_per_engine, group_chunks,
-      fill_chunks ? std::to_string(*fill_chunks) : std::string("automatic"));
+      fill_chunks ? std::to_string(*fill_chunks) : std::string("automatic"),
+      utf8_or_escaped(trace_file.string()));
 }
 
 int automatic_engines_per_device(const std::optional<runtime::DeviceMemory>& memory) {
@@ -184,6 +202,7 @@ struct CorpusEngine::Run {
     audio::DecodedAudio audio;
     double decode_seconds = 0.0;
     Clock::time_point start;
+    Clock::time_point decoded;  // when it was handed to the engines (traced runs)
   };
   struct Embedded {
     Decoded decoded;  // samples released once embedded
@@ -194,7 +213,8 @@ struct CorpusEngine::Run {
   };
 
   Run(CorpusEngine& owner, const RecordingSource& source, const ResultCallback& callback,
-      const StageCallback& stage_callback, const std::atomic<bool>* stop_flag)
+      const StageCallback& stage_callback, const std::atomic<bool>* stop_flag,
+      trace::Recorder* trace_recorder)
       : engine(owner),
         next(source),
         on_result(callback),
@@ -202,7 +222,23 @@ struct CorpusEngine::Run {
         stop(stop_flag),
         decoded(owner.config_.decoded_per_engine * owner.diarizers_.size()),
         // Clustering keeps up with the networks; a short queue bounds what waits for it.
-        embedded(static_cast<std::size_t>(owner.config_.clustering_threads) * 2) {}
+        embedded(static_cast<std::size_t>(owner.config_.clustering_threads) * 2),
+        recorder(trace_recorder) {}
+
+  // The trace lane of a track of process `pid`, empty when the run is not traced.
+  trace::Lane lane(std::uint32_t pid, std::uint32_t track) const {
+    return recorder != nullptr ? trace::Lane{recorder, pid, track, nullptr} : trace::Lane{};
+  }
+  static std::uint32_t engine_process(std::size_t engine_index) {
+    return static_cast<std::uint32_t>(engine_index) + 1;
+  }
+  // How many recordings wait in a queue, as a trace's counter (traced runs only).
+  void count(std::string_view queue, std::atomic<long>& waiting, long change) {
+    const long now = waiting += change;
+    if (recorder != nullptr) {
+      recorder->counter(queue, trace::kCorpusProcess, Clock::now(), static_cast<double>(now));
+    }
+  }
 
   bool stopping() const { return aborted.load() || (stop != nullptr && stop->load()); }
   bool abandoning() const {
@@ -264,7 +300,10 @@ struct CorpusEngine::Run {
     }
   }
 
-  void decode_loop() {
+  void decode_loop(int decoder) {
+    const trace::LaneBinding binding(
+        lane(trace::kCorpusProcess, trace::kDecoderTrack + static_cast<std::uint32_t>(decoder)),
+        recorder != nullptr ? fmt::format("decoder {}", decoder) : std::string());
     for (;;) {
       if (stopping()) break;
       auto taken_recording = take_next();
@@ -273,6 +312,8 @@ struct CorpusEngine::Run {
       item.index = taken_recording->first;
       item.recording = std::move(taken_recording->second);
       item.start = Clock::now();
+      trace::Span span("decode");
+      if (span) span.args().recordings = {shown_name(item.recording)};
       if (item.recording.samples) {
         item.audio = audio::DecodedAudio(item.recording.samples);
       } else {
@@ -285,7 +326,15 @@ struct CorpusEngine::Run {
           continue;
         }
       }
+      if (span) {
+        span.args().number("audio_seconds",
+                           static_cast<double>(item.audio.samples().size()) / kSampleRate);
+        span.finish();
+      }
       item.decode_seconds = seconds_since(item.start);
+      item.decoded = Clock::now();
+      // Counted before the push: an engine may take it before push returns.
+      count("decoded recordings waiting", decoded_waiting, 1);
       if (!decoded.push(std::move(item))) break;
     }
     if (--decoders_running == 0) decoded.close();
@@ -304,6 +353,9 @@ struct CorpusEngine::Run {
   }
 
   void engine_loop(std::size_t engine_index) {
+    const trace::LaneBinding binding(
+        lane(engine_process(engine_index), trace::kNetworksTrack),
+        recorder != nullptr ? fmt::format("engine {}: networks", engine_index) : std::string());
     while (!stopping()) {
       const auto wait_start = Clock::now();
       std::optional<Decoded> first = decoded.pop();
@@ -311,6 +363,7 @@ struct CorpusEngine::Run {
       std::vector<Decoded> group;
       std::size_t chunks = chunks_of(*first);
       group.push_back(std::move(*first));
+      taken_by(engine_index, group.back());
       const std::size_t fill = std::min(engine.config_.group_chunks, fill_chunks(engine_index));
       while (chunks < engine.config_.group_chunks) {
         // Below `fill` the engine waits for the decoders: their next recording comes sooner
@@ -319,8 +372,17 @@ struct CorpusEngine::Run {
         if (!more) break;
         chunks += chunks_of(*more);
         group.push_back(std::move(*more));
+        taken_by(engine_index, group.back());
       }
       const double waited = seconds_since(wait_start);
+      if (recorder != nullptr) {
+        trace::Args args;
+        for (const auto& item : group) args.recordings.push_back(shown_name(item.recording));
+        args.number("chunks", static_cast<double>(chunks))
+            .number("fill", static_cast<double>(fill));
+        recorder->complete("waiting for decoded audio", trace::kWait, engine_process(engine_index),
+                           trace::kNetworksTrack, wait_start, Clock::now(), std::move(args));
+      }
       const auto networks_start = Clock::now();
       const std::size_t recordings = group.size();
       embed_group(engine_index, std::move(group));
@@ -337,6 +399,17 @@ struct CorpusEngine::Run {
       decoded.cancel();
       embedded.close();
     }
+  }
+
+  // A recording an engine took from the decoded queue: its wait there, in a traced run.
+  void taken_by(std::size_t engine_index, const Decoded& item) {
+    count("decoded recordings waiting", decoded_waiting, -1);
+    if (recorder == nullptr) return;
+    trace::Args args;
+    args.recordings = {shown_name(item.recording)};
+    args.number("engine", static_cast<double>(engine_index));
+    recorder->span("waiting for an engine", trace::kWait, trace::kCorpusProcess, item.index,
+                   item.decoded, Clock::now(), std::move(args));
   }
 
   // What log lines written while `group` is in the networks are about.
@@ -359,6 +432,17 @@ struct CorpusEngine::Run {
       recordings.emplace_back(item.audio.samples());
       stage(item.index, "networks");
     }
+    // Events on this thread, and on the segmentation threads it starts, name the group's
+    // recordings (the scheduler's embedding names each by its place in the group).
+    std::vector<std::string> names;
+    if (recorder != nullptr) {
+      for (const auto& item : group) names.push_back(shown_name(item.recording));
+    }
+    const trace::LaneBinding binding(
+        recorder != nullptr
+            ? trace::Lane{recorder, engine_process(engine_index), trace::kNetworksTrack, &names}
+            : trace::Lane{});
+    trace::Span networks("networks");
     std::vector<StageTimes> times;
     std::vector<pipeline::DiarizationIntermediates> intermediates;
     // Progress steps are where the networks can be left (abandon_on_stop).
@@ -380,6 +464,7 @@ struct CorpusEngine::Run {
           recordings, times, stop_check,
           [&group](std::size_t k, std::size_t sample) { group[k].audio.release_before(sample); });
     } catch (const std::exception& error) {
+      networks.finish();
       if (abandoning()) return;
       if (group.size() == 1) {
         report_failure(group.front().index, error.what(), group.front().decode_seconds,
@@ -394,6 +479,7 @@ struct CorpusEngine::Run {
       }
       return;
     }
+    networks.finish();
     const std::size_t group_size = group.size();
     for (std::size_t k = 0; k < group.size(); ++k) {
       Embedded item;
@@ -404,14 +490,29 @@ struct CorpusEngine::Run {
       item.decoded = std::move(group[k]);
       item.engine = engine_index;
       item.group_size = group_size;
+      trace::Span handing_on("waiting for clustering", trace::kWait);
+      if (handing_on) handing_on.args().recordings = {names[k]};
+      count("embedded recordings waiting", embedded_waiting, 1);
       if (!embedded.push(std::move(item))) return;
     }
   }
 
-  void clustering_loop() {
+  void clustering_loop(int thread) {
+    const trace::Lane clustering_lane =
+        lane(trace::kCorpusProcess, trace::kClusteringTrack + static_cast<std::uint32_t>(thread));
+    const trace::LaneBinding binding(clustering_lane, recorder != nullptr
+                                                          ? fmt::format("clustering {}", thread)
+                                                          : std::string());
     for (;;) {
       std::optional<Embedded> item = embedded.pop();
       if (!item) break;
+      count("embedded recordings waiting", embedded_waiting, -1);
+      // Clustering's and reconstruction's events (pipeline/diarizer.cpp) name the recording.
+      std::vector<std::string> name;
+      if (recorder != nullptr) name.push_back(shown_name(item->decoded.recording));
+      trace::Lane recording_lane = clustering_lane;
+      recording_lane.recordings = &name;
+      const trace::LaneBinding recording_binding(recording_lane);
       RecordingOutcome outcome;
       outcome.index = item->decoded.index;
       outcome.decode_seconds = item->decoded.decode_seconds;
@@ -431,6 +532,9 @@ struct CorpusEngine::Run {
         outcome.error = error.what();
       }
       outcome.wall_seconds = seconds_since(item->decoded.start);
+      // The result callback writes the outputs (corpus/corpus_run.h), or prints them.
+      trace::Span writing("writing");
+      if (writing) writing.args().number("engine", static_cast<double>(outcome.engine));
       report(std::move(outcome));
     }
   }
@@ -450,6 +554,9 @@ struct CorpusEngine::Run {
   std::atomic<bool> aborted{false};
   std::mutex report_mutex;
   std::exception_ptr failure;
+  trace::Recorder* recorder = nullptr;  // null: not traced
+  std::atomic<long> decoded_waiting{0};
+  std::atomic<long> embedded_waiting{0};
 };
 
 void CorpusEngine::run(std::span<const CorpusRecording> inputs, const ResultCallback& on_result,
@@ -465,18 +572,38 @@ void CorpusEngine::run(std::span<const CorpusRecording> inputs, const ResultCall
 
 void CorpusEngine::run(const RecordingSource& next, const ResultCallback& on_result,
                        const StageCallback& on_stage, const std::atomic<bool>* stop) {
-  Run state(*this, next, on_result, on_stage, stop);
+  std::unique_ptr<trace::Recorder> recorder;
+  if (!config_.trace_file.empty()) {
+    recorder = std::make_unique<trace::Recorder>();
+    recorder->name_process(trace::kCorpusProcess, "corpus: decoding, clustering, writing");
+    for (std::size_t e = 0; e < diarizers_.size(); ++e) {
+      const std::string device = device_label(*diarizers_[e]);
+      recorder->name_process(Run::engine_process(e), fmt::format("engine {} ({})", e, device),
+                             "device " + device);
+    }
+  }
+  Run state(*this, next, on_result, on_stage, stop, recorder.get());
   const int decoders = config_.decode_threads;
   state.decoders_running = decoders;
   state.engines_running = static_cast<int>(diarizers_.size());
   {
     std::vector<std::jthread> threads;
-    for (int i = 0; i < decoders; ++i) threads.emplace_back([&state] { state.decode_loop(); });
+    for (int i = 0; i < decoders; ++i) threads.emplace_back([&state, i] { state.decode_loop(i); });
     for (std::size_t e = 0; e < diarizers_.size(); ++e) {
       threads.emplace_back([&state, e] { state.engine_loop(e); });
     }
     for (int i = 0; i < config_.clustering_threads; ++i) {
-      threads.emplace_back([&state] { state.clustering_loop(); });
+      threads.emplace_back([&state, i] { state.clustering_loop(i); });
+    }
+  }
+  if (recorder) {
+    // Written also when the run failed (the trace shows how far it went); a trace that cannot be
+    // written fails a run that did not fail otherwise.
+    try {
+      recorder->write(config_.trace_file);
+    } catch (const std::exception& error) {
+      if (!state.failure) throw;
+      spdlog::warn("trace_file: {}", error.what());
     }
   }
   if (state.failure) std::rethrow_exception(state.failure);

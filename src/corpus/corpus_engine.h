@@ -74,6 +74,12 @@ struct CorpusConfig {
   // (and not reported) instead of finished: for callers that stop because nobody waits for the
   // results any more (a library batch being freed).
   bool abandon_on_stop = false;
+  // Where run() writes a trace of its stages when it ends: a Chrome trace-event JSON file
+  // (Perfetto, chrome://tracing; tools/trace_summary.py sums it per engine and device) with each
+  // recording's decode, its wait for an engine, every model call, embedding, clustering,
+  // reconstruction and writing, per thread (core/trace.h). Empty: nothing is recorded. Results
+  // are the same either way.
+  std::filesystem::path trace_file;
 
   // Fails past kMaxStageThreads threads per stage, and when the recordings decoded at once
   // (up to spill_samples each in memory) would not fit in the machine's memory.

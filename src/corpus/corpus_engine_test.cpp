@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "audio/mono_resampled_stream.h"
 #include "core/heap.h"
 #include "eval/rttm.h"
@@ -417,6 +419,127 @@ TEST_F(CorpusEngineTest, ASourceThatThrowsStopsTheRun) {
   EXPECT_THROW(engine.run([]() -> std::optional<CorpusRecording> { fail("manifest unreadable"); },
                           [](RecordingOutcome) {}),
                Error);
+}
+
+}  // namespace
+}  // namespace parley::corpus
+
+namespace parley::corpus {
+namespace {
+
+// Where each named recording's events lie in a trace: {recording: {event: (first start, last
+// end)}}, times in microseconds, asynchronous spans from their begin to their end.
+using Extents = std::map<std::string, std::map<std::string, std::pair<double, double>>>;
+
+Extents recording_extents(const nlohmann::json& trace) {
+  Extents extents;
+  const auto add = [&extents](const std::string& recording, const std::string& name, double start,
+                              double end) {
+    auto [found, added] = extents[recording].emplace(name, std::make_pair(start, end));
+    if (!added) {
+      found->second.first = std::min(found->second.first, start);
+      found->second.second = std::max(found->second.second, end);
+    }
+  };
+  std::map<std::string, nlohmann::json> begins;
+  for (const auto& event : trace.at("traceEvents")) {
+    const std::string phase = event.at("ph");
+    const nlohmann::json args = event.value("args", nlohmann::json::object());
+    std::vector<std::string> names;
+    if (args.contains("recording")) names.push_back(args.at("recording"));
+    if (args.contains("recordings")) {
+      for (const auto& name : args.at("recordings")) names.push_back(name);
+    }
+    if (phase == "X") {
+      const double start = event.at("ts");
+      for (const auto& name : names)
+        add(name, event.at("name"), start, start + event.at("dur").get<double>());
+    } else if (phase == "b") {
+      begins[event.at("id")] = event;
+    } else if (phase == "e") {
+      const nlohmann::json& begin = begins.at(event.at("id"));
+      add(begin.at("args").at("recording"), begin.at("name"), begin.at("ts"), event.at("ts"));
+    }
+  }
+  return extents;
+}
+
+// A corpus run writes its trace when asked: every recording's stages in order, each thread's
+// events nested or one after the other, model calls on the engines' tracks; the results are
+// those of the same run untraced.
+TEST_F(CorpusEngineTest, TraceCoversEveryRecordingsStagesAndChangesNoResult) {
+  std::vector<CorpusRecording> inputs = {inputs_[inputs_.size() - 2], inputs_.back()};
+  CorpusRecording in_memory;
+  in_memory.uri = "in-memory";
+  in_memory.samples = std::make_shared<const std::vector<float>>(
+      audio::load_mono_16k(inputs_[inputs_.size() - 2].audio));
+  inputs.push_back(in_memory);
+  const auto results = [&](const std::filesystem::path& trace_file) {
+    CorpusConfig corpus;
+    corpus.decode_threads = 2;
+    corpus.clustering_threads = 2;
+    corpus.trace_file = trace_file;
+    CorpusEngine engine(models_, engine_configs(config(1), {}, 2), corpus);
+    std::vector<std::string> rttms(inputs.size());
+    for (auto& [index, outcome] : run(engine, inputs)) {
+      EXPECT_TRUE(outcome.ok()) << outcome.error;
+      if (outcome.ok()) rttms[index] = rttm_of(*outcome.result);
+    }
+    return rttms;
+  };
+  const auto trace_file = *directory_ / "trace.json";
+  const std::vector<std::string> untraced = results({});
+  EXPECT_FALSE(std::filesystem::exists(trace_file));
+  EXPECT_EQ(results(trace_file), untraced);
+
+  std::ifstream stream(trace_file);
+  const nlohmann::json trace = nlohmann::json::parse(stream);
+  const Extents extents = recording_extents(trace);
+  const std::vector<std::string> order = {"decode",     "waiting for an engine", "networks",
+                                          "clustering", "reconstruction",        "writing"};
+  for (const auto& input : inputs) {
+    const std::string name = input.audio.empty() ? input.uri : input.audio.string();
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(extents.contains(name));
+    const auto& events = extents.at(name);
+    for (const std::string& stage : order) ASSERT_TRUE(events.contains(stage)) << stage;
+    for (const std::string stage : {"segmentation call", "embedding"}) {
+      ASSERT_TRUE(events.contains(stage)) << stage;
+      EXPECT_GE(events.at(stage).first, events.at("networks").first) << stage;
+      EXPECT_LE(events.at(stage).second, events.at("networks").second + 0.01) << stage;
+    }
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      EXPECT_LE(events.at(order[k - 1]).second, events.at(order[k]).first + 0.01)
+          << order[k - 1] << " before " << order[k];
+    }
+  }
+  // On one thread an event starts after the one before ended, or lies inside it.
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> threads;
+  std::size_t model_calls = 0;
+  for (const auto& event : trace.at("traceEvents")) {
+    if (event.at("ph") != "X") continue;
+    const double start = event.at("ts");
+    threads[{event.at("pid"), event.at("tid")}].emplace_back(start,
+                                                             start + event.at("dur").get<double>());
+    if (event.at("cat") == "model") {
+      ++model_calls;
+      EXPECT_GE(event.at("pid").get<int>(), 1) << "model calls are an engine's";
+    }
+  }
+  EXPECT_GT(model_calls, inputs.size());
+  for (auto& [thread, spans] : threads) {
+    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+      return a.first < b.first || (a.first == b.first && a.second > b.second);
+    });
+    std::vector<double> open;  // ends of the events holding the current one
+    for (const auto& [start, end] : spans) {
+      while (!open.empty() && start >= open.back() - 0.01) open.pop_back();
+      if (!open.empty()) {
+        EXPECT_LE(end, open.back() + 0.01) << "thread " << thread.first << "/" << thread.second;
+      }
+      open.push_back(end);
+    }
+  }
 }
 
 }  // namespace

@@ -32,6 +32,9 @@ EngineLayoutRequest layout_request(const nlohmann::json& values) {
         static_cast<int>(std::min(engines.get<double>(), double{std::numeric_limits<int>::max()}));
   }
   if (const auto jobs = value("jobs"); !jobs.is_null()) request.jobs = jobs.get<int>();
+  if (const auto trace = value("trace"); !trace.is_null()) {
+    request.trace_file = trace.get<std::string>();
+  }
   request.segmentation_layout_automatic =
       value("segmentation_batch").is_null() && value("segmentation_sessions").is_null();
   return request;
@@ -148,6 +151,7 @@ EngineLayout plan_engine_layout(const pipeline::DiarizationModels& models,
   layout.engines = engine_configs(engine, layout.devices, layout.engines_per_device);
   layout.corpus.decode_threads = request.jobs;
   layout.corpus.clustering_threads = request.jobs;
+  layout.corpus.trace_file = request.trace_file;
   layout.corpus.validate();
   return layout;
 }

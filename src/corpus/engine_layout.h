@@ -5,6 +5,7 @@
 // API, Python's parley.Batch and parley.distributed) builds it here, so that the same settings
 // give the same layout everywhere; describe() is the layout a user can query
 // (`parley diarize --print-layout`, parley_batch_layout).
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ struct EngineLayoutRequest {
   // Several engines on a GPU take use_several_engines_layout, unless the caller chose the
   // segmentation batch or sessions itself (false).
   bool segmentation_layout_automatic = true;
+  // Where the engine writes a trace of each run's stages (CorpusConfig::trace_file); empty: none.
+  std::filesystem::path trace_file;
 };
 
 // The request the option values name (pipeline/option_values.h's {name: value}): devices,

@@ -17,6 +17,7 @@
 #include "core/heap.h"
 #include "core/sample_rate.h"
 #include "core/stage_timer.h"
+#include "core/trace.h"
 #include "frames/postprocess.h"
 #include "frames/speaker_count.h"
 #include "models/model_locator.h"
@@ -507,6 +508,7 @@ DiarizationResult diarize_from_embeddings(
   cluster::ClusteringResult clusters;
   {
     ScopedStageTimer timer(times, "clustering");
+    const trace::Span span("clustering");
     clusters = cluster::cluster_embeddings(intermediates.embeddings, intermediates.segmentations,
                                            config.clustering, config.speakers, plda,
                                            intermediates.duration_seconds);
@@ -523,6 +525,7 @@ DiarizationResult diarize_from_embeddings(
   frames::FrameDiarization frames;
   {
     ScopedStageTimer timer(times, "reconstruction");
+    const trace::Span span("reconstruction");
     frames::PostprocessOptions options;
     options.max_speakers = config.speakers.resolved_max();
     options.min_duration_off = config.min_duration_off;

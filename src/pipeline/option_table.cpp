@@ -241,6 +241,15 @@ std::vector<OptionSpec> make_options() {
                    "where link_speakers writes its table (default: <out-dir>/speakers.tsv)",
                    kCliOnly, "--speakers-table"),
             "a file of the command-line run that link_speakers writes; no other face links"));
+  // What a run records about itself (corpus/corpus_engine.h's trace).
+  add(noted(option("trace", OptionType::kPath, nullptr,
+                   "with several recordings (or --manifest): write a Chrome trace-event JSON "
+                   "file of the run's stages per thread (Perfetto, chrome://tracing; "
+                   "tools/trace_summary.py sums it per engine and device)",
+                   kCliOnly, "--trace", "trace_file"),
+            "a profiling aid of the command line's corpus runs (CorpusConfig::trace_file and "
+            "EngineLayoutRequest::trace_file in the library); the C API, Python and "
+            "parley.distributed do not offer it yet"));
   // What a server's job may set alone: the clustering's inputs and how its result is written.
   // The networks' settings (step, embedding_mode) and the clustering method, whose PLDA the
   // server loads or not when it starts, are fixed for the server's life.
@@ -266,6 +275,7 @@ std::vector<OptionSpec> make_options() {
       {OptionTarget::kFace, {"exclusive", "format"}},
       {OptionTarget::kIdentity,
        {"voiceprints", "identify_threshold", "link_speakers", "speakers_table"}},
+      {OptionTarget::kDiagnostics, {"trace"}},
   };
   for (OptionSpec& spec : options) {
     const auto entry = std::find_if(targets.begin(), targets.end(), [&spec](const auto& target) {
@@ -376,6 +386,8 @@ std::string_view OptionSpec::target_name() const {
       return "face";
     case OptionTarget::kIdentity:
       return "identity";
+    case OptionTarget::kDiagnostics:
+      return "diagnostics";
   }
   return "face";
 }

@@ -15,6 +15,7 @@
 
 #include "core/bounded_queue.h"
 #include "core/sample_rate.h"
+#include "core/trace.h"
 #include "frames/powerset.h"
 
 namespace parley::pipeline {
@@ -170,7 +171,12 @@ class SegmentEmbedScheduler::Run {
       // so the count moves from the first segmented call on instead of waiting for the first
       // embedding range (32 chunks, or a whole pass of the shared trunk).
       progress_.begin("segmentation+embedding", 2 * chunk_count_);
-      segmentation_thread = std::jthread([this] { segment(); });
+      // The segmentation thread's events go to the caller's trace, on a track of its own.
+      segmentation_thread = std::jthread([this, lane = trace::current()] {
+        const trace::LaneBinding binding(
+            lane ? lane.on_track(trace::kSegmentationTrack) : trace::Lane{}, "segmentation");
+        segment();
+      });
     } else {
       progress_.begin("segmentation", chunk_count_);
       segment();
@@ -183,8 +189,13 @@ class SegmentEmbedScheduler::Run {
       ~CancelOnExit() { queue.cancel(); }
     } cancel_on_exit{queue_};
     for (;;) {
+      trace::Span waiting("waiting for segmentation", trace::kWait);
       std::optional<SegmentedBatch> batch = queue_.pop();
-      if (batch) keep_classes(*batch);
+      waiting.finish();
+      if (batch) {
+        const trace::Span keeping("keeping segmentation classes");
+        keep_classes(*batch);
+      }
       embed_ready_ranges();
       if (!batch) break;
     }
@@ -255,12 +266,22 @@ class SegmentEmbedScheduler::Run {
                                  static_cast<std::int64_t>(recording.embedded + count - 1)));
     }
     const auto embedding_start = Clock::now();
+    trace::Span span("embedding");
+    if (span) {
+      // The lane names the group's recordings in the order fed (corpus/corpus_engine.cpp).
+      const std::vector<std::string>* names = trace::current().recordings;
+      if (names != nullptr && r < names->size()) span.args().recordings = {(*names)[r]};
+      span.args()
+          .number("first_chunk", static_cast<double>(recording.embedded))
+          .number("chunks", static_cast<double>(count));
+    }
     const NdArray<float> embedded_range =
         embed_(recording.samples, recording.plan, recording.embedded,
                segmentations_of(recording, recording.embedded, count));
     std::copy(
         embedded_range.values().begin(), embedded_range.values().end(),
         intermediates_[r].embeddings.data() + recording.embedded * embedded_range.size() / count);
+    span.finish();
     times_[r].add("embedding", seconds_since(embedding_start));
     recording.embedded += count;
     release_passed_samples(r);

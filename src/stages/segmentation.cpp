@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/trace.h"
 #include "runtime/compile_cache.h"
 #include "runtime/provider.h"
 
@@ -365,12 +366,29 @@ void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std
   const std::string& input_name = first_convolution_ ? rest_input_ : signature_.input_name;
 
   const std::size_t worker_threads = std::min(workers_.size(), batch_count);
-  auto work = [&](Worker& worker) {
+  // Traced (core/trace.h), each worker's calls go on a track of their own in the caller's trace.
+  const trace::Lane caller = trace::current();
+  auto work = [&](std::size_t worker_index) {
+    Worker& worker = *workers_[worker_index];
+    const trace::LaneBinding binding(
+        caller ? caller.on_track(trace::kSegmentationWorkerTrack +
+                                 static_cast<std::uint32_t>(worker_index))
+               : trace::Lane{},
+        caller ? fmt::format("segmentation worker {}", worker_index) : std::string());
     try {
       while (!stop.load()) {
         const std::size_t batch = next_batch.fetch_add(1);
         if (batch >= batch_count) break;
         const runtime::BatchSlice& call = calls[batch];
+        // The call from its input to its scores handed on (the model's run is an event of its
+        // own inside it, runtime/onnx_session.cpp).
+        trace::Span traced_call("segmentation call");
+        if (traced_call) {
+          traced_call.args()
+              .number("first_chunk", static_cast<double>(call.offset))
+              .number("chunks", static_cast<double>(call.count))
+              .number("batch", static_cast<double>(call.bucket));
+        }
         if (worker.input.empty() || worker.input.dim(0) != call.bucket) {
           worker.input =
               first_convolution_
@@ -418,6 +436,9 @@ void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std
         NdArray<float> kept =
             call.padding() == 0 ? std::move(output) : runtime::truncate_axis(output, 0, call.count);
         fail_on_damaged_scores(kept);
+        // Scores go on in chunk order: a worker may wait here for an earlier call's, and the
+        // hand-on itself for room in the embedding side's queue.
+        const trace::Span handing_on("segmentation hand-on", trace::kWait);
         std::lock_guard lock(report_mutex);
         if (frames == 0) frames = kept.dim(1);
         if (kept.dim(1) != frames) {
@@ -444,13 +465,11 @@ void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std
   };
 
   if (worker_threads <= 1) {
-    work(*workers_.front());
+    work(0);
   } else {
     // jthreads join on destruction, also when starting a later one throws.
     std::vector<std::jthread> threads;
-    for (std::size_t t = 0; t < worker_threads; ++t) {
-      threads.emplace_back(work, std::ref(*workers_[t]));
-    }
+    for (std::size_t t = 0; t < worker_threads; ++t) threads.emplace_back(work, t);
     threads.clear();
   }
   if (first_error) std::rethrow_exception(first_error);
