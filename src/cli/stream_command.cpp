@@ -1,5 +1,6 @@
-// `parley stream FILE|-`: live diarization of a recording or of raw PCM arriving on standard
-// input, printing speaker-turn events as JSON lines while the audio goes by (docs/live.md).
+// `parley stream FILE|-`: live diarization of a recording or of WAV or raw PCM arriving on
+// standard input, printing speaker-turn events as JSON lines while the audio goes by
+// (docs/live.md).
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -465,8 +466,11 @@ void add_stream_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "stream",
       "Diarize live: speaker turns as JSON lines within a set latency of the audio (a file, or "
-      "raw PCM on standard input with -)");
-  command->add_option("input", arguments->input, "recording, raw PCM file, or - (standard input)")
+      "WAV or raw PCM on standard input with -)");
+  command
+      ->add_option("input", arguments->input,
+                   "recording, raw PCM file (--raw), or - (standard input: WAV, or raw PCM with "
+                   "--raw)")
       ->required();
   add_diarization_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);
