@@ -233,6 +233,10 @@ void add_serve_command(CLI::App& app) {
                    "live streams (/v1/stream) open at once (beyond: 503); each holds a connection")
       ->check(number_between(0, 4096))
       ->capture_default_str();
+  command->add_flag(
+      "--no-final-recluster{false}", config.allow_final_recluster,
+      "refuse live streams that ask final_recluster (its batch diarization at the stream's end "
+      "holds the models every live stream shares, and the audio waits in a temporary file)");
   command
       ->add_option("--header-timeout", config.header_timeout_seconds,
                    "seconds a request's line and headers may take to arrive")

@@ -1,5 +1,6 @@
-// `parley stream FILE|-`: live diarization of a recording or of raw PCM arriving on standard
-// input, printing speaker-turn events as JSON lines while the audio goes by (docs/live.md).
+// `parley stream FILE|-`: live diarization of a recording or of WAV or raw PCM arriving on
+// standard input, printing speaker-turn events as JSON lines while the audio goes by
+// (docs/live.md).
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -11,22 +12,26 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include <fmt/format.h>
 
+#include "audio/audio_source.h"
 #include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
 #include "core/error.h"
 #include "core/sample_rate.h"
 #include "models/speed_twin.h"
+#include "stream/pcm_input.h"
 #include "stream/real_time_pacer.h"
 #include "stream/stream_diarizer.h"
 
@@ -158,48 +163,180 @@ void stream_file(const StreamArguments& arguments, stream::StreamDiarizer& diari
   }
 }
 
-// Raw PCM from a file or standard input, in whatever pieces read() returns.
-void stream_raw(const StreamArguments& arguments, stream::StreamDiarizer& diarizer,
-                const StopOnSignal& stop) {
-  const bool from_stdin = arguments.input == "-";
-  const int fd = from_stdin ? STDIN_FILENO : ::open(arguments.input.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open {}: {}", arguments.input, std::strerror(errno));
-  const std::unique_ptr<const int, void (*)(const int*)> owned(from_stdin ? nullptr : &fd,
-                                                               [](const int* f) { ::close(*f); });
-  const bool int16 = arguments.raw_format == "s16le";
-  const std::size_t sample_bytes = int16 ? 2 : 4;
-  const std::size_t frame_bytes = sample_bytes * static_cast<std::size_t>(arguments.raw_channels);
+// What headerless PCM is: from --rate, --format and --channels, or from a WAV header.
+struct PcmShape {
+  double rate = 16000.0;
+  stream::PcmFormat format = stream::PcmFormat::kS16le;
+  int channels = 1;
+};
+
+// A file or standard input read in whatever pieces read() returns, with bytes looked at ahead
+// (a WAV header's) given back first.
+class PcmInput {
+ public:
+  PcmInput(const std::string& input, const StopOnSignal& stop)
+      : name_(input == "-" ? std::string("standard input") : input), stop_(stop) {
+    if (input != "-") {
+      fd_ = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) fail("cannot open {}: {}", input, std::strerror(errno));
+      owned_ = true;
+    }
+  }
+  ~PcmInput() {
+    if (owned_) ::close(fd_);
+  }
+  PcmInput(const PcmInput&) = delete;
+  PcmInput& operator=(const PcmInput&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  // Some bytes (at most into.size()); 0 at the end of the input or once a signal stops it.
+  std::size_t read(std::span<unsigned char> into) {
+    if (!ahead_.empty()) {
+      const std::size_t n = std::min(into.size(), ahead_.size());
+      std::memcpy(into.data(), ahead_.data(), n);
+      ahead_.erase(ahead_.begin(), ahead_.begin() + static_cast<std::ptrdiff_t>(n));
+      return n;
+    }
+    return read_some(fd_, into, stop_, name_);
+  }
+
+  // Exactly `count` bytes, fewer only where the input ends (or a signal stops it) first.
+  std::vector<unsigned char> read_exactly(std::size_t count) {
+    std::vector<unsigned char> bytes(count);
+    std::size_t got = 0;
+    while (got < count) {
+      const std::size_t n = read(std::span(bytes).subspan(got));
+      if (n == 0) break;
+      got += n;
+    }
+    bytes.resize(got);
+    return bytes;
+  }
+
+  // Gives `bytes` back to be read again first.
+  void unread(std::vector<unsigned char> bytes) {
+    bytes.insert(bytes.end(), ahead_.begin(), ahead_.end());
+    ahead_ = std::move(bytes);
+  }
+
+ private:
+  std::string name_;
+  const StopOnSignal& stop_;
+  int fd_ = STDIN_FILENO;
+  bool owned_ = false;
+  std::vector<unsigned char> ahead_;
+};
+
+std::uint32_t little_endian(const std::vector<unsigned char>& bytes, std::size_t at,
+                            std::size_t size) {
+  std::uint32_t value = 0;
+  for (std::size_t k = size; k-- > 0;) value = (value << 8) | bytes[at + k];
+  return value;
+}
+
+bool starts_with_riff(const std::vector<unsigned char>& bytes) {
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), "RIFF", 4) == 0;
+}
+
+// A WAV stream's header, read from a pipe as it comes (no seeking): the shape of its samples,
+// and the bytes its data chunk declares (none: until the input ends, as ffmpeg and arecord
+// declare 0xFFFFFFFF or a huge size when they write to a pipe). The input is left at the first
+// sample. Takes 16-bit PCM and 32-bit float, what ffmpeg (-f wav) and arecord write by default or
+// on request.
+std::pair<PcmShape, std::optional<std::uint64_t>> read_wav_header(PcmInput& input) {
+  const std::string& name = input.name();
+  const std::vector<unsigned char> riff = input.read_exactly(12);
+  if (riff.size() < 12 || !starts_with_riff(riff) || std::memcmp(riff.data() + 8, "WAVE", 4) != 0) {
+    fail("{}: starts with RIFF but is not a WAVE stream (or ends inside its header)", name);
+  }
+  std::optional<PcmShape> shape;
+  for (;;) {
+    const std::vector<unsigned char> chunk = input.read_exactly(8);
+    if (chunk.size() < 8) fail("{}: the WAV stream ends before its data chunk", name);
+    const std::string id(chunk.begin(), chunk.begin() + 4);
+    const std::uint32_t size = little_endian(chunk, 4, 4);
+    if (id == "data") {
+      if (!shape) fail("{}: the WAV stream has no fmt chunk before its data", name);
+      std::optional<std::uint64_t> declared;
+      if (size != 0 && size != 0xFFFFFFFFU) declared = size;
+      return {*shape, declared};
+    }
+    // Chunks are padded to an even size. A fmt chunk is at most a few dozen bytes; others
+    // (LIST, fact) are skipped a piece at a time.
+    std::uint64_t left = std::uint64_t{size} + (size % 2);
+    if (id == "fmt ") {
+      if (size < 16 || size > 1024) fail("{}: the WAV stream's fmt chunk is damaged", name);
+      const std::vector<unsigned char> fmt = input.read_exactly(static_cast<std::size_t>(left));
+      if (fmt.size() < left) fail("{}: the WAV stream ends inside its fmt chunk", name);
+      std::uint32_t tag = little_endian(fmt, 0, 2);
+      // WAVE_FORMAT_EXTENSIBLE: the sub-format GUID starts with the tag.
+      if (tag == 0xFFFE && size >= 26) tag = little_endian(fmt, 24, 2);
+      const std::uint32_t bits = little_endian(fmt, 14, 2);
+      PcmShape found;
+      found.channels = static_cast<int>(little_endian(fmt, 2, 2));
+      found.rate = little_endian(fmt, 4, 4);
+      if (tag == 1 && bits == 16) {
+        found.format = stream::PcmFormat::kS16le;
+      } else if (tag == 3 && bits == 32) {
+        found.format = stream::PcmFormat::kF32le;
+      } else {
+        fail(
+            "{}: WAV of format {} with {}-bit samples is not read from a pipe; send 16-bit PCM "
+            "(ffmpeg -c:a pcm_s16le, arecord -f S16_LE) or 32-bit float, or give a file",
+            name, tag, bits);
+      }
+      if (found.channels < 1 || found.channels > 64 || found.rate < audio::kMinSampleRate ||
+          found.rate > audio::kMaxSampleRate) {
+        fail(
+            "{}: the WAV stream declares {} channels at {} Hz; parley takes 1 to 64 channels at "
+            "{} to {} Hz",
+            name, found.channels, found.rate, audio::kMinSampleRate, audio::kMaxSampleRate);
+      }
+      shape = found;
+      continue;
+    }
+    while (left > 0) {
+      const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(left, 65536));
+      const std::vector<unsigned char> skipped = input.read_exactly(piece);
+      if (skipped.size() < piece) fail("{}: the WAV stream ends before its data chunk", name);
+      left -= piece;
+    }
+  }
+}
+
+// PCM of `shape` from `input` (at most `limit` bytes), pushed as it comes.
+void stream_pcm(const StreamArguments& arguments, PcmInput& input, const PcmShape& shape,
+                std::optional<std::uint64_t> limit, stream::StreamDiarizer& diarizer) {
+  const std::size_t frame_bytes =
+      stream::pcm_sample_bytes(shape.format) * static_cast<std::size_t>(shape.channels);
   // 20 ms of input per read, whole frames; a partial frame waits for the next read.
   std::vector<unsigned char> bytes(
-      std::max<std::size_t>(1, static_cast<std::size_t>(arguments.raw_rate / 50)) * frame_bytes);
+      std::max<std::size_t>(1, static_cast<std::size_t>(shape.rate / 50)) * frame_bytes);
   std::vector<unsigned char> carry;
-  std::vector<std::int16_t> pcm;
-  std::vector<float> floats;
-  std::optional<stream::RealTimePacer> paced = pacer(arguments.realtime, arguments.raw_rate);
+  std::optional<stream::RealTimePacer> paced = pacer(arguments.realtime, shape.rate);
   for (;;) {
-    const std::size_t got = read_some(fd, bytes, stop, arguments.input);
+    std::span<unsigned char> into(bytes);
+    if (limit)
+      into = into.first(static_cast<std::size_t>(std::min<std::uint64_t>(*limit, into.size())));
+    const std::size_t got = into.empty() ? 0 : input.read(into);
     if (got == 0) break;
+    if (limit) *limit -= got;
     carry.insert(carry.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(got));
     const std::size_t whole = carry.size() / frame_bytes * frame_bytes;
-    const std::size_t samples = whole / sample_bytes;
-    const std::optional<Clock::time_point> arrival =
-        arrive(paced, samples / static_cast<std::size_t>(arguments.raw_channels));
-    if (int16) {
-      pcm.resize(samples);
-      std::memcpy(pcm.data(), carry.data(), whole);  // little-endian hosts only (x86, arm64)
-      diarizer.push_int16(pcm, arguments.raw_channels, arrival);
-    } else {
-      floats.resize(samples);
-      std::memcpy(floats.data(), carry.data(), whole);
-      for (float& v : floats) v = std::isfinite(v) ? v : 0.0F;
-      diarizer.push_interleaved(floats, arguments.raw_channels, arrival);
+    const std::optional<Clock::time_point> arrival = arrive(paced, whole / frame_bytes);
+    try {
+      stream::push_pcm(diarizer, std::span(carry).first(whole), shape.format, shape.channels,
+                       arrival);
+    } catch (const Error& error) {
+      fail("{}: {}", input.name(), error.what());
     }
     carry.erase(carry.begin(), carry.begin() + static_cast<std::ptrdiff_t>(whole));
     print_events(diarizer);
   }
   if (!carry.empty()) {
     spdlog::warn("{}: the input ended inside a sample frame; its last {} bytes were ignored",
-                 arguments.input, carry.size());
+                 input.name(), carry.size());
   }
 }
 
@@ -255,15 +392,13 @@ void run_stream(StreamArguments arguments, const CLI::App& command) {
         "got {}",
         format);
   }
-  if (arguments.input == "-" && !arguments.raw) {
-    fail("reading standard input needs --raw with --rate, --format and --channels (raw PCM)");
-  }
+  const bool from_stdin = arguments.input == "-";
   stream::StreamConfig& config = arguments.config;
   config.sample_rate = arguments.raw ? arguments.raw_rate : kSampleRate;
   if (flags.max_speakers) config.max_speakers = static_cast<std::size_t>(*flags.max_speakers);
   config.embedding = stream::parse_stream_embedding(arguments.embedding);
   config.validate();
-  if (!arguments.raw) {
+  if (!arguments.raw && !from_stdin) {
     // A typo fails before the models load.
     static_cast<void>(audio::open_audio_source(arguments.input));
   }
@@ -273,14 +408,43 @@ void run_stream(StreamArguments arguments, const CLI::App& command) {
 
   // Before the models load: their threads inherit the blocked signals.
   const StopOnSignal stop;
+  // Raw PCM, or WAV from a pipe: its header is read as it comes, before the models load, so that
+  // what is not WAV fails at once.
+  std::optional<PcmInput> pcm;
+  PcmShape shape{
+      arguments.raw_rate,
+      arguments.raw_format == "f32le" ? stream::PcmFormat::kF32le : stream::PcmFormat::kS16le,
+      arguments.raw_channels};
+  std::optional<std::uint64_t> limit;
+  if (arguments.raw || from_stdin) {
+    pcm.emplace(arguments.input, stop);
+    std::vector<unsigned char> head = pcm->read_exactly(4);
+    const bool wav = starts_with_riff(head);
+    pcm->unread(std::move(head));
+    if (from_stdin && !arguments.raw) {
+      if (!wav && !stop.requested()) {
+        fail(
+            "standard input does not start with a WAV header (RIFF): for headerless PCM add --raw "
+            "with --rate, --format and --channels");
+      }
+      if (wav) std::tie(shape, limit) = read_wav_header(*pcm);
+      config.sample_rate = shape.rate;
+      config.validate();
+    } else if (wav) {
+      spdlog::warn(
+          "{} starts with a WAV header (RIFF), read as samples because of --raw (leave --raw "
+          "out to read it as WAV)",
+          pcm->name());
+    }
+  }
   const pipeline::DiarizationModels paths = resolve_models(arguments.engine, flags);
   // Loud on purpose, even with --quiet (as `parley diarize`): labels from a twin are noise.
   models::warn_if_speed_twin(paths.embedding);
   const stream::StreamModels models(paths, diarization_config(arguments.engine, flags));
   stream::StreamDiarizer diarizer(models, config);
   spdlog::debug("stream embedding: {}", stream::stream_embedding_name(diarizer.embedding()));
-  if (arguments.raw) {
-    stream_raw(arguments, diarizer, stop);
+  if (pcm) {
+    stream_pcm(arguments, *pcm, shape, limit, diarizer);
   } else {
     stream_file(arguments, diarizer, stop);
   }
@@ -302,8 +466,11 @@ void add_stream_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "stream",
       "Diarize live: speaker turns as JSON lines within a set latency of the audio (a file, or "
-      "raw PCM on standard input with -)");
-  command->add_option("input", arguments->input, "recording, raw PCM file, or - (standard input)")
+      "WAV or raw PCM on standard input with -)");
+  command
+      ->add_option("input", arguments->input,
+                   "recording, raw PCM file (--raw), or - (standard input: WAV, or raw PCM with "
+                   "--raw)")
       ->required();
   add_diarization_flags(*command, arguments->flags);
   add_engine_flags(*command, arguments->engine);

@@ -8,9 +8,11 @@ parley=$1 source_dir=$2 work=$3
 rm -rf "$work"; mkdir -p "$work/models"
 check() { if ! eval "$1"; then echo "FAILED: $2" >&2; exit 1; fi; }
 
-# Standard input is raw PCM only; --format takes sample or output formats; bounds in the flags.
+# Standard input is WAV, or raw PCM with --raw; --format takes sample or output formats; bounds in
+# the flags.
 status=0; "$parley" stream - </dev/null 2>"$work/err" || status=$?
-check '[ "$status" -ne 0 ] && grep -q -- "--raw" "$work/err"' "stdin without --raw"
+check '[ "$status" -ne 0 ] && grep -q -- "not start with a WAV header.*--raw" "$work/err"' \
+  "stdin that is not WAV, without --raw"
 status=0; "$parley" stream - --raw --format mp3 </dev/null 2>"$work/err" || status=$?
 check '[ "$status" -ne 0 ] && grep -q "s16le or f32le" "$work/err"' "unknown --format"
 status=0; "$parley" stream x.wav --latency 9 2>"$work/err" || status=$?
@@ -65,6 +67,69 @@ check '[ "$status" -ne 0 ] && grep -q "10 ms" "$work/err"' "rolling refused off 
 "$parley" stream "$recording" --models "$work/models" --threads 2 --step 2 -q >/dev/null 2>"$work/quiet"
 check '[ -z "$(grep -v "^!!!!\|speed twin with random weights" "$work/quiet")" ] && grep -q "speed twin" "$work/quiet"' \
   "-q: nothing but the speed-twin notice"
+
+# Raw PCM of any shape, and WAV from a pipe, give the events of the same audio read as a file.
+# The recording at 8 kHz in stereo (every other sample; the right channel at half the left):
+# as a WAV file (decoded: downmix, then resampling), as raw f32le with --rate/--channels/--format,
+# and as WAV on standard input, as ffmpeg writes it to a pipe (sizes 0xFFFFFFFF, a LIST chunk
+# before the data) and as `cat` of the file (exact sizes).
+/usr/bin/python3 - "$recording" "$work" <<"PY"
+import array, struct, sys, wave
+recording, work = sys.argv[1], sys.argv[2]
+with wave.open(recording) as audio:
+    mono = array.array("h", audio.readframes(audio.getnframes()))[::2]
+stereo = array.array("h")
+for value in mono:
+    stereo.extend((value, value // 2))
+with wave.open(f"{work}/stereo8k.wav", "wb") as out:
+    out.setnchannels(2); out.setsampwidth(2); out.setframerate(8000)
+    out.writeframes(stereo.tobytes())
+with open(f"{work}/stereo8k.f32", "wb") as out:
+    out.write(array.array("f", (value / 32768.0 for value in stereo)).tobytes())
+fmt = struct.pack("<HHIIHH", 1, 2, 8000, 8000 * 4, 4, 16)
+header = (b"RIFF" + struct.pack("<I", 0xFFFFFFFF) + b"WAVE" + b"LIST" + struct.pack("<I", 5)
+          + b"INFOx\0" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data"
+          + struct.pack("<I", 0xFFFFFFFF))
+with open(f"{work}/piped.wav", "wb") as out:
+    out.write(header + stereo.tobytes())
+PY
+decisions() { /usr/bin/python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    event = json.loads(line); event.pop("latency"); print(json.dumps(event, sort_keys=True))
+' "$1"; }
+live_flags=(--models "$work/models" --threads 2 --step 2)
+"$parley" stream "$work/stereo8k.wav" "${live_flags[@]}" -q >"$work/file.jsonl"
+check '[ "$(grep -c turn_end "$work/file.jsonl")" -gt 0 ]' "the 8 kHz stereo file gives turns"
+"$parley" stream "$work/stereo8k.f32" --raw --rate 8000 --channels 2 --format f32le \
+  "${live_flags[@]}" -q >"$work/raw.jsonl"
+check '[ "$(decisions "$work/raw.jsonl")" = "$(decisions "$work/file.jsonl")" ]' \
+  "raw f32le stereo at 8 kHz gives the WAV file's events"
+"$parley" stream - "${live_flags[@]}" -q <"$work/piped.wav" >"$work/piped.jsonl"
+check '[ "$(decisions "$work/piped.jsonl")" = "$(decisions "$work/file.jsonl")" ]' \
+  "WAV piped as ffmpeg writes it gives the file's events"
+cat "$work/stereo8k.wav" | "$parley" stream - "${live_flags[@]}" -q >"$work/cat.jsonl"
+check '[ "$(decisions "$work/cat.jsonl")" = "$(decisions "$work/file.jsonl")" ]' \
+  "WAV on standard input gives the file's events"
+# A NaN in raw f32le is refused, as the WebSocket refuses it (one rule: stream/pcm_input.h).
+/usr/bin/python3 -c '
+import struct, sys
+sys.stdout.buffer.write(struct.pack("<8000f", *([0.0] * 4000 + [float("nan")] + [0.0] * 3999)))
+' >"$work/nan.f32"
+status=0; "$parley" stream "$work/nan.f32" --raw --format f32le "${live_flags[@]}" -q \
+  >/dev/null 2>"$work/err" || status=$?
+check '[ "$status" -eq 1 ] && grep -q "nan.f32: f32le audio holds a sample that is not a number" "$work/err"' \
+  "a NaN in raw f32le is refused"
+# A WAV stream of a sample format not read from a pipe says what to send.
+/usr/bin/python3 -c '
+import struct, sys
+fmt = struct.pack("<HHIIHH", 1, 1, 16000, 48000, 3, 24)
+sys.stdout.buffer.write(b"RIFF" + struct.pack("<I", 0) + b"WAVE" + b"fmt " + struct.pack("<I", 16) + fmt
+                        + b"data" + struct.pack("<I", 0) + bytes(300))
+' >"$work/s24.wav"
+status=0; "$parley" stream - "${live_flags[@]}" <"$work/s24.wav" >/dev/null 2>"$work/err" || status=$?
+check '[ "$status" -eq 1 ] && grep -q "24-bit samples is not read from a pipe" "$work/err"' \
+  "24-bit WAV on standard input is refused with what to send"
 
 # --realtime paces the input: 4 s of audio take at least 4 s from the first read, and a final
 # event's latency counts from its audio's nominal arrival, so it is never under the setting

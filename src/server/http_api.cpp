@@ -639,12 +639,22 @@ void HttpApi::open_live_stream(const httplib::Request& request, httplib::Respons
                fmt::format("format must be s16le or f32le (got '{}')", value.substr(0, 40)));
       }
     } else if (name == "step" || name == "latency" || name == "provisional" ||
-               name == "final_recluster" || name == "embedding") {
+               name == "final_recluster" || name == "embedding" || name == "max_speakers" ||
+               name == "match_threshold") {
+      // Any value but false is refused where final_recluster is: true, or a value it refuses.
+      if (name == "final_recluster" && !config_.allow_final_recluster && value != "false" &&
+          value != "0") {
+        refuse(400, "bad_request",
+               "this server does not take final_recluster (its operator turned it off: it holds "
+               "the models for the whole batch diarization at the stream's end, and the audio in "
+               "a temporary file meanwhile); leave it out");
+      }
       stream_request.settings[name] = value;
     } else {
       refuse(400, "bad_request",
              fmt::format("unknown parameter '{}' (rate, format, channels, step, latency, "
-                         "provisional, final_recluster, embedding, token)",
+                         "provisional, final_recluster, embedding, max_speakers, "
+                         "match_threshold, token)",
                          valid_utf8(name.substr(0, 40))));
     }
   }

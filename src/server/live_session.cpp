@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -42,7 +43,7 @@ class Session {
         reader_(limits.max_message_bytes) {}
 
   void run(std::string buffered, const std::function<bool()>& stopping) {
-    last_received_ = last_sent_ = Clock::now();
+    last_received_ = last_sent_ = anchor_ = Clock::now();
     if (!buffered.empty()) receive(buffered);
     std::array<char, 16 * 1024> buffer{};
     while (!dropped_) {
@@ -56,7 +57,11 @@ class Session {
         close(ws::kPolicyViolation, "nothing received for too long");
       }
       pollfd entry{sock_, static_cast<short>(POLLIN | (out_.empty() ? 0 : POLLOUT)), 0};
-      const int ready = ::poll(&entry, 1, 100);
+      // Bytes already there when the session asks are a backlog: they arrived while it worked
+      // (or the client sends faster than real time). Else it waits for them (arrival()).
+      int ready = ::poll(&entry, 1, 0);
+      backlog_ = ready > 0 && (entry.revents & POLLIN) != 0;
+      if (!backlog_ && ready >= 0) ready = ::poll(&entry, 1, 100);
       if (ready < 0 && errno != EINTR) return drop("poll failed");
       if (ready <= 0) continue;
       if ((entry.revents & POLLOUT) != 0) send_some();
@@ -119,14 +124,33 @@ class Session {
                                "format's sample size times the channels)",
                                request_.bytes_per_frame()));
     }
+    const Clock::time_point arrived = arrival(pcm.size() / request_.bytes_per_frame());
     if (!guarded([&] {
-          stream_.push(pcm);
+          stream_.push(pcm, arrived);
           send_events(stream_.take_events());
         })) {
       return;
     }
     metrics_.add_streamed_audio(static_cast<double>(pcm.size() / request_.bytes_per_frame()) /
                                 request_.sample_rate);
+  }
+
+  // When a message's audio arrived, for its events' latencies, taking the client for a real-time
+  // source: the stream's start (anchor_) plus the audio received so far, where that is earlier
+  // than now. Audio that waited on the server (in the socket while an earlier message was being
+  // diarized) thus counts from when it was captured, and a server that falls behind shows it in
+  // every latency; audio sent faster than real time counts from now, never from the future. A
+  // message the session had to wait for shows that the server was not behind: if it came later
+  // than the real-time pace (a client that paused, or a network delay), the pause is the client's,
+  // and the start moves by it.
+  Clock::time_point arrival(std::size_t frames) {
+    const Clock::time_point now = Clock::now();
+    received_frames_ += frames;
+    const auto received = seconds(static_cast<double>(received_frames_) / request_.sample_rate);
+    if (!backlog_ && anchor_ + received < now) anchor_ = now - received;
+    // The rest of the bytes already read waited while this message was diarized.
+    backlog_ = true;
+    return std::min(now, anchor_ + received);
   }
 
   void command(const std::string& text) {
@@ -206,6 +230,9 @@ class Session {
   Clock::time_point last_received_;
   Clock::time_point last_sent_;
   Clock::time_point close_deadline_;
+  Clock::time_point anchor_;  // when the stream's first sample was captured, at the latest
+  std::uint64_t received_frames_ = 0;
+  bool backlog_ = false;  // the bytes being handled were there before the session asked
   bool close_sent_ = false;
   bool close_received_ = false;
   bool dropped_ = false;

@@ -5,6 +5,7 @@
 // events and the result. The session runs on its connection's thread and never holds more than
 // one message from the client and max_send_bytes of answers: a client that stops reading what
 // the server sends is dropped instead of filling memory or holding the stream.
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -37,8 +38,10 @@ struct LiveStreamRequest {
 class LiveStream {
  public:
   virtual ~LiveStream() = default;
-  // PCM of the request's format, a whole number of frames.
-  virtual void push(std::string_view pcm) = 0;
+  // PCM of the request's format, a whole number of frames, which arrived at `arrival` (the
+  // events' latencies count from it): when the audio would have been captured by a real-time
+  // source, for audio that waited on the server (run_live_session says how it is told).
+  virtual void push(std::string_view pcm, std::chrono::steady_clock::time_point arrival) = 0;
   // Events that became ready since the last call.
   virtual std::vector<std::string> take_events() = 0;
   // End of audio: the last events, then {"type":"result", ...} with the stream's result.

@@ -31,7 +31,7 @@ constexpr std::uint32_t kMask = 0x01020304;
 class CountingStream : public LiveStream {
  public:
   explicit CountingStream(const LiveStreamRequest& request) : request_(request) {}
-  void push(std::string_view pcm) override {
+  void push(std::string_view pcm, Clock::time_point) override {
     const std::size_t frames = pcm.size() / request_.bytes_per_frame();
     total_ += frames;
     events_.push_back(nlohmann::json{{"type", "audio"}, {"frames", frames}}.dump());
@@ -178,6 +178,7 @@ class LiveStreamTest : public ::testing::Test {
     config.state_dir = folder_ / "state";
     config.token = "secret";
     config.max_streams = max_streams;
+    config.allow_final_recluster = allow_final_recluster_;
     store_ = std::make_unique<JobStore>(config.state_dir);
     api_ = std::make_unique<HttpApi>(config, EngineInfo{}, *store_, runner_, metrics_);
     api_->enable_live_streams([](const LiveStreamRequest& request) -> std::unique_ptr<LiveStream> {
@@ -213,6 +214,7 @@ class LiveStreamTest : public ::testing::Test {
   std::unique_ptr<HttpApi> api_;
   std::thread serving_;
   int port_ = 0;
+  bool allow_final_recluster_ = true;
 };
 
 TEST_F(LiveStreamTest, StreamsEventsAndEndsWithTheResult) {
@@ -283,6 +285,25 @@ TEST_F(LiveStreamTest, AuthAndRefusals) {
       Client(port_).head("GET /v1/stream?token=secret HTTP/1.1\r\nHost: localhost\r\n\r\n");
   EXPECT_EQ(plain.rfind("HTTP/1.1 426", 0), 0u) << plain;
   EXPECT_TRUE(streams_become(0));
+}
+
+TEST_F(LiveStreamTest, FinalReclusterIsRefusedWhereTheServerSaysSo) {
+  allow_final_recluster_ = false;
+  start();
+  const std::string refused = Client(port_).upgrade("/v1/stream?token=secret&final_recluster=true");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 400", 0), 0u) << refused;
+  EXPECT_EQ(
+      Client(port_).upgrade("/v1/stream?token=secret&final_recluster=yes").rfind("HTTP/1.1 400", 0),
+      0u);
+  // Left out or false, the stream opens.
+  EXPECT_EQ(Client(port_)
+                .upgrade("/v1/stream?token=secret&final_recluster=false")
+                .rfind("HTTP/1.1 101", 0),
+            0u);
+  EXPECT_EQ(Client(port_)
+                .upgrade("/v1/stream?token=secret&max_speakers=1&match_threshold=0.5")
+                .rfind("HTTP/1.1 101", 0),
+            0u);
 }
 
 TEST_F(LiveStreamTest, StreamsBeyondTheLimitAre503) {
@@ -359,7 +380,7 @@ TEST_F(LiveStreamTest, StoppingTheServerClosesOpenStreams) {
 // A stream whose every event is large, driven over a socket pair whose client never reads.
 class LoudStream : public LiveStream {
  public:
-  void push(std::string_view) override { ++pushes_; }
+  void push(std::string_view, Clock::time_point) override { ++pushes_; }
   std::vector<std::string> take_events() override {
     return std::vector<std::string>(std::exchange(pushes_, 0), std::string(64 * 1024, 'x'));
   }
@@ -396,6 +417,90 @@ TEST(LiveSession, ClientThatDoesNotReadIsDropped) {
   session.join();
   ::close(pair[0]);
   ::close(pair[1]);
+}
+
+// Records, for each push, how long its audio had waited by the session's account (the time of
+// the push less the arrival it was given); each push takes `work`, as a stalled server would.
+class ArrivalStream : public LiveStream {
+ public:
+  explicit ArrivalStream(Clock::duration work) : work_(work) {}
+  void push(std::string_view, Clock::time_point arrival) override {
+    waits_.push_back(std::chrono::duration<double>(Clock::now() - arrival).count());
+    std::this_thread::sleep_for(work_);
+  }
+  std::vector<std::string> take_events() override { return {}; }
+  std::vector<std::string> finish() override { return {}; }
+  const std::vector<double>& waits() const { return waits_; }
+
+ private:
+  Clock::duration work_;
+  std::vector<double> waits_;
+};
+
+// 100 ms messages of 16 kHz s16le sent by `pace` (each sent once `every` has passed since the
+// last, `pause` before the `pause_at`-th), then a close; the waits the stream was told of.
+std::vector<double> waits_of(Clock::duration work, Clock::duration every, std::size_t messages,
+                             std::size_t pause_at = 0, Clock::duration pause = {}) {
+  int pair[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  ArrivalStream stream(work);
+  LiveStreamRequest request;
+  LiveSessionLimits limits;
+  Metrics metrics;
+  std::thread session([&] {
+    run_live_session(
+        pair[0], "", stream, request, limits, [] { return false; }, metrics);
+  });
+  const std::string message =
+      ws::encode_client_frame(ws::Opcode::kBinary, std::string(3200, '\0'), kMask);
+  auto next = Clock::now();
+  for (std::size_t k = 0; k < messages; ++k) {
+    if (k == pause_at && pause_at > 0) next += pause;
+    std::this_thread::sleep_until(next);
+    EXPECT_EQ(::send(pair[1], message.data(), message.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(message.size()));
+    next += every;
+  }
+  const std::string close = ws::encode_client_frame(ws::Opcode::kClose, "\x03\xe8", kMask);
+  ::send(pair[1], close.data(), close.size(), MSG_NOSIGNAL);
+  session.join();
+  ::close(pair[0]);
+  ::close(pair[1]);
+  return stream.waits();
+}
+
+// Audio sent faster than real time counts from when it is pushed: no wait, never a negative one.
+TEST(LiveSessionArrival, FasterThanRealTimeShowsNoLag) {
+  const std::vector<double> waits = waits_of(std::chrono::milliseconds(0), {}, 30);
+  ASSERT_EQ(waits.size(), 30u);
+  // (A loaded machine may hold the session's thread back a little: that is lag too.)
+  for (const double wait : waits) {
+    EXPECT_GE(wait, 0.0);
+    EXPECT_LT(wait, 0.3);
+  }
+}
+
+// A real-time client and a server three times slower than real time (each 100 ms message takes
+// 300 ms): the audio's wait grows by about 0.2 s a message, and the latencies show it.
+TEST(LiveSessionArrival, AServerFallingBehindShowsGrowingLag) {
+  const std::vector<double> waits =
+      waits_of(std::chrono::milliseconds(300), std::chrono::milliseconds(100), 10);
+  ASSERT_EQ(waits.size(), 10u);
+  for (std::size_t k = 1; k < waits.size(); ++k) EXPECT_GT(waits[k], waits[k - 1] + 0.05) << k;
+  EXPECT_GT(waits.back(), 1.4);  // 9 x 0.2 s, less the scheduling's slack
+}
+
+// A real-time client that pauses: the pause is the client's, not a lag of the server's.
+TEST(LiveSessionArrival, AClientsPauseIsNotLag) {
+  const std::vector<double> waits =
+      waits_of(std::chrono::milliseconds(0), std::chrono::milliseconds(100), 10, 5,
+               std::chrono::milliseconds(1000));
+  ASSERT_EQ(waits.size(), 10u);
+  // (A loaded machine may hold the session's thread back a little: that is lag too.)
+  for (const double wait : waits) {
+    EXPECT_GE(wait, 0.0);
+    EXPECT_LT(wait, 0.3);
+  }
 }
 
 }  // namespace

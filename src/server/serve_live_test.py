@@ -8,7 +8,7 @@ A small WebSocket client of its own (RFC 6455, standard library only) streams an
 as 16 kHz s16le: events arrive while it streams, the result ends the stream and matches the
 turns the events announced and `parley stream` of the same file with the same settings; then
 the embedding parameter (window against `parley stream --stream-embedding window`, an unknown
-choice refused), auth (401, the token as query parameter and as subprotocol), the stream limit
+choice refused), max_speakers and match_threshold taking effect, auth (401, the token as query parameter and as subprotocol), the stream limit
 (503), hostile frames closed with their code, a client that leaves mid-stream (the stream is
 freed, the server stays healthy), and SIGTERM with streams open (close 1001, a prompt exit).
 Exits 77 (skipped) without the shared folder."""
@@ -128,8 +128,8 @@ def metric(server, name):
     return float(found.group(1))
 
 
-def wait_streams(server, count):
-    deadline = time.time() + 10
+def wait_streams(server, count, timeout=10):
+    deadline = time.time() + timeout
     while metric(server, "parley_live_streams") != count and time.time() < deadline:
         time.sleep(0.1)
     return metric(server, "parley_live_streams") == count
@@ -226,6 +226,31 @@ try:
     check(decisions(window_events) == decisions(cli_window),
           f"embedding=window serves `parley stream --stream-embedding window`'s events "
           f"({len(window_events) - 1} vs {len(cli_window)})")
+    # The live clustering's settings, as `parley stream --max-speakers --match-threshold`:
+    # max_speakers=1 leaves one speaker where the defaults found several; a match threshold of 0
+    # (no voice is a known speaker) makes more speakers than one of 2 (every voice is).
+    # (15 s of the recording at a 2 s step: a quarter of the windows, on a busy CI machine.)
+    def speakers_with(query):
+        stream = Client(server, f"?token={TOKEN}&latency=2&step=2{query}")
+        check(stream.status == 101, f"upgrade with {query}: {stream.head}")
+        clip = pcm[:15 * 32000]
+        for offset in range(0, len(clip), 32000):
+            stream.send_frame(0x2, clip[offset:offset + 32000])
+        stream.send_frame(0x1, b'{"type":"finish"}')
+        stream_events, stream_code = stream.events_until_close()
+        stream.close()
+        check(stream_code == 1000 and stream_events[-1]["type"] == "result",
+              f"the stream with {query} ends with its result (close {stream_code})")
+        return {turn["speaker"] for turn in stream_events[-1]["json"]["diarization"]}
+    default_speakers = {turn["speaker"] for turn in result["json"]["diarization"]}
+    check(len(default_speakers) > 1, f"the defaults find several speakers: {default_speakers}")
+    check(len(speakers_with("&max_speakers=1")) == 1, "max_speakers=1 gives one speaker")
+    never, always = speakers_with("&match_threshold=0"), speakers_with("&match_threshold=2")
+    check(len(never) > len(always), f"match_threshold 0 makes more speakers than 2 "
+                                    f"({len(never)} vs {len(always)})")
+    for query in ("&max_speakers=0", "&max_speakers=two", "&match_threshold=3"):
+        check(Client(server, f"?token={TOKEN}{query}").status == 400, f"{query}: 400")
+
     refused = Client(server, f"?token={TOKEN}&embedding=whole")
     check(refused.status == 400, f"embedding=whole: 400 ({refused.head})")
     refused.close()
@@ -269,7 +294,8 @@ try:
     leaver.send_frame(0x2, pcm[:16000 * 2 * 12])
     leaver.sock.sendall(bytes([0x82, 0xFE, 0x10, 0x00, 1, 2, 3, 4]) + b"\0" * 100)
     leaver.close()
-    check(wait_streams(server, 0), "a client leaving mid-stream frees its stream")
+    # (Once the 12 s it sent are diarized: a minute on a loaded 2-core machine.)
+    check(wait_streams(server, 0, timeout=120), "a client leaving mid-stream frees its stream")
     status, _, _ = request(server, "/v1/health")
     check(status == 200, "health after the hostile clients")
 

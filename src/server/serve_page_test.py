@@ -10,8 +10,9 @@ screenshot as WORK_DIR/page.png; the RTTM download is named after the recording,
 speed-twin warning shows (the tiny model is marked as one, with python3-onnx). Then the Live
 panel streams Chromium's fake microphone, fed from the same recording
 (--use-file-for-fake-audio-capture), over /v1/stream: turns appear while it streams, and Stop
-ends the stream with its result drawn (screenshot WORK_DIR/live.png). Exits 77 (skipped)
-without chromium or the shared folder."""
+ends the stream with its result drawn (screenshot WORK_DIR/live.png). Last, against a server
+with a token: a wrong token is named in the live panel, the right one streams. Exits 77
+(skipped) without chromium or the shared folder."""
 import base64
 import json
 import os
@@ -109,15 +110,19 @@ class Browser:
                                               "awaitPromise": True})["result"].get("value")
 
 
-try:
+def wait_for_url(process, path):
     deadline = time.time() + 60
-    url = None
-    while url is None and time.time() < deadline:
-        found = re.findall(r"serving on (http://127\.0\.0\.1:\d+)/", open(log_path).read())
-        url = found[-1] if found else None
-        check(server.poll() is None, f"server exited: {open(log_path).read()}")
+    while time.time() < deadline:
+        found = re.findall(r"serving on (http://127\.0\.0\.1:\d+)/", open(path).read())
+        if found:
+            return found[-1]
+        check(process.poll() is None, f"server exited: {open(path).read()}")
         time.sleep(0.1)
-    check(url, "the server started")
+    sys.exit("FAILED: the server did not start in 60 s")
+
+
+try:
+    url = wait_for_url(server, log_path)
 
     browser = Browser()
     try:
@@ -210,6 +215,59 @@ try:
         with open(f"{work}/live.png", "wb") as picture:
             picture.write(base64.b64decode(shot))
         print(f"live panel: {status}; screenshot {work}/live.png")
+
+        # A server with a token: a wrong one is named as the problem in the live panel (not a
+        # bare close code), and the right one streams.
+        with open(f"{work}/token", "w") as token_file:
+            token_file.write("page-secret\n")
+        token_log_path = f"{work}/token-server.log"
+        token_log = open(token_log_path, "w")
+        token_server = subprocess.Popen(
+            [parley, "serve", "--state-dir", f"{work}/token-state", "--port", "0",
+             "--token-file", f"{work}/token", *engine], stdout=token_log, stderr=token_log)
+        try:
+            token_url = wait_for_url(token_server, token_log_path)
+            browser.call("Page.navigate", {"url": token_url + "/"})
+            deadline = time.time() + 30
+            while browser.evaluate("document.readyState") != "complete" and time.time() < deadline:
+                time.sleep(0.1)
+            set_token = ("(() => { const t = document.getElementById('token'); t.value = %s;"
+                         " t.dispatchEvent(new Event('change')); })()")
+            browser.evaluate(set_token % json.dumps("wrong-token"))
+            browser.evaluate("document.getElementById('live_start').click()")
+            deadline = time.time() + 30
+            status = ""
+            while time.time() < deadline and "token" not in status:
+                status = browser.evaluate("document.getElementById('live_status').textContent")
+                time.sleep(0.2)
+            check("token" in status and browser.evaluate(
+                "document.getElementById('live_status').classList.contains('failed')"),
+                f"a wrong token is named in the live panel: {status!r}")
+            check(not browser.evaluate("document.getElementById('live_start').disabled"),
+                  "after a wrong token the stream can be started again")
+            browser.evaluate(set_token % json.dumps("page-secret"))
+            browser.evaluate("document.getElementById('live_start').click()")
+            deadline = time.time() + 60
+            bars = []
+            while time.time() < deadline:
+                bars = browser.evaluate(live_bars) or []
+                if any("final" in bar or "open" in bar for bar in bars):
+                    break
+                time.sleep(0.3)
+            live_status = browser.evaluate("document.getElementById('live_status').textContent")
+            check(any("final" in bar or "open" in bar for bar in bars),
+                  f"live turns with the token: {bars}; status {live_status!r}")
+            browser.evaluate("document.getElementById('live_stop').click()")
+            deadline = time.time() + 60
+            while time.time() < deadline and not status.startswith("done"):
+                status = browser.evaluate("document.getElementById('live_status').textContent")
+                time.sleep(0.3)
+            check(status.startswith("done"), f"the token stream's result: {status!r}")
+            print(f"with a token: a wrong one named, the right one streams ({status})")
+        finally:
+            token_server.send_signal(signal.SIGTERM)
+            token_server.wait(timeout=60)
+            token_log.close()
     finally:
         browser.process.kill()
         browser.process.wait()

@@ -53,13 +53,14 @@ std::string ServerConfig::to_string() const {
   return fmt::format(
       "host {}, port {}, state_dir {}, max_queue {}, max_upload {:.0f} MiB, max_audio {:.2f} h, "
       "max_sync_audio {:.0f} s, token {}, allow_paths {}, http_threads {}, max_connections {} ({} "
-      "a client), max_streams {}, header_timeout {} s, read_timeout {} s, fixed settings {}",
+      "a client), max_streams {}, final_recluster {}, header_timeout {} s, read_timeout {} s, "
+      "fixed settings {}",
       host, port, state_dir.string(), max_queue,
       static_cast<double>(max_upload_bytes) / (1024.0 * 1024.0), max_audio_seconds / 3600.0,
       max_sync_audio_seconds, token.empty() ? "none" : "set",
       allow_paths.empty() ? "none" : allow_paths.string(), http_threads, max_connections,
-      max_client_connections, max_streams, header_timeout_seconds, read_timeout_seconds,
-      fixed_settings().dump());
+      max_client_connections, max_streams, allow_final_recluster ? "allowed" : "refused",
+      header_timeout_seconds, read_timeout_seconds, fixed_settings().dump());
 }
 
 nlohmann::json ServerConfig::fixed_settings() const {

@@ -42,6 +42,10 @@ struct ServerConfig {
   // Live streams (/v1/stream) open at once; more are answered 503. Each holds one of the
   // max_connections for as long as it streams (0: no live streams).
   int max_streams = 8;
+  // Whether a live stream may ask final_recluster: its batch diarization at the stream's end
+  // holds the shared models (every other live stream waits), and its audio waits in a temporary
+  // file meanwhile (16 kHz float32: about 230 MB an hour). Refused (400) when false.
+  bool allow_final_recluster = true;
   // The option values the engine was configured with, by the option table's names
   // (pipeline/option_values.h; an absent name is the table's default): fixed when the server
   // starts. A job's own values (the table's per_job options) are applied over them.

@@ -1,14 +1,18 @@
 #include "server/stream_diarizer_session.h"
 
+#include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstring>
+#include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "pipeline/option_table.h"
 #include "pipeline/result_writer.h"
+#include "stream/pcm_input.h"
 
 namespace parley::server {
 namespace {
@@ -38,6 +42,46 @@ stream::StreamEmbedding embedding_setting(const std::string& text) {
   return stream::parse_stream_embedding(spec.parse(text).get<std::string>());
 }
 
+std::size_t count_setting(const std::string& name, const std::string& text) {
+  std::size_t value = 0;
+  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || status != std::errc() || end != text.data() + text.size()) {
+    fail("{} must be a whole number (got '{}')", name, text.substr(0, 40));
+  }
+  return value;
+}
+
+double number_setting(const std::string& name, const std::string& text) {
+  double value = 0.0;
+  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || status != std::errc() || end != text.data() + text.size() ||
+      !std::isfinite(value)) {
+    fail("{} must be a number (got '{}')", name, text.substr(0, 40));
+  }
+  return value;
+}
+
+// StreamConfig's messages name its fields; a WebSocket client knows the query parameters, which
+// are named otherwise (as the CLI shows its flags instead: cli/flag_names.h).
+std::string with_parameter_names(std::string message) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kParameterOfField =
+      {{{"step_seconds", "step"}, {"latency_seconds", "latency"}, {"sample_rate", "rate"}}};
+  const auto identifier = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  };
+  for (const auto& [field, parameter] : kParameterOfField) {
+    std::size_t at = message.find(field);
+    while (at != std::string::npos) {
+      const std::size_t end = at + field.size();
+      const bool whole = (at == 0 || !identifier(message[at - 1])) &&
+                         (end == message.size() || !identifier(message[end]));
+      if (whole) message.replace(at, field.size(), parameter);
+      at = message.find(field, at + (whole ? parameter.size() : field.size()));
+    }
+  }
+  return message;
+}
+
 bool flag_setting(const std::string& name, const std::string& text) {
   if (text == "true" || text == "1") return true;
   if (text == "false" || text == "0") return false;
@@ -50,20 +94,12 @@ class DiarizerStream : public LiveStream {
                  const LiveStreamRequest& request)
       : diarizer_(models, std::move(config)), request_(request) {}
 
-  void push(std::string_view pcm) override {
-    // The bytes are copied into aligned samples: a message's payload need not be aligned.
-    if (request_.format == PcmFormat::kS16le) {
-      std::vector<std::int16_t> samples(pcm.size() / 2);
-      std::memcpy(samples.data(), pcm.data(), samples.size() * 2);
-      diarizer_.push_int16(samples, request_.channels);
-    } else {
-      std::vector<float> samples(pcm.size() / 4);
-      std::memcpy(samples.data(), pcm.data(), samples.size() * 4);
-      for (const float sample : samples) {
-        if (!std::isfinite(sample)) fail("f32le audio holds a sample that is not a number");
-      }
-      diarizer_.push_interleaved(samples, request_.channels);
-    }
+  void push(std::string_view pcm, std::chrono::steady_clock::time_point arrival) override {
+    stream::push_pcm(diarizer_,
+                     std::span(reinterpret_cast<const unsigned char*>(pcm.data()), pcm.size()),
+                     request_.format == PcmFormat::kS16le ? stream::PcmFormat::kS16le
+                                                          : stream::PcmFormat::kF32le,
+                     request_.channels, arrival);
   }
 
   std::vector<std::string> take_events() override {
@@ -108,12 +144,22 @@ stream::StreamConfig stream_config(const LiveStreamRequest& request,
       config.final_recluster = flag_setting(name, value);
     } else if (name == "embedding") {
       config.embedding = embedding_setting(value);
+    } else if (name == "max_speakers") {
+      config.max_speakers = count_setting(name, value);
+    } else if (name == "match_threshold") {
+      config.match_threshold = number_setting(name, value);
     } else {
-      fail("unknown stream setting '{}' (step, latency, provisional, final_recluster, embedding)",
-           name);
+      fail(
+          "unknown stream setting '{}' (step, latency, provisional, final_recluster, embedding, "
+          "max_speakers, match_threshold)",
+          name);
     }
   }
-  config.validate();
+  try {
+    config.validate();
+  } catch (const Error& error) {
+    throw Error(with_parameter_names(error.what()));
+  }
   return config;
 }
 

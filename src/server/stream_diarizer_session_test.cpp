@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <utility>
+
 #include "core/error.h"
 
 namespace parley::server {
@@ -60,6 +64,50 @@ TEST(StreamDiarizerSession, BadSettingsAreErrorsNamingThem) {
   EXPECT_NE(message("step", "").find("step"), std::string::npos);
   EXPECT_NE(message("color", "red").find("color"), std::string::npos);
   EXPECT_NE(message("embedding", "").find("embedding"), std::string::npos);
+}
+
+// The live clustering's two settings, as `parley stream --max-speakers --match-threshold`.
+TEST(StreamDiarizerSession, SpeakerBoundAndMatchThresholdAreStreamSettings) {
+  LiveStreamRequest request;
+  request.settings = {{"max_speakers", "1"}, {"match_threshold", "0.25"}};
+  const stream::StreamConfig config = stream_config(request, {});
+  EXPECT_EQ(config.max_speakers, 1u);
+  EXPECT_EQ(config.match_threshold, 0.25);
+}
+
+// StreamConfig's checks, in the WebSocket's parameter names (not the configuration's fields).
+TEST(StreamDiarizerSession, RangeErrorsNameTheQueryParameters) {
+  const auto message = [](std::map<std::string, std::string> settings, int rate = 16000) {
+    LiveStreamRequest request;
+    request.sample_rate = rate;
+    request.settings = std::move(settings);
+    try {
+      stream_config(request, {});
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  const std::string latency = message({{"latency", "60"}});
+  EXPECT_NE(latency.find("latency must be between 0.5 and 5"), std::string::npos) << latency;
+  EXPECT_EQ(latency.find("latency_seconds"), std::string::npos) << latency;
+  const std::string both = message({{"latency", "1"}, {"step", "2"}});
+  EXPECT_NE(both.find("latency (1) must be at least step (2)"), std::string::npos) << both;
+  const std::string step = message({{"step", "0.01"}});
+  EXPECT_NE(step.find("step must be between"), std::string::npos) << step;
+  EXPECT_EQ(step.find("step_seconds"), std::string::npos) << step;
+  const std::string speakers = message({{"max_speakers", "0"}});
+  EXPECT_NE(speakers.find("max_speakers must be between 1 and 1000"), std::string::npos)
+      << speakers;
+  EXPECT_NE(message({{"max_speakers", "-1"}}).find("max_speakers must be a whole number"),
+            std::string::npos);
+  EXPECT_NE(message({{"max_speakers", "2.5"}}).find("max_speakers"), std::string::npos);
+  EXPECT_NE(message({{"match_threshold", "3"}}).find("match_threshold must be"), std::string::npos);
+  EXPECT_NE(message({{"match_threshold", "nan"}}).find("match_threshold must be a number"),
+            std::string::npos);
+  const std::string rate = message({}, 500);
+  EXPECT_NE(rate.find("rate must be"), std::string::npos) << rate;
+  EXPECT_EQ(rate.find("sample_rate"), std::string::npos) << rate;
 }
 
 }  // namespace
