@@ -37,8 +37,9 @@ parley_stream_event to_c(const StreamEvent& event) {
       out.kind = PARLEY_STREAM_TURN_END;
       break;
   }
-  // "SPEAKER_07" -> 7.
-  out.speaker = std::stoi(event.speaker.substr(event.speaker.find('_') + 1));
+  // "SPEAKER_07" -> 7; a provisional update of a voice not named yet: -1.
+  out.speaker =
+      event.speaker.empty() ? -1 : std::stoi(event.speaker.substr(event.speaker.find('_') + 1));
   out.start = event.start;
   out.end = event.end;
   out.audio_time = event.audio_time;
