@@ -45,8 +45,9 @@ std::vector<int> labels_of_batch_speakers(const pipeline::DiarizationResult& ori
     label[static_cast<std::size_t>(named.speaker_embeddings(row, 0))] = static_cast<int>(row);
   }
   std::set<int> seen;
-  for (const auto& [before, after] : {std::pair{&original.turns, &named.turns},
-                                      std::pair{&original.exclusive_turns, &named.exclusive_turns}}) {
+  for (const auto& [before, after] :
+       {std::pair{&original.turns, &named.turns},
+        std::pair{&original.exclusive_turns, &named.exclusive_turns}}) {
     EXPECT_EQ(after->size(), before->size());
     for (std::size_t i = 0; i < after->size(); ++i) {
       const Turn& a = (*after)[i];

@@ -389,13 +389,13 @@ struct StreamDiarizer::Impl {
   std::optional<audio::Resampler> resampler;
   std::vector<float> resampled;  // scratch for the resampler's output
   std::vector<float> window;     // the last window_samples samples, zero before the stream
-  std::vector<float> next;       // the window a step is analysing, until its model call succeeds
+  std::vector<float> dropped;    // the samples the step under way moved out of the window
   // 16 kHz samples not yet in a window: less than a step, unless a model call failed (its step
   // and the samples after it wait here for the next push() or finish()).
   std::vector<float> pending;
-  std::int64_t processed = 0;    // 16 kHz samples in windows so far (whole steps)
-  std::int64_t received = 0;     // 16 kHz samples received so far
-  std::uint64_t pushed = 0;      // samples pushed, at config.sample_rate
+  std::int64_t processed = 0;  // 16 kHz samples in windows so far (whole steps)
+  std::int64_t received = 0;   // 16 kHz samples received so far
+  std::uint64_t pushed = 0;    // samples pushed, at config.sample_rate
   std::size_t steps = 0;
   StageTimes stage_times;  // seconds by stage over all steps (StreamDiarizer::stage_times)
 
@@ -528,7 +528,8 @@ struct StreamDiarizer::Impl {
       while (true) {
         if (pending.size() >= step_samples) {
           run_step(std::span<const float>(pending).first(step_samples));
-          pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(step_samples));
+          pending.erase(pending.begin(),
+                        pending.begin() + static_cast<std::ptrdiff_t>(step_samples));
           continue;
         }
         if (used == more.size()) break;
@@ -546,20 +547,24 @@ struct StreamDiarizer::Impl {
   // Moves the window by one step of new samples (zero padded when fewer) and analyses it. The
   // stream's state changes only once the model has answered.
   void run_step(std::span<const float> step) {
-    next.resize(window_samples);
-    std::copy(window.begin() + static_cast<std::ptrdiff_t>(step_samples), window.end(),
-              next.begin());
-    std::fill(next.end() - static_cast<std::ptrdiff_t>(step_samples), next.end(), 0.0F);
-    std::copy(step.begin(), step.end(), next.end() - static_cast<std::ptrdiff_t>(step_samples));
+    const auto moved = static_cast<std::ptrdiff_t>(step_samples);
+    dropped.assign(window.begin(), window.begin() + moved);
+    std::memmove(window.data(), window.data() + step_samples,
+                 (window_samples - step_samples) * sizeof(float));
+    std::fill(window.end() - moved, window.end(), 0.0F);
+    std::copy(step.begin(), step.end(), window.end() - moved);
     WindowAnalysis analysis;
     try {
-      analysis = model.analyze_step(model_state.get(), next, stage_times);
+      analysis = model.analyze_step(model_state.get(), window, stage_times);
       if (analysis.segmentation.rank() != 2 || analysis.segmentation.dim(0) != window_frames ||
           analysis.embeddings.rank() != 2 ||
           analysis.embeddings.dim(0) != analysis.segmentation.dim(1)) {
         fail("stream model gave a window analysis of unexpected shape");
       }
     } catch (...) {
+      std::memmove(window.data() + step_samples, window.data(),
+                   (window_samples - step_samples) * sizeof(float));
+      std::copy(dropped.begin(), dropped.end(), window.begin());
       // What the model kept between windows may be half way through this one: the step's next
       // attempt starts afresh (the rolling trunk's first pass takes the whole window).
       if (model_state) {
@@ -568,7 +573,6 @@ struct StreamDiarizer::Impl {
       }
       throw;
     }
-    std::swap(window, next);
     processed += static_cast<std::int64_t>(step_samples);
     ++steps;
     std::vector<std::optional<std::size_t>> speakers;
@@ -873,7 +877,7 @@ struct StreamDiarizer::Impl {
 
   std::size_t bytes() const {
     std::size_t total =
-        (window.capacity() + next.capacity() + pending.capacity() + resampled.capacity()) *
+        (window.capacity() + dropped.capacity() + pending.capacity() + resampled.capacity()) *
         sizeof(float);
     for (const FrameSum& f : open) total += sizeof(FrameSum) + f.sum.capacity() * sizeof(float);
     for (const auto& c : centroids) total += c.capacity() * sizeof(double);

@@ -534,8 +534,9 @@ TEST(StreamDiarizer, ProvisionalUpdatesShowNewVoicesBeforeTheirNames) {
     StreamConfig config;
     config.provisional = true;
     config.latency_seconds = latency;
-    const StreamRun run = stream_in_chunks(models, config, conversation(60.0, 3, 16000.0, 5), {4000});
-    std::map<std::size_t, std::string> name_of;      // candidate -> label
+    const StreamRun run =
+        stream_in_chunks(models, config, conversation(60.0, 3, 16000.0, 5), {4000});
+    std::map<std::size_t, std::string> name_of;       // candidate -> label
     std::map<std::string, std::size_t> candidate_of;  // label -> candidate
     std::map<std::size_t, double> shown_unnamed;      // candidate -> first unnamed update's time
     std::map<std::string, double> first_start;        // label -> first turn_start's time

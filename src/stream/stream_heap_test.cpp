@@ -18,9 +18,10 @@ namespace {
 std::atomic<std::int64_t> live_heap_bytes{0};
 
 void* counted(std::size_t bytes, std::size_t alignment = 0) {
-  void* memory = alignment > alignof(std::max_align_t)
-                     ? std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment)
-                     : std::malloc(bytes == 0 ? 1 : bytes);
+  void* memory =
+      alignment > alignof(std::max_align_t)
+          ? std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment)
+          : std::malloc(bytes == 0 ? 1 : bytes);
   if (memory == nullptr) throw std::bad_alloc();
   live_heap_bytes += static_cast<std::int64_t>(::malloc_usable_size(memory));
   return memory;

@@ -46,7 +46,7 @@ class LevelModel : public WindowModel {
 
 // A conversation: turns of a few seconds each among `speakers`, with pauses.
 inline std::vector<float> conversation(double seconds, int speakers, double rate = 16000.0,
-                                unsigned seed = 1) {
+                                       unsigned seed = 1) {
   std::vector<float> audio(static_cast<std::size_t>(seconds * rate), 0.0F);
   std::mt19937 random(seed);
   std::size_t at = 0;
