@@ -221,8 +221,10 @@ class MappedSamples {
     void* mapping = MAP_FAILED;
     int error = 0;
     // A file shorter than the mapping would fault when read past its end.
-    if (::fstat(descriptor, &status) != 0 || static_cast<std::size_t>(status.st_size) < bytes) {
-      error = errno != 0 ? errno : EIO;
+    if (::fstat(descriptor, &status) != 0) {
+      error = errno;
+    } else if (static_cast<std::size_t>(status.st_size) < bytes) {
+      error = EIO;
     } else {
       mapping = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, descriptor, 0);
       error = errno;
