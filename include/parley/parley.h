@@ -482,7 +482,8 @@ typedef enum parley_stream_event_kind {
 
 typedef struct parley_stream_event {
   parley_stream_event_kind kind;
-  int speaker;       /* 0, 1, ...: SPEAKER_00, SPEAKER_01, ..., the same for the whole stream */
+  int speaker;       /* 0, 1, ...: SPEAKER_00, SPEAKER_01, ..., the same for the whole stream;
+                      * -1 in an update of a voice not named yet (named at its first turn start) */
   double start;      /* seconds from the stream's first sample */
   double end;        /* seconds (equal to start for PARLEY_STREAM_TURN_START) */
   double audio_time; /* seconds of audio processed when the event was made */

@@ -23,9 +23,10 @@ class StreamEvent(NamedTuple):
     with ``provisional=True``) or "turn_end" (final); times in seconds from the stream's first
     sample; ``audio_time``: seconds of audio processed when it was made; ``latency``: wall
     seconds from the audio's arrival (when it was pushed) to the event, the compute of the
-    step that made it included."""
+    step that made it included. ``speaker`` is None in a "turn_update" of a voice not named
+    yet (a name is given at its first final "turn_start")."""
     type: str
-    speaker: str
+    speaker: Optional[str]
     start: float
     end: float
     audio_time: float
@@ -107,8 +108,8 @@ class Stream:
 
     def events(self) -> list[StreamEvent]:
         """The events made since the last call, oldest first."""
-        return [StreamEvent(_KINDS[kind], f"SPEAKER_{speaker:02d}", start, end, audio_time,
-                            latency)
+        return [StreamEvent(_KINDS[kind], f"SPEAKER_{speaker:02d}" if speaker >= 0 else None,
+                            start, end, audio_time, latency)
                 for kind, speaker, start, end, audio_time, latency in self._stream.poll()]
 
     def finish(self) -> Any:

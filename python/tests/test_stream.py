@@ -89,6 +89,9 @@ def test_final_recluster_is_the_batch_diarization(pipeline, pcm):
     names = {}
     for live, offline in zip(archived.turns, batch.turns):
         assert names.setdefault(offline.speaker, live.speaker) == live.speaker
+    # Batch output: its speakers (labels without gaps) and an embedding row each.
+    assert archived.speakers == batch.speakers
+    assert set(names.values()) == {turn.speaker for turn in batch.turns}
 
 
 @pytest.mark.skipif(not CLI, reason="the parley command is not built")

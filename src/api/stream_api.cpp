@@ -1,6 +1,9 @@
 // parley_stream_*: live diarization through the C API (stream/stream_diarizer.h, docs/live.md).
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -37,13 +40,27 @@ parley_stream_event to_c(const StreamEvent& event) {
       out.kind = PARLEY_STREAM_TURN_END;
       break;
   }
-  // "SPEAKER_07" -> 7.
-  out.speaker = std::stoi(event.speaker.substr(event.speaker.find('_') + 1));
+  // "SPEAKER_07" -> 7; a provisional update of a voice not named yet: -1.
+  out.speaker =
+      event.speaker.empty() ? -1 : std::stoi(event.speaker.substr(event.speaker.find('_') + 1));
   out.start = event.start;
   out.end = event.end;
   out.audio_time = event.audio_time;
   out.latency = event.latency_seconds;
   return out;
+}
+
+// The library's messages name StreamConfig's fields; parley_stream_params calls two of them
+// otherwise (the rest have the same names).
+std::string with_c_field_names(std::string message) {
+  for (const auto& [field, c_field] : {std::pair{std::string_view("step_seconds"), "step"},
+                                       std::pair{std::string_view("latency_seconds"), "latency"}}) {
+    for (std::size_t at = message.find(field); at != std::string::npos;
+         at = message.find(field, at)) {
+      message.replace(at, field.size(), c_field);
+    }
+  }
+  return message;
 }
 
 void check_push(const parley_stream* stream, const void* samples, std::size_t frames, int channels,
@@ -94,7 +111,7 @@ parley_status parley_stream_new(parley_diarizer* diarizer, const parley_stream_p
     try {
       config.validate();
     } catch (const parley::Error& error) {
-      invalid_argument(error.what());
+      invalid_argument(with_c_field_names(error.what()));
     }
     auto handle = std::make_unique<parley_stream>();
     handle->diarizer = diarizer;

@@ -87,6 +87,12 @@ int main(int argc, char** argv) {
   wrong.latency = 9.0;
   CHECK(parley_stream_new(diarizer, &wrong, &stream) == PARLEY_ERROR_INVALID_ARGUMENT);
   CHECK(stream == NULL && strstr(parley_last_error(), "latency") != NULL);
+  /* The fields as parley_stream_params names them, not the library's StreamConfig. */
+  CHECK(strstr(parley_last_error(), "_seconds") == NULL);
+  wrong = settings;
+  wrong.step = 2.0; /* above the latency */
+  CHECK(parley_stream_new(diarizer, &wrong, &stream) == PARLEY_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(parley_last_error(), "latency (1) must be at least step (2)") != NULL);
   CHECK(parley_stream_new(NULL, &settings, &stream) == PARLEY_ERROR_INVALID_ARGUMENT);
 
   /* Polled, in chunks of 1234 samples. */
@@ -143,6 +149,10 @@ int main(int argc, char** argv) {
   parley_result* batch = NULL;
   CHECK(parley_diarize_samples(diarizer, floats, count, 16000, NULL, &batch) == PARLEY_OK);
   CHECK(parley_result_turn_count(archived, 0) == parley_result_turn_count(batch, 0));
+  /* Batch output: its speaker count and one embedding row each, whatever the live side found. */
+  CHECK(parley_result_speaker_count(archived) == parley_result_speaker_count(batch));
+  CHECK(parley_result_embedding(archived, parley_result_speaker_count(batch) - 1) != NULL);
+  CHECK(parley_result_embedding(archived, parley_result_speaker_count(batch)) == NULL);
   int mapping[1000];
   for (int i = 0; i < 1000; ++i) mapping[i] = -1;
   for (size_t i = 0; i < parley_result_turn_count(batch, 0); ++i) {

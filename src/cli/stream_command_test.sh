@@ -193,4 +193,16 @@ check '[ "$(cut -d" " -f4,5 "$work/stream.rttm")" = "$(cut -d" " -f4,5 "$work/di
   "final-recluster turns equal diarize's"
 check '[ "$(paste -d" " <(cut -d" " -f8 "$work/diarize.rttm") <(cut -d" " -f8 "$work/stream.rttm") | sort -u | cut -d" " -f1 | uniq -d)" = "" ]' \
   "one live name per batch speaker"
+# The archive is batch output: the JSON's speakers (its turns' labels, 00 .. n-1 without a gap,
+# and its embedding rows) are as many as `parley diarize` finds.
+"$parley" stream "$recording" --models "$work/models" --threads 2 --step 2 --final-recluster \
+  --format json -o "$work/stream.json" -q >/dev/null 2>&1
+check '/usr/bin/python3 -c "
+import json, sys
+archive = json.load(open(sys.argv[1]))
+batch = {line.split()[7] for line in open(sys.argv[2])}
+labels = {t[\"speaker\"] for t in archive[\"diarization\"]}
+assert labels == {\"SPEAKER_%02d\" % i for i in range(len(batch))}, (labels, batch)
+assert set(archive[\"speaker_embeddings\"]) == labels, (list(archive[\"speaker_embeddings\"]), batch)
+" "$work/stream.json" "$work/diarize.rttm"' "final-recluster JSON: diarize's speaker count"
 echo "stream_command_test: ok"

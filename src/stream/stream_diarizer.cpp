@@ -8,6 +8,13 @@
 #include <limits>
 #include <utility>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +26,7 @@
 #include "frames/segments.h"
 #include "frames/sliding_window.h"
 #include "stages/rolling_trunk.h"
+#include "stream/live_names.h"
 
 namespace parley::stream {
 
@@ -196,6 +204,61 @@ std::int64_t rounded_division(std::int64_t a, std::int64_t b) {
 
 std::string json_number(double value) { return fmt::format("{:.3f}", value); }
 
+// final_recluster's temporary file of 16 kHz float samples, mapped read-only: the batch pipeline
+// reads it front to back and hands back the pages it has passed, so a 3-hour stream (690 MB of
+// samples) keeps a window of it resident rather than all of it.
+class MappedSamples {
+ public:
+  MappedSamples(const std::filesystem::path& path, std::size_t count) {
+    if (count == 0) return;
+    const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) {
+      fail("cannot read back the stream's temporary audio file {}: {}", path.string(),
+           std::strerror(errno));
+    }
+    struct stat status {};
+    const std::size_t bytes = count * sizeof(float);
+    void* mapping = MAP_FAILED;
+    int error = 0;
+    // A file shorter than the mapping would fault when read past its end.
+    if (::fstat(descriptor, &status) != 0) {
+      error = errno;
+    } else if (static_cast<std::size_t>(status.st_size) < bytes) {
+      error = EIO;
+    } else {
+      mapping = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, descriptor, 0);
+      error = errno;
+    }
+    ::close(descriptor);
+    if (mapping == MAP_FAILED) {
+      fail("cannot read back the stream's temporary audio file {} ({} samples): {}", path.string(),
+           count, std::strerror(error));
+    }
+    mapping_ = mapping;
+    bytes_ = bytes;
+  }
+  ~MappedSamples() {
+    if (mapping_ != nullptr) ::munmap(mapping_, bytes_);
+  }
+  MappedSamples(const MappedSamples&) = delete;
+  MappedSamples& operator=(const MappedSamples&) = delete;
+
+  std::span<const float> samples() const {
+    return {static_cast<const float*>(mapping_), bytes_ / sizeof(float)};
+  }
+  // Pages holding only samples before `sample` leave the process (read again if needed).
+  void release_before(std::size_t sample) const {
+    if (mapping_ == nullptr) return;
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t bytes = std::min(sample * sizeof(float), bytes_) / page * page;
+    if (bytes > 0) ::madvise(mapping_, bytes, MADV_DONTNEED);
+  }
+
+ private:
+  void* mapping_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 }  // namespace
 
 // ---- StreamConfig ------------------------------------------------------------------------------
@@ -299,8 +362,10 @@ const char* kind_name(StreamEvent::Kind kind) {
 
 std::string StreamEvent::to_json() const {
   // Written by hand so that times keep three decimals, as the RTTM and JSON outputs do.
-  std::string line = fmt::format(R"({{"type":"{}","speaker":{},"start":{})", kind_name(kind),
-                                 nlohmann::json(speaker).dump(), json_number(start));
+  const std::string name = speaker.empty() ? "null" : nlohmann::json(speaker).dump();
+  std::string line = fmt::format(R"({{"type":"{}","speaker":{},)", kind_name(kind), name);
+  if (candidate) line += fmt::format(R"("candidate":{},)", *candidate);
+  line += fmt::format(R"("start":{})", json_number(start));
   if (kind != Kind::kTurnStart) line += fmt::format(R"(,"end":{})", json_number(end));
   line += fmt::format(R"(,"audio_time":{},"latency":{}}})", json_number(audio_time),
                       json_number(latency_seconds));
@@ -308,8 +373,8 @@ std::string StreamEvent::to_json() const {
 }
 
 bool StreamEvent::same_decision(const StreamEvent& other) const {
-  return kind == other.kind && speaker == other.speaker && start == other.start &&
-         end == other.end && audio_time == other.audio_time;
+  return kind == other.kind && speaker == other.speaker && candidate == other.candidate &&
+         start == other.start && end == other.end && audio_time == other.audio_time;
 }
 
 // ---- StreamDiarizer ----------------------------------------------------------------------------
@@ -326,10 +391,13 @@ struct StreamDiarizer::Impl {
   std::optional<audio::Resampler> resampler;
   std::vector<float> resampled;  // scratch for the resampler's output
   std::vector<float> window;     // the last window_samples samples, zero before the stream
-  std::vector<float> pending;    // 16 kHz samples not yet in a window (less than a step)
-  std::int64_t processed = 0;    // 16 kHz samples in windows so far (whole steps)
-  std::int64_t received = 0;     // 16 kHz samples received so far
-  std::uint64_t pushed = 0;      // samples pushed, at config.sample_rate
+  std::vector<float> dropped;    // the samples the step under way moved out of the window
+  // 16 kHz samples not yet in a window: less than a step, unless a model call failed (its step
+  // and the samples after it wait here for the next push() or finish()).
+  std::vector<float> pending;
+  std::int64_t processed = 0;  // 16 kHz samples in windows so far (whole steps)
+  std::int64_t received = 0;   // 16 kHz samples received so far
+  std::uint64_t pushed = 0;    // samples pushed, at config.sample_rate
   std::size_t steps = 0;
   StageTimes stage_times;  // seconds by stage over all steps (StreamDiarizer::stage_times)
 
@@ -366,7 +434,8 @@ struct StreamDiarizer::Impl {
   // final_recluster: every 16 kHz sample, in a temporary file.
   std::optional<TemporaryDirectory> audio_folder;
   std::ofstream audio_file;
-  bool finished = false;
+  bool closed = false;    // finish() began: no more samples
+  bool finished = false;  // finish()'s steps all ran
 
   Impl(const WindowModel& m, const StreamConfig& c)
       : model(m),
@@ -385,11 +454,20 @@ struct StreamDiarizer::Impl {
       if (model.batch_diarizer() == nullptr) {
         fail("stream final_recluster needs the batch pipeline, which this model does not have");
       }
-      audio_folder.emplace("parley-stream-");
+      audio_folder.emplace("parley-stream-");  // under $TMPDIR
       audio_file.open((*audio_folder) / "audio.f32", std::ios::binary);
       if (!audio_file)
         fail("cannot create the temporary audio file in {}", audio_folder->path().string());
     }
+  }
+
+  static StreamEvent event(StreamEvent::Kind kind, std::string speaker, double start, double end) {
+    StreamEvent made;
+    made.kind = kind;
+    made.speaker = std::move(speaker);
+    made.start = start;
+    made.end = end;
+    return made;
   }
 
   // The clock is read here, once the step's compute is done: an event's latency includes it.
@@ -429,42 +507,76 @@ struct StreamDiarizer::Impl {
     while (arrivals.size() > 1 && arrivals[1].first < oldest_needed) arrivals.pop_front();
   }
 
+  // Takes the samples, whatever happens after, and runs every whole step now available.
   void accept(std::span<const float> samples16, Clock::time_point arrival) {
-    if (samples16.empty()) return;
-    if (audio_file.is_open()) {
-      audio_file.write(reinterpret_cast<const char*>(samples16.data()),
-                       static_cast<std::streamsize>(samples16.size_bytes()));
-      if (!audio_file) fail("cannot write the stream's temporary audio file (disk full?)");
-    }
-    received += static_cast<std::int64_t>(samples16.size());
-    note_arrival(arrival);
-    std::size_t used = 0;
-    while (used < samples16.size()) {
-      const std::size_t take = std::min(step_samples - pending.size(), samples16.size() - used);
-      pending.insert(pending.end(), samples16.begin() + static_cast<std::ptrdiff_t>(used),
-                     samples16.begin() + static_cast<std::ptrdiff_t>(used + take));
-      used += take;
-      if (pending.size() == step_samples) {
-        run_step(pending);
-        pending.clear();
+    if (!samples16.empty()) {
+      if (audio_file.is_open()) {
+        audio_file.write(reinterpret_cast<const char*>(samples16.data()),
+                         static_cast<std::streamsize>(samples16.size_bytes()));
+        if (!audio_file) fail("cannot write the stream's temporary audio file (disk full?)");
       }
+      received += static_cast<std::int64_t>(samples16.size());
+      note_arrival(arrival);
+    }
+    run_due_steps(samples16);
+  }
+
+  // The steps of the samples waiting and then of `more`. A step whose model call fails leaves
+  // the stream as it was before it; it and the rest of `more` wait in `pending`, so that a
+  // failed push() neither loses nor repeats audio when the stream goes on.
+  void run_due_steps(std::span<const float> more) {
+    std::size_t used = 0;
+    try {
+      while (true) {
+        if (pending.size() >= step_samples) {
+          run_step(std::span<const float>(pending).first(step_samples));
+          pending.erase(pending.begin(),
+                        pending.begin() + static_cast<std::ptrdiff_t>(step_samples));
+          continue;
+        }
+        if (used == more.size()) break;
+        const std::size_t take = std::min(step_samples - pending.size(), more.size() - used);
+        pending.insert(pending.end(), more.begin() + static_cast<std::ptrdiff_t>(used),
+                       more.begin() + static_cast<std::ptrdiff_t>(used + take));
+        used += take;
+      }
+    } catch (...) {
+      pending.insert(pending.end(), more.begin() + static_cast<std::ptrdiff_t>(used), more.end());
+      throw;
     }
   }
 
-  // Moves the window by one step of new samples (zero padded when fewer) and analyses it.
+  // Moves the window by one step of new samples (zero padded when fewer) and analyses it. The
+  // stream's state changes only once the model has answered.
   void run_step(std::span<const float> step) {
+    const auto moved = static_cast<std::ptrdiff_t>(step_samples);
+    dropped.assign(window.begin(), window.begin() + moved);
     std::memmove(window.data(), window.data() + step_samples,
                  (window_samples - step_samples) * sizeof(float));
-    std::fill(window.end() - static_cast<std::ptrdiff_t>(step_samples), window.end(), 0.0F);
-    std::copy(step.begin(), step.end(), window.end() - static_cast<std::ptrdiff_t>(step_samples));
+    std::fill(window.end() - moved, window.end(), 0.0F);
+    std::copy(step.begin(), step.end(), window.end() - moved);
+    WindowAnalysis analysis;
+    try {
+      analysis = model.analyze_step(model_state.get(), window, stage_times);
+      if (analysis.segmentation.rank() != 2 || analysis.segmentation.dim(0) != window_frames ||
+          analysis.embeddings.rank() != 2 ||
+          analysis.embeddings.dim(0) != analysis.segmentation.dim(1)) {
+        fail("stream model gave a window analysis of unexpected shape");
+      }
+    } catch (...) {
+      std::memmove(window.data() + step_samples, window.data(),
+                   (window_samples - step_samples) * sizeof(float));
+      std::copy(dropped.begin(), dropped.end(), window.begin());
+      // What the model kept between windows may be half way through this one: the step's next
+      // attempt starts afresh (the rolling trunk's first pass takes the whole window).
+      if (model_state) {
+        model_state.reset();
+        model_state = model.open_stream(config, step_samples);
+      }
+      throw;
+    }
     processed += static_cast<std::int64_t>(step_samples);
     ++steps;
-    const WindowAnalysis analysis = model.analyze_step(model_state.get(), window, stage_times);
-    if (analysis.segmentation.rank() != 2 || analysis.segmentation.dim(0) != window_frames ||
-        analysis.embeddings.rank() != 2 ||
-        analysis.embeddings.dim(0) != analysis.segmentation.dim(1)) {
-      fail("stream model gave a window analysis of unexpected shape");
-    }
     std::vector<std::optional<std::size_t>> speakers;
     {
       const ScopedStageTimer timer(stage_times, "clustering");
@@ -616,7 +728,7 @@ struct StreamDiarizer::Impl {
       if (on[s] && !open_turn[s]) {
         open_turn[s] = t;
         if (!label[s]) label[s] = labelled++;
-        emit({StreamEvent::Kind::kTurnStart, frames::speaker_label(*label[s]), t, t}, t);
+        emit(event(StreamEvent::Kind::kTurnStart, frames::speaker_label(*label[s]), t, t), t);
       } else if (!on[s] && open_turn[s]) {
         close_turn(s, t);
       }
@@ -648,22 +760,25 @@ struct StreamDiarizer::Impl {
     const double start = *open_turn[s];
     open_turn[s].reset();
     turns.push_back(make_turn(*label[s], start, end));
-    emit({StreamEvent::Kind::kTurnEnd, frames::speaker_label(*label[s]), start, end}, end);
+    emit(event(StreamEvent::Kind::kTurnEnd, frames::speaker_label(*label[s]), start, end), end);
   }
 
+  // Every speaker's runs of activity among the frames not final yet, also a voice not named
+  // yet: its update has no label (a name is given only at a final turn start, so that labels
+  // never change and every label has a turn) but its candidate number.
   void provisional_events() {
-    // NaN: no segment under way (std::optional here trips GCC's maybe-uninitialized at -O3).
+    // NaN: no run under way (std::optional here trips GCC's maybe-uninitialized at -O3).
     constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t s = 0; s < centroids.size(); ++s) {
-      // A speaker is shown once named (its first turn start final): a blip's speaker, which may
-      // never have a turn, is not reported.
-      if (!label[s]) continue;
-      double start = open_turn[s] ? *open_turn[s] : kNone;
+      double start = kNone;
       double last = kNone;
       auto flush = [&] {
-        if (!std::isnan(start) && !std::isnan(last)) {
-          emit({StreamEvent::Kind::kTurnUpdate, frames::speaker_label(*label[s]), start, last},
-               last);
+        if (!std::isnan(start)) {
+          StreamEvent update =
+              event(StreamEvent::Kind::kTurnUpdate,
+                    label[s] ? frames::speaker_label(*label[s]) : std::string(), start, last);
+          update.candidate = s;
+          emit(std::move(update), last);
         }
         start = kNone;
         last = kNone;
@@ -672,13 +787,11 @@ struct StreamDiarizer::Impl {
         const FrameSum& frame = open[i];
         const bool on =
             frame.windows > 0.0F && s < frame.sum.size() && frame.sum[s] / frame.windows >= 0.5F;
-        const double t = frame_middle(first_open + static_cast<std::int64_t>(i));
         if (on) {
+          const double t = frame_middle(first_open + static_cast<std::int64_t>(i));
           if (std::isnan(start)) start = t;
           last = t;
         } else {
-          // A final open turn that ends at the first open frame.
-          if (!std::isnan(start) && std::isnan(last)) last = t;
           flush();
         }
       }
@@ -688,18 +801,22 @@ struct StreamDiarizer::Impl {
 
   pipeline::DiarizationResult finish(const std::string& uri) {
     if (finished) fail("stream finish() called twice");
-    finished = true;
-    if (resampler) {
-      resampled.clear();
-      resampler->flush(resampled);
-      accept(resampled, Clock::now());
+    if (!closed) {
+      closed = true;
+      if (resampler) {
+        resampled.clear();
+        resampler->flush(resampled);
+        accept(resampled, Clock::now());
+      }
     }
-    const double duration = static_cast<double>(received) / kModelRate;
+    // Steps a failed push() left, then the last partial one (zero padded).
+    run_due_steps({});
     if (!pending.empty()) {
-      const std::vector<float> last = pending;
+      run_step(pending);
       pending.clear();
-      run_step(last);
     }
+    finished = true;
+    const double duration = static_cast<double>(received) / kModelRate;
     // The audio has ended: what every window said about the last frames is all there will be.
     finalize_until(duration);
     for (std::size_t s = 0; s < centroids.size(); ++s) {
@@ -741,84 +858,19 @@ struct StreamDiarizer::Impl {
   // The batch pipeline's diarization of the whole stream, under the live names.
   void recluster(pipeline::DiarizationResult& result) {
     audio_file.close();
-    const std::filesystem::path path = (*audio_folder) / "audio.f32";
-    std::vector<float> audio(static_cast<std::size_t>(received));
-    {
-      std::ifstream in(path, std::ios::binary);
-      in.read(reinterpret_cast<char*>(audio.data()),
-              static_cast<std::streamsize>(audio.size() * sizeof(float)));
-      if (!in) fail("cannot read back the stream's temporary audio file {}", path.string());
-    }
-    std::filesystem::remove(path);
+    if (!audio_file) fail("cannot write the stream's temporary audio file (disk full?)");
+    const MappedSamples audio((*audio_folder) / "audio.f32", static_cast<std::size_t>(received));
     pipeline::DiarizationResult batch;
     {
       const std::lock_guard lock(model.batch_mutex());
       NoProgress progress;
-      batch = model.batch_diarizer()->diarize(audio, result.uri, progress);
+      batch = model.batch_diarizer()->diarize(
+          audio.samples(), result.uri, progress, {},
+          [&audio](std::size_t, std::size_t sample) { audio.release_before(sample); });
     }
-    audio = {};
-    result.turns = relabel(result, batch);
-  }
-
-  std::vector<Turn> relabel(pipeline::DiarizationResult& live,
-                            const pipeline::DiarizationResult& batch) const {
-    const std::size_t live_count = live.speaker_count;
-    std::size_t batch_count = batch.speaker_count;
-    for (const Turn& t : batch.turns) {
-      batch_count = std::max(batch_count, static_cast<std::size_t>(t.speaker_index + 1));
-    }
-    std::vector<std::size_t> name(batch_count, 0);
-    if (batch_count > 0) {
-      NdArray<double> overlap({batch_count, std::max<std::size_t>(live_count, 1)}, 0.0);
-      for (const Turn& b : batch.turns) {
-        for (const Turn& l : live.turns) {
-          const double both = std::min(b.end, l.end) - std::max(b.start, l.start);
-          if (both > 0)
-            overlap(static_cast<std::size_t>(b.speaker_index),
-                    static_cast<std::size_t>(l.speaker_index)) += both;
-        }
-      }
-      std::vector<bool> named(batch_count, false);
-      if (live_count > 0) {
-        const Assignment pairs = linear_sum_assignment(overlap, AssignmentGoal::maximize);
-        for (std::size_t k = 0; k < pairs.rows.size(); ++k) {
-          name[pairs.rows[k]] = pairs.cols[k];
-          named[pairs.rows[k]] = true;
-        }
-      }
-      std::size_t next = live_count;
-      for (std::size_t b = 0; b < batch_count; ++b) {
-        if (!named[b]) name[b] = next++;
-      }
-    }
-    std::size_t names = live_count;
-    for (std::size_t n : name) names = std::max(names, n + 1);
-    NdArray<float> embeddings({names, dimension});
-    for (std::size_t s = 0; s < live_count; ++s) {
-      for (std::size_t d = 0; d < dimension; ++d) embeddings(s, d) = live.speaker_embeddings(s, d);
-    }
-    const bool batch_rows =
-        batch.speaker_embeddings.rank() == 2 && batch.speaker_embeddings.dim(1) == dimension;
-    for (std::size_t b = 0; b < batch_count && batch_rows; ++b) {
-      if (b >= batch.speaker_embeddings.dim(0)) break;
-      for (std::size_t d = 0; d < dimension; ++d) {
-        embeddings(name[b], d) = batch.speaker_embeddings(b, d);
-      }
-    }
-    auto rename = [&](std::vector<Turn> renamed) {
-      for (Turn& t : renamed) {
-        const std::size_t n = name[static_cast<std::size_t>(t.speaker_index)];
-        t.speaker = frames::speaker_label(n);
-        t.speaker_index = static_cast<int>(n);
-        t.cluster = static_cast<int>(n);
-      }
-      return renamed;
-    };
-    live.exclusive_turns = rename(batch.exclusive_turns);
-    live.speaker_embeddings = std::move(embeddings);
-    live.speaker_count = names;
-    live.stage_times = batch.stage_times;
-    return rename(batch.turns);
+    const std::string uri = result.uri;
+    result = under_live_names(result.turns, std::move(batch));
+    result.uri = uri;
   }
 
   std::size_t turn_bytes() const {
@@ -827,7 +879,8 @@ struct StreamDiarizer::Impl {
 
   std::size_t bytes() const {
     std::size_t total =
-        (window.capacity() + pending.capacity() + resampled.capacity()) * sizeof(float);
+        (window.capacity() + dropped.capacity() + pending.capacity() + resampled.capacity()) *
+        sizeof(float);
     for (const FrameSum& f : open) total += sizeof(FrameSum) + f.sum.capacity() * sizeof(float);
     for (const auto& c : centroids) total += c.capacity() * sizeof(double);
     total += open_turn.capacity() * sizeof(std::optional<double>);
@@ -854,7 +907,7 @@ StreamEmbedding StreamDiarizer::embedding() const {
 
 void StreamDiarizer::push(std::span<const float> samples,
                           std::optional<StreamClock::time_point> arrival) {
-  if (impl_->finished) fail("stream: push() after finish()");
+  if (impl_->closed) fail("stream: push() after finish()");
   const Clock::time_point arrived = arrival.value_or(Clock::now());
   impl_->pushed += samples.size();
   if (impl_->resampler) {

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -85,11 +84,10 @@ struct StreamConfig {
   // Emit turn_update events for the not yet final frames after every step.
   bool provisional = false;
   // At finish(), diarize the whole stream with the batch pipeline (the audio waits in a
-  // temporary file meanwhile, not in memory) and map the live labels onto its speakers, so the
-  // final result equals batch output under the live names.
+  // temporary file under $TMPDIR meanwhile, not in memory, and is read back mapped, a window at a
+  // time) and name its speakers after the live ones (under_live_names), so the final result is
+  // batch output under the live names.
   bool final_recluster = false;
-  // Folder for final_recluster's temporary file; empty: the system's temporary folder.
-  std::filesystem::path temporary_directory;
   // How windows are embedded; rolling is refused (at the stream's construction) where it
   // cannot run: a step off the 10 ms grid, a trunk that mixes the whole time axis.
   StreamEmbedding embedding = StreamEmbedding::kAuto;
@@ -183,7 +181,9 @@ struct StreamEvent {
     kTurnEnd,     // a speaker's turn [start, end] is over (final)
   };
   Kind kind = Kind::kTurnStart;
-  std::string speaker;      // SPEAKER_00, SPEAKER_01, ... stable for the whole stream
+  // SPEAKER_00, SPEAKER_01, ... stable for the whole stream. Empty in a kTurnUpdate of a voice
+  // not named yet (its first turn start is not final): `candidate` tells such voices apart.
+  std::string speaker;
   double start = 0.0;       // seconds
   double end = 0.0;         // seconds (kTurnEnd, kTurnUpdate; equal to start for kTurnStart)
   double audio_time = 0.0;  // seconds of audio processed when the event was made (deterministic)
@@ -191,8 +191,12 @@ struct StreamEvent {
   // end's, an update's end; push()'s `arrival`) to the moment the event was made, after the
   // compute of the step that made it (not deterministic: it depends on how audio arrives).
   double latency_seconds = 0.0;
+  // kTurnUpdate only: the stream's own number of the voice (0, 1, ... in the order the
+  // clustering found them, never reused), the same before and after it is named; not its label.
+  std::optional<std::size_t> candidate;
 
-  // One line of JSON: {"type":"turn_start","speaker":"SPEAKER_00","start":1.234,...}.
+  // One line of JSON: {"type":"turn_start","speaker":"SPEAKER_00","start":1.234,...}; an
+  // update's "speaker" is null before the voice is named, and it has "candidate".
   std::string to_json() const;
   // Everything but latency_seconds equal (what a chunking test compares).
   bool same_decision(const StreamEvent& other) const;
@@ -232,6 +236,10 @@ class StreamDiarizer {
   // knows it (a paced feeder: its start plus the audio so far; a capture callback's time stamp)
   // says so, because audio that waited in a backlog before push() arrived earlier than the
   // call; without it, the audio counts as arriving when push() is called.
+  // The samples are taken even when the call fails: a step whose model call throws leaves the
+  // stream as it was before that step, and that step and the audio after it run first at the
+  // next push() (any count, 0 too) or finish(). So after an error push the next samples, never
+  // the same ones again.
   void push(std::span<const float> samples, std::optional<StreamClock::time_point> arrival = {});
   // Interleaved float samples of `channels` channels, downmixed (mean) to mono.
   void push_interleaved(std::span<const float> samples, int channels,
@@ -251,7 +259,9 @@ class StreamDiarizer {
 
   // Ends the stream: the last frames become final (their events are made) and the whole
   // diarization comes back, labelled with the live names (with final_recluster, the batch
-  // pipeline's turns under them), for pipeline/result_writer.h. No push() after it.
+  // pipeline's turns under them), for pipeline/result_writer.h. No push() after it, even when
+  // it fails; a finish() that failed in a step's model call may be called again (one that
+  // failed in final_recluster's batch diarization may not).
   pipeline::DiarizationResult finish(const std::string& uri = "stream");
 
   StreamState state() const;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -9,63 +10,14 @@
 #include <thread>
 
 #include "core/error.h"
+#include "stream/stream_test_support.h"
 
 namespace parley::stream {
 using frames::Turn;
 namespace {
 
-// Fake networks over a synthetic signal whose level says who speaks: 0 is silence, k * 0.1 is
-// speaker k. A window's local speakers are its speakers in order of first appearance (at most
-// 3, as segmentation-3.0's), each embedded as a noisy one-hot vector of its true identity.
-class LevelModel : public WindowModel {
- public:
-  WindowAnalysis analyze(std::span<const float> window) const override {
-    constexpr std::size_t kFrames = 589;
-    constexpr std::size_t kDimension = 16;
-    NdArray<float> segmentation({kFrames, 3});
-    std::vector<int> local;  // true speaker of each local slot
-    for (std::size_t f = 0; f < kFrames; ++f) {
-      const std::size_t centre = std::min(window.size() - 1, f * 270 + 495);
-      const int who = static_cast<int>(std::lround(window[centre] * 10.0F));
-      if (who <= 0) continue;
-      auto slot = std::find(local.begin(), local.end(), who);
-      if (slot == local.end()) {
-        if (local.size() == 3) continue;
-        local.push_back(who);
-        slot = local.end() - 1;
-      }
-      segmentation(f, static_cast<std::size_t>(slot - local.begin())) = 1.0F;
-    }
-    NdArray<float> embeddings({3, kDimension}, std::nanf(""));
-    for (std::size_t l = 0; l < local.size(); ++l) {
-      for (std::size_t d = 0; d < kDimension; ++d) {
-        // Small, deterministic noise that depends on the window's content.
-        const float noise = 0.05F * std::sin(static_cast<float>(d * 7 + l) + window[80000]);
-        embeddings(l, d) = (static_cast<int>(d) == local[l] ? 1.0F : 0.0F) + noise;
-      }
-    }
-    return {std::move(segmentation), std::move(embeddings)};
-  }
-};
-
-// A conversation: turns of a few seconds each among `speakers`, with pauses.
-std::vector<float> conversation(double seconds, int speakers, double rate = 16000.0,
-                                unsigned seed = 1) {
-  std::vector<float> audio(static_cast<std::size_t>(seconds * rate), 0.0F);
-  std::mt19937 random(seed);
-  std::size_t at = 0;
-  while (at < audio.size()) {
-    const int who = 1 + static_cast<int>(random() % static_cast<unsigned>(speakers));
-    const auto length =
-        static_cast<std::size_t>((2.0 + static_cast<double>(random() % 40) / 10.0) * rate);
-    const auto pause = static_cast<std::size_t>(static_cast<double>(random() % 10) / 10.0 * rate);
-    for (std::size_t i = at; i < std::min(audio.size(), at + length); ++i) {
-      audio[i] = 0.1F * static_cast<float>(who);
-    }
-    at += length + pause;
-  }
-  return audio;
-}
+using testing::conversation;
+using testing::LevelModel;
 
 struct StreamRun {
   std::vector<StreamEvent> events;
@@ -433,9 +385,11 @@ TEST(StreamDiarizer, EveryReportedSpeakerHasATurn) {
     std::map<std::string, int> starts, turns;
     for (const StreamEvent& e : events) {
       if (e.kind == StreamEvent::Kind::kTurnStart) ++starts[e.speaker];
-      if (e.kind == StreamEvent::Kind::kTurnUpdate) {
+      // A label appears in an update only once its first turn start is final; before, the voice
+      // shows without one.
+      if (e.kind == StreamEvent::Kind::kTurnUpdate && !e.speaker.empty()) {
         EXPECT_TRUE(starts.count(e.speaker))
-            << "update before its speaker's first turn: " << e.to_json();
+            << "label before its speaker's first turn: " << e.to_json();
       }
     }
     for (const Turn& t : result.turns) ++turns[t.speaker];
@@ -498,6 +452,163 @@ TEST(StreamDiarizer, StreamsOnOneModelSetInThreadsGiveTheirOwnEvents) {
     SCOPED_TRACE(i);
     expect_same_events(alone[i].events, together[i].events);
   }
+}
+
+// LevelModel whose call number `fail_at` (from 1) throws, as a network out of memory would.
+class FlakyLevelModel : public LevelModel {
+ public:
+  explicit FlakyLevelModel(std::size_t fail_at) : fail_at_(fail_at) {}
+  WindowAnalysis analyze(std::span<const float> window) const override {
+    if (++calls_ == fail_at_) fail("fake model: out of memory");
+    return LevelModel::analyze(window);
+  }
+
+ private:
+  std::size_t fail_at_;
+  mutable std::atomic<std::size_t> calls_{0};
+};
+
+// A model call that fails leaves the stream as it was: the caller goes on with the next samples
+// (or none, or finish()) and gets the events and result of a stream that never failed, neither
+// audio lost nor audio doubled.
+TEST(StreamDiarizer, AFailedModelCallIsRunAgainWithoutLosingOrRepeatingAudio) {
+  const StreamModels clean(std::make_unique<LevelModel>());
+  StreamConfig config;
+  config.provisional = true;
+  // 45.25 s: 90 whole steps and a partial one, which finish() runs.
+  const std::vector<float> audio = conversation(45.25, 3, 16000.0, 4);
+  const StreamRun expected = stream_in_chunks(clean, config, audio, {4000});
+  ASSERT_GT(expected.events.size(), 10U);
+  struct Case {
+    std::size_t fail_at;  // model call that throws
+    std::size_t chunk;    // samples a push
+    bool retry_empty;     // after the error, an empty push first
+  };
+  // A quarter step a push; three steps a push failing at a push's second step (the samples after
+  // it wait too); an empty push retrying; the partial step in finish() failing.
+  for (const Case c : {Case{30, 4000, false}, Case{32, 24000, false}, Case{57, 8000, true},
+                       Case{91, 16000, false}}) {
+    SCOPED_TRACE(::testing::Message() << "fail at " << c.fail_at << ", pushes of " << c.chunk);
+    const StreamModels flaky(std::make_unique<FlakyLevelModel>(c.fail_at));
+    StreamDiarizer diarizer(flaky, config);
+    StreamRun run;
+    std::size_t failures = 0;
+    for (std::size_t at = 0; at < audio.size(); at += c.chunk) {
+      const std::size_t n = std::min(c.chunk, audio.size() - at);
+      try {
+        diarizer.push(std::span<const float>(audio).subspan(at, n));
+      } catch (const Error& error) {
+        ++failures;
+        EXPECT_NE(std::string(error.what()).find("out of memory"), std::string::npos);
+        if (c.retry_empty) diarizer.push({});
+      }
+      for (StreamEvent& e : diarizer.take_events()) run.events.push_back(std::move(e));
+    }
+    try {
+      run.result = diarizer.finish();
+    } catch (const Error&) {
+      ++failures;
+      run.result = diarizer.finish();
+    }
+    for (StreamEvent& e : diarizer.take_events()) run.events.push_back(std::move(e));
+    EXPECT_EQ(failures, 1U);
+    expect_same_events(expected.events, run.events);
+    ASSERT_EQ(run.result.turns.size(), expected.result.turns.size());
+    for (std::size_t i = 0; i < run.result.turns.size(); ++i) {
+      EXPECT_EQ(run.result.turns[i].start, expected.result.turns[i].start);
+      EXPECT_EQ(run.result.turns[i].end, expected.result.turns[i].end);
+      EXPECT_EQ(run.result.turns[i].speaker, expected.result.turns[i].speaker);
+    }
+    EXPECT_EQ(run.result.duration_seconds, expected.result.duration_seconds);
+    EXPECT_THROW(diarizer.push(std::span<const float>(audio).first(10)), Error);
+  }
+}
+
+// Provisional updates show every voice active among the frames not final yet, a voice not named
+// yet too (no label, its candidate number): a new speaker shows before its first final turn,
+// and its name, once given, goes with the same candidate for good.
+TEST(StreamDiarizer, ProvisionalUpdatesShowNewVoicesBeforeTheirNames) {
+  const StreamModels models(std::make_unique<LevelModel>());
+  for (const double latency : {0.5, 2.0}) {
+    SCOPED_TRACE(latency);
+    StreamConfig config;
+    config.provisional = true;
+    config.latency_seconds = latency;
+    const StreamRun run =
+        stream_in_chunks(models, config, conversation(60.0, 3, 16000.0, 5), {4000});
+    std::map<std::size_t, std::string> name_of;       // candidate -> label
+    std::map<std::string, std::size_t> candidate_of;  // label -> candidate
+    std::map<std::size_t, double> shown_unnamed;      // candidate -> first unnamed update's time
+    std::map<std::string, double> first_start;        // label -> first turn_start's time
+    for (const StreamEvent& e : run.events) {
+      if (e.kind == StreamEvent::Kind::kTurnStart) first_start.emplace(e.speaker, e.audio_time);
+      if (e.kind != StreamEvent::Kind::kTurnUpdate) {
+        EXPECT_FALSE(e.candidate) << e.to_json();
+        continue;
+      }
+      ASSERT_TRUE(e.candidate) << e.to_json();
+      // Within the frames not final yet: those whose middle is past the audio less the latency.
+      EXPECT_GT(e.start, e.audio_time - latency) << e.to_json();
+      EXPECT_LE(e.start, e.end) << e.to_json();
+      EXPECT_LE(e.end, e.audio_time) << e.to_json();
+      if (e.speaker.empty()) {
+        EXPECT_FALSE(name_of.contains(*e.candidate)) << "unnamed again: " << e.to_json();
+        EXPECT_NE(e.to_json().find(R"("speaker":null,"candidate":)"), std::string::npos);
+        shown_unnamed.emplace(*e.candidate, e.audio_time);
+      } else {
+        EXPECT_TRUE(first_start.contains(e.speaker)) << "named before its turn: " << e.to_json();
+        EXPECT_EQ(name_of.emplace(*e.candidate, e.speaker).first->second, e.speaker);
+        EXPECT_EQ(candidate_of.emplace(e.speaker, *e.candidate).first->second, *e.candidate);
+      }
+    }
+    ASSERT_EQ(first_start.size(), 3U);
+    for (const auto& [label, when] : first_start) {
+      ASSERT_TRUE(candidate_of.contains(label)) << label;
+      const std::size_t c = candidate_of[label];
+      ASSERT_TRUE(shown_unnamed.contains(c)) << label << " never shown before its name";
+      EXPECT_LT(shown_unnamed[c], when) << label;
+    }
+  }
+}
+
+// One voice whose embedding turns slowly, by 2 radians over the stream: the last sample's level
+// (0.1 to 0.9) sets its angle between two axes.
+class DriftingVoiceModel : public WindowModel {
+ public:
+  static constexpr double kTurn = 2.0;
+  WindowAnalysis analyze(std::span<const float> window) const override {
+    NdArray<float> segmentation({589, 3});
+    for (std::size_t f = 0; f < 589; ++f) {
+      if (window[std::min(window.size() - 1, f * 270 + 495)] > 0.05F) segmentation(f, 0) = 1.0F;
+    }
+    NdArray<float> embeddings({3, 16}, std::nanf(""));
+    const double angle = (static_cast<double>(window.back()) - 0.1) / 0.8 * kTurn;
+    for (std::size_t d = 0; d < 16; ++d) embeddings(0, d) = 0.0F;
+    embeddings(0, 0) = static_cast<float>(std::cos(angle));
+    embeddings(0, 1) = static_cast<float>(std::sin(angle));
+    return {std::move(segmentation), std::move(embeddings)};
+  }
+};
+
+// Only centroids that move with their speaker keep a drifting voice one speaker: its last
+// embeddings are 1 - cos(2) = 1.42 from its first (past the match threshold), but about
+// 1 - cos(1) = 0.46 from the sum of all of them.
+TEST(StreamDiarizer, CentroidsFollowAVoiceThatDrifts) {
+  const StreamModels models(std::make_unique<DriftingVoiceModel>());
+  const StreamConfig config;
+  ASSERT_GT(1.0 - std::cos(DriftingVoiceModel::kTurn), 1.5 * config.match_threshold);
+  std::vector<float> audio(120 * 16000);
+  for (std::size_t i = 0; i < audio.size(); ++i) {
+    audio[i] = 0.1F + 0.8F * static_cast<float>(i) / static_cast<float>(audio.size());
+  }
+  const StreamRun run = stream_in_chunks(models, config, audio, {16000});
+  EXPECT_EQ(run.result.speaker_count, 1U);
+  double seconds = 0.0;
+  for (const Turn& t : run.result.turns) {
+    EXPECT_EQ(t.speaker, "SPEAKER_00") << t.start;
+    seconds += t.duration();
+  }
+  EXPECT_GT(seconds, 119.0);
 }
 
 TEST(StreamDiarizer, ConfigIsValidated) {
