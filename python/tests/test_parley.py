@@ -251,6 +251,13 @@ def test_keywords_follow_the_option_table():
         if option["type"] == "list" and expected == []:
             expected = None  # provider_options=None: none, as the table's empty list
         assert default == expected, f"{option['name']}: {default!r} != table {expected!r}"
+    # An option the table does not give Python (the transcript's, the corpus linking's, ...) is
+    # no keyword, and the table says why Python lacks it: a keyword added beside the table fails.
+    for option in table:
+        if not option["faces"]["python"]:
+            assert option["name"] not in keywords, f"Pipeline takes {option['name']}, which the " \
+                "table does not give Python"
+            assert option["faces_note"], f"{option['name']}: the table says not why Python lacks it"
 
 
 @pytest.mark.parametrize("keyword, value, message", [

@@ -375,6 +375,12 @@ def test_arguments_follow_the_option_table(monkeypatch):
         assert action.default == expected, f"{name}: {action.default!r} != {expected!r}"
         if option["choices"]:
             assert list(action.choices) == option["choices"], name
+    # An option the table does not give parley.distributed (the transcript's, the speaker
+    # library's, ...) is no argument of it, and the table says why.
+    for option in parley.options():
+        if not option["faces"]["dask"]:
+            assert option["name"] not in actions, f"parley.distributed takes --{option['name']}"
+            assert option["faces_note"], option["name"]
 
 
 
