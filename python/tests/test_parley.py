@@ -561,6 +561,27 @@ def test_sample_rate_is_bounded_like_a_file_header(pipeline, rate, error):
         pipeline(noise(), sample_rate=rate)
 
 
+def test_sample_rate_bounds_are_the_librarys():
+    """parley.MIN/MAX_SAMPLE_RATE come from libparley (parley.h's PARLEY_MIN/MAX_SAMPLE_RATE,
+    which parley_c_api.cpp holds equal to the audio decoder's bounds at compile time), not copies
+    that could drift."""
+    import re
+
+    from parley import _parley
+
+    assert (parley.MIN_SAMPLE_RATE, parley.MAX_SAMPLE_RATE) == (_parley.MIN_SAMPLE_RATE,
+                                                                _parley.MAX_SAMPLE_RATE)
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "include", "parley", "parley.h")
+    if not os.path.exists(header):
+        pytest.skip("the C header is not beside this test (an installed package)")
+    with open(header, encoding="utf-8") as file:
+        text = file.read()
+    for name, value in (("MIN", parley.MIN_SAMPLE_RATE), ("MAX", parley.MAX_SAMPLE_RATE)):
+        match = re.search(rf"^#define PARLEY_{name}_SAMPLE_RATE\s+(\d+)", text, re.M)
+        assert match, f"parley.h no longer defines PARLEY_{name}_SAMPLE_RATE"
+        assert value == int(match.group(1))
+
+
 def test_sample_rate_may_be_a_whole_float_or_numpy_int(pipeline):
     assert pipeline(noise(), sample_rate=16000.0).duration == pytest.approx(1.0)
     assert pipeline(noise(rate=8000), sample_rate=np.int32(8000)).duration == pytest.approx(1.0)
