@@ -11,7 +11,10 @@
 - the server enforces them: for each option, a value just past each bound (or outside the
   choices, or not of the type) is refused with 422 invalid_option and the table's message, and
   the bounds themselves pass its checks (the request then fails only for want of audio, or on a
-  setting the server fixed when it started).
+  setting the server fixed when it started);
+- every option takes effect: a job's own values, the server's fixed settings, and a job's
+  transcript options (a transcript read in its transcript_format and fused with its
+  gap_tolerance) give what `parley diarize` gives with the same flags.
 Exits 77 (skipped) without the shared folder."""
 import json
 import os
