@@ -19,6 +19,25 @@ function(parley_module name)
   parley_warnings(parley_${name})
 endfunction()
 
+# parley_shared_test(<name> TIMEOUT <seconds> COMMAND <command>... [ENVIRONMENT <var=value>...]
+#                    [RESOURCE_LOCK <lock>]) -> a CTest test that reads the shared folder (models,
+# recordings): PARLEY_SHARED_DIR in its environment (before ENVIRONMENT's entries), and exit
+# status 77 (the folder is absent) counts as skipped.
+function(parley_shared_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT;RESOURCE_LOCK" "COMMAND;ENVIRONMENT" ${ARGN})
+  if(NOT ARG_COMMAND OR NOT ARG_TIMEOUT OR ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "parley_shared_test(${name}): give TIMEOUT and COMMAND (unknown: "
+                        "${ARG_UNPARSED_ARGUMENTS})")
+  endif()
+  add_test(NAME ${name} COMMAND ${ARG_COMMAND})
+  set(environment "PARLEY_SHARED_DIR=${PARLEY_SHARED_DIR}" ${ARG_ENVIRONMENT})
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT ${ARG_TIMEOUT}
+                       ENVIRONMENT "${environment}")
+  if(ARG_RESOURCE_LOCK)
+    set_tests_properties(${name} PROPERTIES RESOURCE_LOCK ${ARG_RESOURCE_LOCK})
+  endif()
+endfunction()
+
 # parley_test(<name> SOURCES ... [DEPS ...]) -> GoogleTest executable registered with CTest
 function(parley_test name)
   if(NOT PARLEY_BUILD_TESTS)

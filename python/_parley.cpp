@@ -784,6 +784,8 @@ PYBIND11_MODULE(_parley, module) {
       .def("export_json", &Library::export_json)
       .def("import_json", &Library::import_json, py::arg("document"), py::arg("diarizer"));
   module.attr("DEFAULT_IDENTIFY_THRESHOLD") = PARLEY_DEFAULT_IDENTIFY_THRESHOLD;
+  module.attr("MIN_SAMPLE_RATE") = PARLEY_MIN_SAMPLE_RATE;
+  module.attr("MAX_SAMPLE_RATE") = PARLEY_MAX_SAMPLE_RATE;
   py::class_<NamedResult>(module, "NamedResult")
       .def("format", &NamedResult::format, py::arg("format"), py::arg("exclusive"), py::arg("uri"));
 

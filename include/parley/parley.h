@@ -194,8 +194,12 @@ typedef struct parley_result parley_result;
 PARLEY_API parley_status parley_diarize_file(parley_diarizer* diarizer, const char* path,
                                              const parley_run_options* options,
                                              parley_result** result);
-/* Mono samples in [-1, 1] at `sample_rate` Hz, 1000 to 768000 as for files (resampled to 16 kHz
- * when it differs). */
+/* The sample rates parley takes, in Hz, for samples as for files. */
+#define PARLEY_MIN_SAMPLE_RATE 1000
+#define PARLEY_MAX_SAMPLE_RATE 768000
+
+/* Mono samples in [-1, 1] at `sample_rate` Hz, PARLEY_MIN_SAMPLE_RATE to PARLEY_MAX_SAMPLE_RATE
+ * as for files (resampled to 16 kHz when it differs). */
 PARLEY_API parley_status parley_diarize_samples(parley_diarizer* diarizer, const float* samples,
                                                 size_t sample_count, int sample_rate,
                                                 const parley_run_options* options,

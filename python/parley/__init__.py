@@ -43,8 +43,8 @@ class SpeedTwinWarning(UserWarning):
 # The bounds of the C API (include/parley/parley.h), checked here first so that any Python value
 # gets a parley error rather than a conversion error. A speaker count's own bound is the engine's
 # (its message comes through the C API).
-MIN_SAMPLE_RATE = 1000
-MAX_SAMPLE_RATE = 768000
+MIN_SAMPLE_RATE: int = _parley.MIN_SAMPLE_RATE
+MAX_SAMPLE_RATE: int = _parley.MAX_SAMPLE_RATE
 _INT_MAX = 2**31 - 1
 MAX_COLLAR = 1e9  # seconds: any finite collar is allowed, and this is past every recording
 

@@ -74,6 +74,8 @@ def score_rttm(reference: bytes, hypothesis: bytes, collar: float,
                skip_overlap: bool) -> tuple[float, float, float, float, float]: ...
 
 DEFAULT_IDENTIFY_THRESHOLD: float
+MIN_SAMPLE_RATE: int
+MAX_SAMPLE_RATE: int
 
 class NamedResult:
     def format(self, format: str, exclusive: bool, uri: Optional[str]) -> str: ...

@@ -227,6 +227,25 @@ class PipelinePlugin(WorkerPlugin):
         return self.batch
 
 
+def _worker_engine(plugin_name: str, dask_worker: Any = None) -> dict[str, Any]:
+    """On a worker (``client.run``): the layout libparley gave its engine, and the GPUs the
+    worker offers as Dask resources."""
+    state = getattr(dask_worker, "state", dask_worker)
+    return {"layout": dask_worker.plugins[plugin_name].layout(),
+            "gpus": int(state.total_resources.get("GPU", 0))}
+
+
+def _task_resources(workers: Iterable[dict[str, Any]]) -> Optional[dict[str, int]]:
+    """The Dask resources each task asks for, from where libparley placed the workers' engines
+    (``_worker_engine``): a GPU when a worker offering GPUs runs a network on one, whatever the
+    provider's name ("auto" included), else none, so that a CPU engine never waits for a GPU.
+    A worker that offers no GPU resource cannot run a task that asks for one, so its engine's
+    placement alone asks for none."""
+    on_gpu = any(worker["gpus"] > 0 and worker["layout"]["providers"] != "cpu"
+                 for worker in workers)
+    return {"GPU": 1} if on_gpu else None
+
+
 def _diarize_batch(plugin_name: str, jobs: list[dict[str, Any]], out_dir: str,
                    output_format: str, speakers: dict[str, Any],
                    exclusive: bool = False) -> list[Report]:
@@ -320,7 +339,9 @@ def _iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterabl
     plugin_name = "parley-" + hashlib.sha256(
         json.dumps(engine_options, sort_keys=True, default=str).encode()).hexdigest()[:16]
     client.register_worker_plugin(PipelinePlugin(engine_options, plugin_name), name=plugin_name)
-    resources = {"GPU": 1} if options.get("provider", "auto") not in ("auto", "cpu") else None
+    # Whether a task needs a GPU is the engines' placement, which libparley decided on each worker
+    # as the plugin set it up (provider "auto" on a GPU worker runs there), not the provider's name.
+    resources = _task_resources(client.run(_worker_engine, plugin_name).values())
 
     def submit(batch: list[dict[str, Any]]) -> Any:
         return client.submit(_diarize_batch, plugin_name, batch, out_dir, output_format,

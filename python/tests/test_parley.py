@@ -251,6 +251,13 @@ def test_keywords_follow_the_option_table():
         if option["type"] == "list" and expected == []:
             expected = None  # provider_options=None: none, as the table's empty list
         assert default == expected, f"{option['name']}: {default!r} != table {expected!r}"
+    # An option the table does not give Python (the transcript's, the corpus linking's, ...) is
+    # no keyword, and the table says why Python lacks it: a keyword added beside the table fails.
+    for option in table:
+        if not option["faces"]["python"]:
+            assert option["name"] not in keywords, f"Pipeline takes {option['name']}, which the " \
+                "table does not give Python"
+            assert option["faces_note"], f"{option['name']}: the table says not why Python lacks it"
 
 
 @pytest.mark.parametrize("keyword, value, message", [
@@ -552,6 +559,27 @@ def test_sample_rate_is_bounded_like_a_file_header(pipeline, rate, error):
     """sample_rate=1 read 4 s as 17.8 h (8.2 GB); now only the rates a file may declare."""
     with pytest.raises(error, match="sample_rate"):
         pipeline(noise(), sample_rate=rate)
+
+
+def test_sample_rate_bounds_are_the_librarys():
+    """parley.MIN/MAX_SAMPLE_RATE come from libparley (parley.h's PARLEY_MIN/MAX_SAMPLE_RATE,
+    which parley_c_api.cpp holds equal to the audio decoder's bounds at compile time), not copies
+    that could drift."""
+    import re
+
+    from parley import _parley
+
+    assert (parley.MIN_SAMPLE_RATE, parley.MAX_SAMPLE_RATE) == (_parley.MIN_SAMPLE_RATE,
+                                                                _parley.MAX_SAMPLE_RATE)
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "include", "parley", "parley.h")
+    if not os.path.exists(header):
+        pytest.skip("the C header is not beside this test (an installed package)")
+    with open(header, encoding="utf-8") as file:
+        text = file.read()
+    for name, value in (("MIN", parley.MIN_SAMPLE_RATE), ("MAX", parley.MAX_SAMPLE_RATE)):
+        match = re.search(rf"^#define PARLEY_{name}_SAMPLE_RATE\s+(\d+)", text, re.M)
+        assert match, f"parley.h no longer defines PARLEY_{name}_SAMPLE_RATE"
+        assert value == int(match.group(1))
 
 
 def test_sample_rate_may_be_a_whole_float_or_numpy_int(pipeline):

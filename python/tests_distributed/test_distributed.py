@@ -307,6 +307,44 @@ def test_a_worker_with_gpus_lays_one_engine_out_over_them(monkeypatch):
         assert len(made) == 1 and made.pop().get("devices") == devices, options
 
 
+def test_tasks_ask_for_a_gpu_only_where_libparley_placed_the_engine_on_one(client):
+    """Whether tasks ask for a GPU resource follows where libparley placed each worker's engine
+    (its layout), not the provider's name: with provider "auto" on these CPU-only workers the
+    layout is the CPU's, so no task asks for a GPU (and none waits for one), even where a worker
+    offers GPU resources."""
+    name = "parley-test-resources"
+    client.register_worker_plugin(pd.PipelinePlugin(dict(OPTIONS, provider="auto"), name),
+                                  name=name)
+    workers = list(client.run(pd._worker_engine, name).values())
+    batch = parley._parley.Batch(parley._settings(**OPTIONS, provider="auto"))
+    try:
+        here = json.loads(batch.layout())
+    finally:
+        batch.finish()
+    assert len(workers) == 2 and all(worker["layout"] == here for worker in workers)
+    if here["providers"] != "cpu":
+        pytest.skip("libparley places provider auto on a GPU on this machine")
+    assert all(worker["gpus"] == 0 for worker in workers)
+    assert pd._task_resources(workers) is None
+    assert pd._task_resources([dict(worker, gpus=1) for worker in workers]) is None
+
+
+def test_provider_auto_on_a_gpu_asks_for_the_gpu():
+    """Where libparley places provider "auto" on a GPU, a worker offering GPUs makes every task
+    ask for one (as a named GPU provider does); a worker offering none asks for nothing, which
+    it could never give. Runs only on a machine with a GPU: libparley's layout planner has no
+    way to place an engine on a GPU it cannot see."""
+    batch = parley._parley.Batch(parley._settings(**OPTIONS, provider="auto"))
+    try:
+        layout = json.loads(batch.layout())
+    finally:
+        batch.finish()
+    if layout["providers"] == "cpu":
+        pytest.skip("libparley places provider auto on the CPU here (no GPU)")
+    assert pd._task_resources([{"layout": layout, "gpus": 1}]) == {"GPU": 1}
+    assert pd._task_resources([{"layout": layout, "gpus": 0}]) is None
+
+
 def test_the_client_hands_out_libparleys_plan(client, corpus, tmp_path):
     """distributed.py builds no output or record path and reads no record: what it reports and
     hands out is libparley's plan (parley_corpus_plan_json), the CLI's, for a list with repeats
@@ -375,6 +413,12 @@ def test_arguments_follow_the_option_table(monkeypatch):
         assert action.default == expected, f"{name}: {action.default!r} != {expected!r}"
         if option["choices"]:
             assert list(action.choices) == option["choices"], name
+    # An option the table does not give parley.distributed (the transcript's, the speaker
+    # library's, ...) is no argument of it, and the table says why.
+    for option in parley.options():
+        if not option["faces"]["dask"]:
+            assert option["name"] not in actions, f"parley.distributed takes --{option['name']}"
+            assert option["faces_note"], option["name"]
 
 
 

@@ -347,6 +347,10 @@ std::unique_ptr<parley_diarizer> new_diarizer(const DiarizationModels& paths,
   return handle;
 }
 
+static_assert(PARLEY_MIN_SAMPLE_RATE == parley::audio::kMinSampleRate &&
+                  PARLEY_MAX_SAMPLE_RATE == parley::audio::kMaxSampleRate,
+              "parley.h's sample-rate bounds must be audio::kMinSampleRate and kMaxSampleRate");
+
 // `samples` at `sample_rate` as the 16 kHz the models take.
 std::vector<float> samples_16k(const float* samples, std::size_t sample_count, int sample_rate) {
   if (samples == nullptr && sample_count > 0) invalid("samples is NULL");

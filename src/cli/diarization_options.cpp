@@ -143,8 +143,8 @@ CLI::Option* add_table_option(CLI::App& command, std::string_view name, T& targe
 }
 
 // The options of the table's cli face that a field of EngineFlags, DiarizationFlags,
-// CorpusFlags or ProviderArguments holds (registered by name in the add_*_flags functions); every
-// other one is registered by add_extra_flags.
+// CorpusFlags, ProviderArguments, IdentityFlags or TranscriptFlags holds (registered by name in the
+// add_*_flags functions); every other one is registered by add_extra_flags.
 bool has_own_field(std::string_view name) {
   static constexpr std::string_view kOwnFields[] = {"models_dir",
                                                     "segmentation_model",
@@ -177,7 +177,9 @@ bool has_own_field(std::string_view name) {
                                                     "identify_threshold",
                                                     "link_speakers",
                                                     "speakers_table",
-                                                    "trace"};
+                                                    "trace",
+                                                    "transcript_format",
+                                                    "gap_tolerance"};
   return std::find(std::begin(kOwnFields), std::end(kOwnFields), name) != std::end(kOwnFields);
 }
 
@@ -289,6 +291,15 @@ void add_engine_flags(CLI::App& command, EngineFlags& engine) {
   add_table_option(command, "embedding_model", engine.embedding_model);
   add_table_option(command, "plda_dir", engine.plda_dir);
   add_extra_flags(command, engine.extra);
+}
+
+void add_transcript_flags(CLI::App& command, TranscriptFlags& flags) {
+  add_table_option(command, "transcript_format", flags.format);
+  add_table_option(command, "gap_tolerance", flags.gap_tolerance);
+}
+
+nlohmann::json transcript_values(const TranscriptFlags& flags) {
+  return {{"transcript_format", flags.format}, {"gap_tolerance", flags.gap_tolerance}};
 }
 
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,

@@ -92,6 +92,16 @@ struct EngineFlags {
 // registered here from the table (its flag, help, default and checks) into `engine.extra`.
 void add_engine_flags(CLI::App& command, EngineFlags& engine);
 
+// How a transcript is read and fused (`parley diarize --transcript`, `parley fuse`): the table's
+// transcript_format and gap_tolerance, registered from it (flag, help, default, checks).
+struct TranscriptFlags {
+  std::string format;          // the table's default written in by add_transcript_flags
+  double gap_tolerance = 0.0;  // idem
+};
+void add_transcript_flags(CLI::App& command, TranscriptFlags& flags);
+// The flags as option values by the table's names (pipeline::transcript_options reads them).
+nlohmann::json transcript_values(const TranscriptFlags& flags);
+
 // The model files: explicit flags first, then the model locator (--models, $PARLEY_MODELS, the
 // per-user cache).
 pipeline::DiarizationModels resolve_models(const EngineFlags& engine,

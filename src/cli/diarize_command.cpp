@@ -31,6 +31,7 @@
 #include "identity/named_output.h"
 #include "models/speed_twin.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_values.h"
 #include "pipeline/result_writer.h"
 #include "transcript/fusion.h"
 #include "transcript/recognizer_process.h"
@@ -50,16 +51,15 @@ struct DiarizeArguments {
   std::string save_intermediates;
   std::string out_dir;
   std::string transcript;
-  std::string transcript_format = "auto";
+  TranscriptFlags reading;  // --transcript-format, --gap-tolerance
   std::string asr_command;
   double asr_timeout = 0.0;
-  double gap_tolerance = 1.0;
   bool print_layout = false;
 };
 
-std::optional<transcript::TranscriptFormat> transcript_format(const DiarizeArguments& arguments) {
-  if (arguments.transcript_format == "auto") return std::nullopt;
-  return transcript::parse_transcript_format(arguments.transcript_format);
+// How the transcript is read and fused: the table's options, as a server's job reads them.
+pipeline::TranscriptOptions transcript_options(const DiarizeArguments& arguments) {
+  return pipeline::transcript_options(transcript_values(arguments.reading));
 }
 
 // `names`: the identification that named `result`'s speakers (their scores go into the text);
@@ -68,7 +68,7 @@ std::string fused_transcript(const pipeline::DiarizationResult& result,
                              const transcript::Transcript& words, const DiarizeArguments& arguments,
                              const identity::Identification* names) {
   const transcript::Transcript labelled =
-      pipeline::label_transcript(result, words, arguments.gap_tolerance);
+      pipeline::label_transcript(result, words, transcript_options(arguments).fusion);
   pipeline::ResultFormatOptions options;
   options.exclusive = arguments.flags.exclusive;
   options.transcript = &labelled;
@@ -231,7 +231,8 @@ void run_diarize(const DiarizeArguments& arguments) {
   // A transcript given as a file is read now: one that does not parse costs no diarization.
   std::optional<transcript::Transcript> given_words;
   if (!arguments.transcript.empty()) {
-    given_words = transcript::read_transcript(arguments.transcript, transcript_format(arguments));
+    given_words =
+        transcript::read_transcript(arguments.transcript, transcript_options(arguments).format);
   }
 
   // The recognizer starts first so that it runs while parley loads its models and diarizes.
@@ -283,7 +284,7 @@ void run_diarize(const DiarizeArguments& arguments) {
         fail("{}; {}", error.what(), keep_turns(result, arguments));
       }
       try {
-        words = transcript::read_transcript(written, transcript_format(arguments));
+        words = transcript::read_transcript(written, transcript_options(arguments).format);
       } catch (const Error& error) {
         std::string message = error.what();
         const auto kept = keep_transcript(result, arguments, written);
@@ -340,21 +341,13 @@ void add_diarize_command(CLI::App& app) {
   command->add_option("--transcript", arguments->transcript,
                       "speech-recognizer transcript to label with speakers (whisper.cpp JSON, "
                       "OpenAI/faster-whisper JSON, SRT, WebVTT or CTM)");
-  command
-      ->add_option("--transcript-format", arguments->transcript_format,
-                   "auto, srt, vtt, ctm, whisper-cpp-json or openai-json")
-      ->capture_default_str();
+  add_transcript_flags(*command, arguments->reading);
   command->add_option("--asr-cmd", arguments->asr_command,
                       "run a recognizer while diarizing: \"COMMAND {audio} {out}\" (it writes its "
                       "transcript to {out} or {out}.json/.srt/.vtt/.ctm)");
   command
       ->add_option("--asr-timeout", arguments->asr_timeout,
                    "seconds to wait for --asr-cmd after diarization ends (0: no limit)")
-      ->check(number_at_least(0))
-      ->capture_default_str();
-  command
-      ->add_option("--gap-tolerance", arguments->gap_tolerance,
-                   "words outside every turn go to the nearest turn this close (seconds)")
       ->check(number_at_least(0))
       ->capture_default_str();
   command->callback([arguments] { run_diarize(*arguments); });

@@ -12,6 +12,7 @@
 #include "cli/diarization_options.h"
 #include "core/error.h"
 #include "eval/rttm.h"
+#include "pipeline/option_values.h"
 #include "transcript/fusion.h"
 #include "transcript/transcript.h"
 #include "transcript/writers.h"
@@ -22,11 +23,10 @@ namespace {
 struct FuseArguments {
   std::string transcript;
   std::string rttm;
-  std::string transcript_format = "auto";
+  TranscriptFlags reading;  // --transcript-format, --gap-tolerance
   std::string format;
   std::string out;
   std::string file_id;
-  double gap_tolerance = 1.0;
   std::string unknown_speaker = "UNKNOWN";
   bool force = false;
 };
@@ -57,10 +57,10 @@ std::vector<eval::Turn> recording_turns(const FuseArguments& arguments) {
 }
 
 void run_fuse(const FuseArguments& arguments) {
-  std::optional<transcript::TranscriptFormat> input_format;
-  if (arguments.transcript_format != "auto") {
-    input_format = transcript::parse_transcript_format(arguments.transcript_format);
-  }
+  // Read and fused as `parley diarize --transcript` and a server's job do with these values.
+  pipeline::TranscriptOptions reading =
+      pipeline::transcript_options(transcript_values(arguments.reading));
+  reading.fusion.unknown_speaker = arguments.unknown_speaker;
   transcript::OutputFormat output_format = transcript::OutputFormat::text;
   if (!arguments.format.empty()) {
     output_format = transcript::parse_output_format(arguments.format);
@@ -72,12 +72,9 @@ void run_fuse(const FuseArguments& arguments) {
   const OutputOptions output_options{.overwrite_read_only = arguments.force};
   check_output_file("--out", arguments.out, output_options);
   const transcript::Transcript input =
-      transcript::read_transcript(arguments.transcript, input_format);
+      transcript::read_transcript(arguments.transcript, reading.format);
   const std::vector<eval::Turn> turns = recording_turns(arguments);
-  const transcript::Transcript labelled = transcript::assign_speakers(
-      input, turns,
-      transcript::FusionOptions{.gap_tolerance = arguments.gap_tolerance,
-                                .unknown_speaker = arguments.unknown_speaker});
+  const transcript::Transcript labelled = transcript::assign_speakers(input, turns, reading.fusion);
   const std::string text = transcript::format_transcript(labelled, output_format);
   write_output(text, arguments.out, output_options);
 }
@@ -97,11 +94,7 @@ void add_fuse_command(CLI::App& app) {
       ->required();
   command->add_option("--rttm", arguments->rttm, "Diarization of the same recording (RTTM)")
       ->required();
-  command
-      ->add_option("--transcript-format", arguments->transcript_format,
-                   "Format of --transcript: auto (from content and extension), srt, vtt, ctm, "
-                   "whisper-cpp-json, openai-json")
-      ->capture_default_str();
+  add_transcript_flags(*command, arguments->reading);
   command->add_option("--format", arguments->format,
                       "Output: srt, vtt, txt or json (default: from the --out extension, else "
                       "txt)");
@@ -109,12 +102,6 @@ void add_fuse_command(CLI::App& app) {
   add_force_flag(*command, arguments->force);
   command->add_option("--file-id", arguments->file_id,
                       "Recording whose turns to use when the RTTM holds several");
-  command
-      ->add_option("--gap-tolerance", arguments->gap_tolerance,
-                   "Seconds: words between turns go to the nearest turn this close, else to the "
-                   "unknown speaker")
-      ->capture_default_str()
-      ->check(number_at_least(0));
   command
       ->add_option("--unknown-speaker", arguments->unknown_speaker,
                    "Name for words no turn is close to")

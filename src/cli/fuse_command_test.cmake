@@ -80,9 +80,14 @@ expect_error("${WORK_DIR}/cut.json:3: not valid JSON (syntax error while parsing
              --transcript "${WORK_DIR}/cut.json" --rttm "${WORK_DIR}/talk.rttm")
 expect_error("${WORK_DIR}/two.rttm: holds turns of 2 recordings (other, talk); pass --file-id to say which one the transcript belongs to"
              --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/two.rttm")
-expect_error("unknown transcript format 'docx'; use srt, vtt, ctm, whisper-cpp-json or openai-json"
-             --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/talk.rttm"
-             --transcript-format docx)
+# A named format is read as that format (the option table's transcript_format): an SRT read as
+# CTM fails on its first line.
+execute_process(COMMAND "${PARLEY}" fuse --transcript "${WORK_DIR}/talk.srt"
+                        --rttm "${WORK_DIR}/talk.rttm" --transcript-format ctm
+                RESULT_VARIABLE status ERROR_VARIABLE err)
+if(NOT status EQUAL 1 OR NOT err MATCHES "talk.srt:1")
+  message(FATAL_ERROR "fuse --transcript-format ctm of an SRT: exit status ${status}\nstderr: ${err}")
+endif()
 
 # Outputs are whole or absent: a full standard output fails, and a write that fails half way
 # (a file-size limit, as a full disk) keeps the old file and leaves no partial file.

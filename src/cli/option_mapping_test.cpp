@@ -1,8 +1,8 @@
 // The command line's hand-kept mapping between the option table's rows and its flag structs
-// (`has_own_field`'s list, table_values, with_layout_values and the identity flags) against the
-// table: each CLI option, given alone with a value other than its default, must come out of the
-// flags under its own name with that value, and no other option may move. A row missing from the
-// mapping, registered twice, or read from another field fails here.
+// (`has_own_field`'s list, table_values, with_layout_values, the identity and transcript flags)
+// against the table: each CLI option, given alone with a value other than its default, must come
+// out of the flags under its own name with that value, and no other option may move. A row missing
+// from the mapping, registered twice, or read from another field fails here.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -28,6 +28,7 @@ nlohmann::json parsed_values(std::vector<std::string> arguments) {
   int jobs = pipeline::kDefaultCorpusJobs;
   std::string trace;
   IdentityFlags identity;
+  TranscriptFlags reading;
   add_diarization_flags(app, flags);
   add_engine_flags(app, engine);
   add_engine_layout_flags(app, devices, engines, jobs);
@@ -37,6 +38,8 @@ nlohmann::json parsed_values(std::vector<std::string> arguments) {
   add_threshold_flag(app, identity.threshold);
   add_table_flag(app, "link_speakers", identity.link_speakers);
   add_table_flag(app, "speakers_table", identity.speakers_table);
+  // As `parley diarize` and `parley fuse` register them.
+  add_transcript_flags(app, reading);
   // CLI11 parses a reversed vector (the last element first).
   std::reverse(arguments.begin(), arguments.end());
   app.parse(arguments);
@@ -46,6 +49,7 @@ nlohmann::json parsed_values(std::vector<std::string> arguments) {
   values["identify_threshold"] = identity.threshold;
   values["link_speakers"] = identity.link_speakers;
   if (!identity.speakers_table.empty()) values["speakers_table"] = identity.speakers_table;
+  values.update(transcript_values(reading));
   return values;
 }
 

@@ -27,6 +27,10 @@ expect_usage_error("--segmentation-batch: must be at least 1 \\(got 0\\)"
 expect_usage_error("--gap-tolerance: must be at least 0 \\(got -1\\)"
                    fuse --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/talk.rttm"
                    --gap-tolerance -1)
+# The transcript's format is one of the option table's choices (transcript_format).
+expect_usage_error("--transcript-format: expected one of auto, srt, vtt, ctm, whisper-cpp-json, openai-json \\(got 'docx'\\)"
+                   fuse --transcript "${WORK_DIR}/talk.srt" --rttm "${WORK_DIR}/talk.rttm"
+                   --transcript-format docx)
 expect_usage_error("--gap-tolerance: must be at least 0 \\(got -1\\)"
                    diarize "${WORK_DIR}/audio.wav" --transcript "${WORK_DIR}/talk.srt" --gap-tolerance -1)
 # The bound is this machine's (4 per core), and the message says so: `--threads 16` from a 16-core

@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "pipeline/diarizer.h"
 #include "pipeline/result_writer.h"
+#include "transcript/fusion.h"
+#include "transcript/transcript.h"
 
 namespace parley::pipeline {
 
@@ -25,6 +27,9 @@ constexpr OptionFaces kCliOnly{true, false, false, false, false};
 // The engine's settings outside the server, which fixes them when it starts (`parley serve`
 // takes them as flags, and lays out its engine once: devices, engines, jobs).
 constexpr OptionFaces kLibraryFaces{true, false, true, true, true};
+// What reads a transcript: `parley diarize --transcript` and `parley fuse`, and a server's job
+// that comes with one.
+constexpr OptionFaces kTranscriptFaces{true, true, false, false, false};
 
 OptionSpec option(std::string name, OptionType type, nlohmann::json default_value, std::string help,
                   OptionFaces faces, std::string cli_flag, std::string config_field = "") {
@@ -214,6 +219,29 @@ std::vector<OptionSpec> make_options() {
         "C and Python: every result writes every format (parley_result_format, "
         "Diarization.to_format), and a batch into a folder takes it per recording";
   }
+  // How a transcript given with the recording is read and fused with its exclusive turns
+  // (docs/transcripts.md); a server's job takes them with its transcript.
+  {
+    const std::string note =
+        "C, Python and parley.distributed take no transcript: they write the diarization (every "
+        "format), which `parley fuse` labels a transcript with";
+    std::vector<std::string> formats = {"auto"};
+    for (const std::string_view name : transcript::transcript_format_names()) {
+      formats.emplace_back(name);
+    }
+    add(noted(choice("transcript_format", std::move(formats), "auto",
+                     "format of the transcript: auto (from its content, else its file "
+                     "extension), srt, vtt, ctm, whisper-cpp-json or openai-json",
+                     kTranscriptFaces, "--transcript-format"),
+              note));
+    add(noted(bounded(option("gap_tolerance", OptionType::kNumber,
+                             transcript::FusionOptions{}.gap_tolerance,
+                             "seconds: a word between turns goes to the nearest turn this close, "
+                             "else to the unknown speaker",
+                             kTranscriptFaces, "--gap-tolerance"),
+                      0.0),
+              note));
+  }
   // Who the speakers are (identity/, docs/identity.md). C and Python name speakers with a
   // library handle of their own: the path and the threshold are its functions' arguments.
   add(noted(option("voiceprints", OptionType::kPath, nullptr,
@@ -250,14 +278,16 @@ std::vector<OptionSpec> make_options() {
             "a profiling aid of the command line's corpus runs (CorpusConfig::trace_file and "
             "EngineLayoutRequest::trace_file in the library); the C API, Python and "
             "parley.distributed do not offer it yet"));
-  // What a server's job may set alone: the clustering's inputs and how its result is written.
+  // What a server's job may set alone: the clustering's inputs and how its result is written
+  // (with a transcript: how that is read and fused).
   // The networks' settings (step, embedding_mode) and the clustering method, whose PLDA the
   // server loads or not when it starts, are fixed for the server's life.
   for (OptionSpec& spec : options) {
     spec.per_job =
         spec.faces.server &&
         (spec.name == "num_speakers" || spec.name == "min_speakers" ||
-         spec.name == "max_speakers" || spec.name == "exclusive" || spec.name == "format");
+         spec.name == "max_speakers" || spec.name == "exclusive" || spec.name == "format" ||
+         spec.name == "transcript_format" || spec.name == "gap_tolerance");
   }
   // What each option sets; a row without an entry here fails every run (and the table's tests).
   const std::vector<std::pair<OptionTarget, std::vector<std::string_view>>> targets = {
@@ -272,7 +302,7 @@ std::vector<OptionSpec> make_options() {
        {"threads", "embedding_batch", "segmentation_batch", "segmentation_sessions", "no_streaming",
         "cuda_graph"}},
       {OptionTarget::kLayout, {"devices", "engines", "jobs"}},
-      {OptionTarget::kFace, {"exclusive", "format"}},
+      {OptionTarget::kFace, {"exclusive", "format", "transcript_format", "gap_tolerance"}},
       {OptionTarget::kIdentity,
        {"voiceprints", "identify_threshold", "link_speakers", "speakers_table"}},
       {OptionTarget::kDiagnostics, {"trace"}},

@@ -37,10 +37,11 @@ enum class OptionType {
 
 // What an option sets: the output (OutputSettings), how the run goes (ExecutionSettings), where
 // the models run (ProviderPlacement), how a corpus run is laid out (corpus::EngineLayoutRequest),
-// which model files load, how a face writes its result (format, exclusive), or who the speakers
-// are (identity/: the speaker library, its threshold, linking across a corpus), or what a run
-// records about itself (diagnostics: a trace of its stages), which changes neither the output nor
-// the speed. pipeline/option_values.h applies the first three to a DiarizationConfig.
+// which model files load, how a face writes its result (format, exclusive, and how it reads and
+// fuses a transcript: transcript_format, gap_tolerance), or who the speakers are (identity/: the
+// speaker library, its threshold, linking across a corpus), or what a run records about itself
+// (diagnostics: a trace of its stages), which changes neither the output nor the speed.
+// pipeline/option_values.h applies the first three to a DiarizationConfig.
 enum class OptionTarget {
   kOutput,
   kExecution,

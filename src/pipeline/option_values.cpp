@@ -214,4 +214,20 @@ DiarizationModels locate_models(const nlohmann::json& values) {
       models_dir ? std::optional<std::filesystem::path>(*models_dir) : std::nullopt);
 }
 
+TranscriptOptions transcript_options(const nlohmann::json& values) {
+  const auto value_of = [&values](std::string_view name) -> nlohmann::json {
+    const OptionSpec& spec = diarization_option(name);
+    const auto found = values.find(name);
+    if (found == values.end() || found->is_null()) return spec.default_value;
+    spec.check_value(*found);
+    return *found;
+  };
+  TranscriptOptions options;
+  if (const std::string format = value_of("transcript_format"); format != "auto") {
+    options.format = transcript::parse_transcript_format(format);
+  }
+  options.fusion.gap_tolerance = value_of("gap_tolerance").get<double>();
+  return options;
+}
+
 }  // namespace parley::pipeline

@@ -6,7 +6,11 @@
 //   absent name or null is the option's default.
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "pipeline/diarizer.h"
+#include "transcript/fusion.h"
+#include "transcript/transcript.h"
 
 namespace parley::pipeline {
 
@@ -27,5 +31,15 @@ ProviderPlacement provider_placement(const nlohmann::json& values);
 // The model files the values name (models_dir, segmentation_model, embedding_model, plda_dir),
 // the rest found as locate_models(explicit_paths, models_dir) finds them.
 DiarizationModels locate_models(const nlohmann::json& values);
+
+// How a face reads a transcript and fuses it with the exclusive turns: the transcript_format
+// and gap_tolerance of `values` (the table's defaults where absent or null). Every face that
+// takes a transcript (`parley diarize --transcript`, `parley fuse`, a server's job) reads them
+// here, so that equal values label the words alike. Fails "{option}: {problem}".
+struct TranscriptOptions {
+  std::optional<transcript::TranscriptFormat> format;  // none: detected ("auto")
+  transcript::FusionOptions fusion;
+};
+TranscriptOptions transcript_options(const nlohmann::json& values);
 
 }  // namespace parley::pipeline

@@ -190,5 +190,29 @@ TEST(OptionSpecParse, TypedValuesAndTheFlagGrammar) {
   }
 }
 
+// The transcript options are read in one place for every face that takes a transcript: the
+// table's defaults (the fusion's own), a named format, and the table's messages.
+TEST(OptionValues, TranscriptOptionsFollowTheTable) {
+  const TranscriptOptions defaults = transcript_options(nlohmann::json::object());
+  EXPECT_FALSE(defaults.format.has_value());
+  EXPECT_EQ(defaults.fusion.gap_tolerance, transcript::FusionOptions{}.gap_tolerance);
+  EXPECT_EQ(diarization_option("gap_tolerance").default_value, defaults.fusion.gap_tolerance);
+  const TranscriptOptions given =
+      transcript_options({{"transcript_format", "ctm"}, {"gap_tolerance", 0.0}});
+  EXPECT_EQ(given.format, transcript::TranscriptFormat::ctm);
+  EXPECT_EQ(given.fusion.gap_tolerance, 0.0);
+  try {
+    static_cast<void>(transcript_options({{"gap_tolerance", -1.0}}));
+    ADD_FAILURE() << "a negative gap tolerance taken";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "gap_tolerance: must be at least 0 (got -1)");
+  }
+  EXPECT_THROW(static_cast<void>(transcript_options({{"transcript_format", "docx"}})), Error);
+  // Not the engine's: apply_options takes them (a server's job hands them with its speaker
+  // counts) and leaves the configuration as it is.
+  DiarizationConfig config;
+  EXPECT_NO_THROW(apply_options({{"transcript_format", "srt"}, {"gap_tolerance", 2.0}}, config));
+}
+
 }  // namespace
 }  // namespace parley::pipeline

@@ -120,9 +120,8 @@ std::string format_result(const DiarizationResult& result, std::string_view form
 }
 
 transcript::Transcript label_transcript(const DiarizationResult& result,
-                                        const transcript::Transcript& words, double gap_tolerance) {
-  transcript::FusionOptions fusion;
-  fusion.gap_tolerance = gap_tolerance;
+                                        const transcript::Transcript& words,
+                                        const transcript::FusionOptions& fusion) {
   return transcript::assign_speakers(
       words, frames::to_eval_turns(result.exclusive_turns, result.uri), fusion);
 }

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "pipeline/diarizer.h"
+#include "transcript/fusion.h"
 #include "transcript/transcript.h"
 
 namespace parley::pipeline {
@@ -50,9 +51,9 @@ std::string format_result(const DiarizationResult& result, std::string_view form
                           const ResultFormatOptions& options = {});
 
 // The transcript's segments and words labelled with the result's exclusive turns (transcript
-// fusion; `gap_tolerance` as transcript::FusionOptions).
+// fusion; a face's `fusion` from its option values: pipeline::transcript_options).
 transcript::Transcript label_transcript(const DiarizationResult& result,
                                         const transcript::Transcript& words,
-                                        double gap_tolerance = 1.0);
+                                        const transcript::FusionOptions& fusion = {});
 
 }  // namespace parley::pipeline

@@ -26,6 +26,7 @@
 #include "identity/speaker_library.h"
 #include "identity/voiceprint.h"
 #include "pipeline/option_table.h"
+#include "pipeline/option_values.h"
 #include "pipeline/result_writer.h"
 #include "runtime/device_memory.h"
 #include "server/allowed_file.h"
@@ -1145,7 +1146,10 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
         refuse_storage(error, "storing the transcript");
       }
       try {
-        transcript::read_transcript(job.transcript);
+        // As the job's result will read it: in its transcript_format (job_configuration checked
+        // the value above).
+        transcript::read_transcript(job.transcript,
+                                    pipeline::transcript_options(job.options).format);
       } catch (const Error& error) {
         refuse(422, "invalid_transcript",
                replace_all(error.what(), job.transcript.string(),

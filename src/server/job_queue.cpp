@@ -289,9 +289,9 @@ void JobQueue::finish(const Job& job, const corpus::RecordingOutcome& outcome,
   pipeline::DiarizationResult result = *outcome.result;
   std::optional<identity::Identification> identification;
   if (policy_.identify) identification = policy_.identify(result);
-  const auto documents =
-      result_documents(result, job.options.value("exclusive", false), job.transcript,
-                       identification ? &*identification : nullptr);
+  const auto documents = result_documents(
+      result, job.options.value("exclusive", false), job.transcript,
+      identification ? &*identification : nullptr, pipeline::transcript_options(job.options));
   // Every document is on disk before the row says done: a crash in between re-runs the job,
   // which writes the same bytes again.
   for (const auto& [format, text] : documents) {

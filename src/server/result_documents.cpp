@@ -16,10 +16,12 @@ std::vector<std::string> result_formats() {
 std::map<std::string, std::string> result_documents(const pipeline::DiarizationResult& result,
                                                     bool exclusive,
                                                     const std::filesystem::path& transcript,
-                                                    const identity::Identification* names) {
+                                                    const identity::Identification* names,
+                                                    const pipeline::TranscriptOptions& reading) {
   std::optional<transcript::Transcript> labelled;
   if (!transcript.empty()) {
-    labelled = pipeline::label_transcript(result, transcript::read_transcript(transcript));
+    labelled = pipeline::label_transcript(
+        result, transcript::read_transcript(transcript, reading.format), reading.fusion);
   }
   pipeline::ResultFormatOptions options;
   options.exclusive = exclusive;

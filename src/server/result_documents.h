@@ -11,6 +11,7 @@
 
 #include "identity/identification.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_values.h"
 
 namespace parley::server {
 
@@ -18,11 +19,14 @@ namespace parley::server {
 std::vector<std::string> result_formats();
 
 // Format name -> document. `exclusive` picks the one-speaker-at-a-time turns for rttm, txt, srt
-// and vtt; `transcript` (empty: none) is fused with the exclusive turns, as `parley diarize
-// --transcript`. `names`: the identification that named `result` (null: none).
+// and vtt; `transcript` (empty: none) is read and fused with the exclusive turns as
+// `reading` says (the job's transcript_format and gap_tolerance), as `parley diarize
+// --transcript` does with the same flags. `names`: the identification that named `result`
+// (null: none).
 std::map<std::string, std::string> result_documents(
     const pipeline::DiarizationResult& result, bool exclusive,
-    const std::filesystem::path& transcript, const identity::Identification* names = nullptr);
+    const std::filesystem::path& transcript, const identity::Identification* names = nullptr,
+    const pipeline::TranscriptOptions& reading = {});
 
 // MIME type of a format's document.
 std::string result_content_type(const std::string& format);

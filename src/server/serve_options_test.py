@@ -11,7 +11,10 @@
 - the server enforces them: for each option, a value just past each bound (or outside the
   choices, or not of the type) is refused with 422 invalid_option and the table's message, and
   the bounds themselves pass its checks (the request then fails only for want of audio, or on a
-  setting the server fixed when it started).
+  setting the server fixed when it started);
+- every option takes effect: a job's own values, the server's fixed settings, and a job's
+  transcript options (a transcript read in its transcript_format and fused with its
+  gap_tolerance) give what `parley diarize` gives with the same flags.
 Exits 77 (skipped) without the shared folder."""
 import json
 import os
@@ -38,6 +41,11 @@ EXPECTED_FORM = {
     "max_speakers": SPEAKERS,
     "exclusive": {"type": "boolean", "default": False},
     "format": {"type": "string", "enum": FORMATS, "default": "rttm"},
+    # How the job's transcript is read and fused (no upper bound on the gap tolerance).
+    "transcript_format": {"type": "string", "enum": ["auto", "srt", "vtt", "ctm",
+                                                     "whisper-cpp-json", "openai-json"],
+                          "default": "auto"},
+    "gap_tolerance": {"type": "number", "minimum": 0, "default": 1.0},
 }
 # Form fields that are no option of the table: the recording and a transcript.
 OTHER_FIELDS = {"audio", "path", "transcript"}
@@ -107,16 +115,22 @@ for name, expected in EXPECTED_FORM.items():
     refused, accepted = [], []
     if kind in ("number", "integer"):
         integer = kind == "integer"
-        low, high = expected["minimum"], expected["maximum"]
+        low, high = expected["minimum"], expected.get("maximum")
         step = 1 if integer else 0.01
-        bounds = f"must be {number_text(low, integer)} to {number_text(high, integer)}"
-        for value in (low - step, high + step):
-            text = number_text(value, integer)
-            refused.append((text, f"{name}: {bounds} (got {text})"))
+        if high is None:
+            text = number_text(low - step, integer)
+            refused.append((text, f"{name}: must be at least {number_text(low, integer)} "
+                                  f"(got {text})"))
+        else:
+            bounds = f"must be {number_text(low, integer)} to {number_text(high, integer)}"
+            for value in (low - step, high + step):
+                text = number_text(value, integer)
+                refused.append((text, f"{name}: {bounds} (got {text})"))
         refused.append(("x", f"{name}: expects a number (got 'x')"))
         if integer:
             refused.append(("2.5", f"{name}: expects a whole number (got '2.5')"))
-        accepted = [number_text(low, integer), number_text(high, integer)]
+        accepted = [number_text(low, integer),
+                    number_text(1e6 if high is None else high, integer)]
     elif kind == "boolean":
         refused.append(("maybe", f"{name}: expected true or false (got 'maybe')"))
         refused.append(("", f"{name}: expected true or false (got '')"))
@@ -195,7 +209,8 @@ server = ServerProcess(parley, engine, f"{work}/state-per-job")
 default = cli_rttm(engine)
 check(job_rttm(server, {}) == default, "a job without options gives the CLI's default RTTM")
 per_job = {option["name"] for option in server_options.values() if option["name"] not in fixed}
-check(per_job == {"num_speakers", "min_speakers", "max_speakers", "exclusive", "format"},
+check(per_job == {"num_speakers", "min_speakers", "max_speakers", "exclusive", "format",
+                  "transcript_format", "gap_tolerance"},
       f"the options a job sets alone: {sorted(per_job)}")
 speakers_found = len({line.split()[7] for line in default.splitlines()})
 check(speakers_found >= 2, f"the default finds several speakers ({speakers_found})")
@@ -205,6 +220,73 @@ for fields, flags in [({"num_speakers": "1"}, ["--num-speakers", "1"]),
                        ["--min-speakers", str(speakers_found + 2)]),
                       ({"exclusive": "true"}, ["--exclusive"])]:
     takes_effect(server, engine, default, fields, flags)
+
+# A job's transcript options: the job's transcript is read in its transcript_format and fused
+# with its gap_tolerance, as `parley diarize --transcript` does with the same flags. Each cue lies
+# between two turns, within the default tolerance of the turn before it: with gap_tolerance 0 its
+# words have no speaker, with the default they have one (so a value the server ignored is seen).
+exclusive_turns = sorted((float(line.split()[3]), float(line.split()[3]) + float(line.split()[4]))
+                         for line in cli_rttm(engine, "--exclusive").splitlines())
+cues = []
+for (_, end), (start, _) in zip(exclusive_turns, exclusive_turns[1:]):
+    if start - end >= 0.2:
+        at = end + min(0.5, (start - end) / 2)
+        cues.append((at - 0.05, at + 0.05))
+check(cues, f"the exclusive turns leave gaps for cues: {exclusive_turns}")
+
+
+def srt_time(seconds):
+    milliseconds = round(seconds * 1000)
+    return (f"{milliseconds // 3600000:02d}:{milliseconds // 60000 % 60:02d}:"
+            f"{milliseconds // 1000 % 60:02d},{milliseconds % 1000:03d}")
+
+
+srt = "".join(f"{number}\n{srt_time(start)} --> {srt_time(end)}\nword {number}\n\n"
+              for number, (start, end) in enumerate(cues, 1))
+with open(f"{work}/between.srt", "w") as file:
+    file.write(srt)
+
+
+def job_text(server, fields):
+    body, headers = form({"audio": ("sample.wav", long_audio),
+                          "transcript": ("between.srt", srt.encode()), **fields})
+    status, _, answer = request(server, "/v1/jobs", "POST", body, headers)
+    check(status == 202, f"a job with a transcript and {fields}: {status} {answer!r}")
+    job = wait_done(server, json.loads(answer)["id"])
+    check(job["state"] == "done", f"the job with a transcript and {fields} runs: {job}")
+    status, _, text = request(server, f"/v1/jobs/{job['id']}/result?format=txt")
+    check(status == 200, f"the transcript of the job with {fields}: {status}")
+    return text.decode()
+
+
+def cli_text(*flags):
+    return cli_rttm(engine, "--transcript", f"{work}/between.srt", "--format", "txt", *flags)
+
+
+fused_default = cli_text()
+check("UNKNOWN" not in fused_default, f"the default tolerance names every cue:\n{fused_default}")
+check(job_text(server, {}) == fused_default, "a job's transcript fuses as the CLI's by default")
+strict = cli_text("--gap-tolerance", "0")
+check("UNKNOWN" in strict and strict != fused_default,
+      f"--gap-tolerance 0 leaves the cues between turns unknown:\n{strict}")
+got = job_text(server, {"gap_tolerance": "0"})
+check(got == strict, f"a job with gap_tolerance 0 gives the CLI's transcript with --gap-tolerance "
+      f"0:\n{got}\nvs\n{strict}")
+check(job_text(server, {"transcript_format": "srt", "gap_tolerance": "0"}) == strict,
+      "a job naming its transcript's format reads it so")
+# The job's transcript_format is the one its transcript is read in: an SRT read as CTM is
+# refused when the job is submitted, as `parley diarize --transcript-format ctm` refuses it.
+body, headers = form({"audio": ("sample.wav", long_audio),
+                      "transcript": ("between.srt", srt.encode()), "transcript_format": "ctm"})
+status, error = error_of(request(server, "/v1/jobs", "POST", body, headers))
+check(status == 422 and error["code"] == "invalid_transcript" and
+      error["message"].startswith("between.srt:1:"),
+      f"an SRT sent as transcript_format ctm is refused: {status} {error}")
+printed = subprocess.run([parley, "diarize", long_clip, *engine, "-q", "--transcript",
+                          f"{work}/between.srt", "--transcript-format", "ctm"],
+                         capture_output=True, text=True)
+check(printed.returncode == 1 and "between.srt:1:" in printed.stderr,
+      f"the CLI refuses it alike: {printed.returncode} {printed.stderr!r}")
 check(server.stop() == 0, "the per-job server stops cleanly")
 
 # Settings fixed when the server starts: another step, embedding mode and AHC threshold.

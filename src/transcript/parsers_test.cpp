@@ -1,3 +1,4 @@
+#include <set>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -238,6 +239,12 @@ TEST(FormatTest, DetectsFromContentThenExtension) {
   EXPECT_THROW(detect_transcript_format("hello\n", "a.txt"), Error);
   EXPECT_EQ(parse_transcript_format("vtt"), TranscriptFormat::webvtt);
   EXPECT_THROW(parse_transcript_format("docx"), Error);
+  // Every name the option table offers (transcript_format) is a format of its own.
+  std::set<TranscriptFormat> named;
+  for (const std::string_view name : transcript_format_names()) {
+    EXPECT_NO_THROW(named.insert(parse_transcript_format(name))) << name;
+  }
+  EXPECT_EQ(named.size(), transcript_format_names().size());
 }
 
 // Times beyond any recording overflowed the writers' milliseconds (`fuse` printed

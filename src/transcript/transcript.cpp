@@ -38,6 +38,12 @@ std::string_view first_non_blank_line(std::string_view text) {
 
 }  // namespace
 
+std::span<const std::string_view> transcript_format_names() {
+  static constexpr std::string_view kNames[] = {"srt", "vtt", "ctm", "whisper-cpp-json",
+                                                "openai-json"};
+  return kNames;
+}
+
 TranscriptFormat parse_transcript_format(std::string_view name) {
   if (name == "srt") return TranscriptFormat::srt;
   if (name == "vtt" || name == "webvtt") return TranscriptFormat::webvtt;

@@ -4,6 +4,7 @@
 // Speakers are filled in by fusion with a diarization (transcript/fusion.h).
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,7 +40,11 @@ enum class TranscriptFormat {
   openai_json,       // openai-whisper, faster-whisper, whisperX: segments[] with words[]
 };
 
-// "srt", "vtt", "ctm", "whisper-cpp-json", "openai-json" (what --transcript-format takes).
+// "srt", "vtt", "ctm", "whisper-cpp-json", "openai-json": the names parse_transcript_format
+// takes (the option table's transcript_format offers them beside "auto").
+std::span<const std::string_view> transcript_format_names();
+
+// One of transcript_format_names() (or "webvtt") as its format; fails naming them.
 TranscriptFormat parse_transcript_format(std::string_view name);
 
 // Guesses the format from the content (WEBVTT header, JSON keys, CTM/SRT line shapes), falling
