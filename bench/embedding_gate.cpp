@@ -8,11 +8,22 @@
 //                  [--provider cpu|cuda|...] [--embedding-provider-option K=V]... [--float16]
 //                  [--candidate-embedding-mode exact|shared] [--embedding-mode exact|shared]
 //                  [--step 1] [--threads N] [--min-cosine 0.999] [--max-der 0.001]
+//                  [--candidate-pooling auto|host|graph] [--candidate-features auto|host|graph]
+//                  [--reference-pooling auto|host|graph] [--reference-features auto|host|graph]
+//                  [--worst 10]
+// --candidate-pooling/--candidate-features force where the candidate's shared trunk pools and
+// computes its features, whatever its provider: `--provider cpu --candidate-pooling graph
+// --candidate-features graph` runs on the CPU the path an accelerator takes by default (auto),
+// so a pair that fails on the GPU can be looked at without one. --reference-pooling/
+// --reference-features put the CPU reference on such a path too (the candidate follows unless
+// told otherwise): the accelerator against the CPU on one path measures its arithmetic alone,
+// without the paths' own difference at the recording's end (bench/gpu/README.md, step 5).
 // Writes OUT/reference/ (the CPU run's intermediates, as `--save-intermediates` keeps them),
 // OUT/candidate/ (the same masks with the candidate's raw embeddings:
 // tools/compare_intermediates.py OUT/reference OUT/candidate compares them too),
 // OUT/reference.rttm, OUT/candidate.rttm (the candidate's embeddings clustered as the reference's
-// are) and OUT/gate.json. Exit status 0 when the gate passes: the same (chunk, speaker) pairs have
+// are) and OUT/gate.json (with the --worst pairs of lowest cosine: chunk, its start, speaker,
+// what the mask pooled). Exit status 0 when the gate passes: the same (chunk, speaker) pairs have
 // embeddings, every cosine is at least
 // --min-cosine, and the candidate's RTTM scored against the reference's (collar 0, overlap
 // scored) has a DER of at most --max-der; 1 when it fails; 2 on an error.
@@ -31,6 +42,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "eval/der.h"
 #include "eval/rttm.h"
@@ -39,6 +51,9 @@
 #include "pipeline/intermediates_io.h"
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
+#include "stages/embedding.h"
+#include "stages/fbank.h"
+#include "stages/stats_pooling.h"
 #include "wav_16k.h"
 
 namespace {
@@ -51,6 +66,11 @@ struct EmbeddingAgreement {
   double mean_cosine = 1.0;
   double max_abs_difference = 0.0;
   bool bit_identical = true;  // every value, NaNs included, the same bits
+  struct Pair {
+    std::size_t chunk = 0, speaker = 0;
+    double cosine = 1.0, max_abs_difference = 0.0;
+  };
+  std::vector<Pair> worst;  // the lowest cosines, lowest first
 };
 
 bool finite(std::span<const float> values) {
@@ -60,7 +80,8 @@ bool finite(std::span<const float> values) {
 // Pairs without speech have no embedding (NaN, as in pyannote): only pairs with one in both
 // are compared; a pair with one in only one side is a difference of masks or a broken stage.
 EmbeddingAgreement compare_embeddings(const parley::NdArray<float>& reference,
-                                      const parley::NdArray<float>& candidate, double min_cosine) {
+                                      const parley::NdArray<float>& candidate, double min_cosine,
+                                      std::size_t worst) {
   if (reference.shape() != candidate.shape()) {
     parley::fail("the embeddings differ in shape ({} against {} values)", reference.size(),
                  candidate.size());
@@ -78,14 +99,14 @@ EmbeddingAgreement compare_embeddings(const parley::NdArray<float>& reference,
     const bool in_a = finite(a), in_b = finite(b);
     if (in_a != in_b) ++agreement.pairs_in_one;
     if (!in_a || !in_b) continue;
-    double dot = 0.0, norm_a = 0.0, norm_b = 0.0;
+    double dot = 0.0, norm_a = 0.0, norm_b = 0.0, pair_difference = 0.0;
     for (std::size_t d = 0; d < dimension; ++d) {
       dot += static_cast<double>(a[d]) * b[d];
       norm_a += static_cast<double>(a[d]) * a[d];
       norm_b += static_cast<double>(b[d]) * b[d];
-      agreement.max_abs_difference =
-          std::max(agreement.max_abs_difference, std::abs(static_cast<double>(a[d]) - b[d]));
+      pair_difference = std::max(pair_difference, std::abs(static_cast<double>(a[d]) - b[d]));
     }
+    agreement.max_abs_difference = std::max(agreement.max_abs_difference, pair_difference);
     // Two zero vectors are the same embedding; one zero vector against another is not.
     const double norms = std::sqrt(norm_a) * std::sqrt(norm_b);
     const double cosine = norms > 0.0 ? dot / norms : (norm_a == norm_b ? 1.0 : 0.0);
@@ -93,10 +114,83 @@ EmbeddingAgreement compare_embeddings(const parley::NdArray<float>& reference,
     cosine_sum += cosine;
     agreement.min_cosine = std::min(agreement.min_cosine, cosine);
     if (cosine < min_cosine) ++agreement.below_threshold;
+    const std::size_t pair = start / dimension;
+    agreement.worst.push_back(
+        {pair / reference.dim(1), pair % reference.dim(1), cosine, pair_difference});
   }
+  const auto lower = [](const EmbeddingAgreement::Pair& x, const EmbeddingAgreement::Pair& y) {
+    return x.cosine < y.cosine ||
+           (x.cosine == y.cosine &&
+            (x.chunk < y.chunk || (x.chunk == y.chunk && x.speaker < y.speaker)));
+  };
+  const std::size_t kept = std::min(worst, agreement.worst.size());
+  std::partial_sort(agreement.worst.begin(),
+                    agreement.worst.begin() + static_cast<std::ptrdiff_t>(kept),
+                    agreement.worst.end(), lower);
+  agreement.worst.resize(kept);
   agreement.mean_cosine =
       agreement.pairs > 0 ? cosine_sum / static_cast<double>(agreement.pairs) : 1.0;
   return agreement;
+}
+
+// What the reference pooled for one (chunk, speaker): its binarized frames, those where it
+// speaks alone, the mask pooled (stages/embedding.h, select_embedding_masks) and that mask
+// resampled onto the trunk's frames of a chunk, where the statistics are taken.
+nlohmann::json describe_pair(const EmbeddingAgreement::Pair& pair,
+                             const parley::pipeline::DiarizationIntermediates& saved,
+                             const parley::NdArray<float>& masks, std::size_t trunk_frames,
+                             double min_active_ratio) {
+  const std::size_t frames = saved.segmentations.dim(1);
+  const std::size_t speakers = saved.segmentations.dim(2);
+  std::size_t active = 0, alone = 0;
+  for (std::size_t f = 0; f < frames; ++f) {
+    std::size_t speaking = 0;
+    for (std::size_t s = 0; s < speakers; ++s) {
+      if (saved.segmentations(pair.chunk, f, s) > 0.0f) ++speaking;
+    }
+    if (saved.segmentations(pair.chunk, f, pair.speaker) > 0.0f) {
+      ++active;
+      if (speaking == 1) ++alone;
+    }
+  }
+  const std::span<const float> mask(masks.data() + (pair.chunk * speakers + pair.speaker) * frames,
+                                    frames);
+  double mask_sum = 0.0;
+  for (const float w : mask) mask_sum += w;
+  std::vector<float> weights(trunk_frames);
+  const parley::stages::PairWeights pooled = parley::stages::resample_pair_weights(
+      mask, parley::stages::nearest_source_indices(frames, trunk_frames), weights);
+  double weight_sum = 0.0;
+  for (const float w : weights) weight_sum += w;
+  // The first and last trunk frames the statistics see, to tell a mask at a chunk's edge.
+  std::size_t first_weighted = trunk_frames, last_weighted = 0;
+  for (std::size_t t = 0; t < trunk_frames; ++t) {
+    if (weights[t] == 0.0f) continue;
+    first_weighted = std::min(first_weighted, t);
+    last_weighted = t;
+  }
+  nlohmann::json out = {
+      {"chunk", pair.chunk},
+      {"chunk_start_seconds",
+       saved.chunks.start() + static_cast<double>(pair.chunk) * saved.chunks.step()},
+      {"last_chunk", pair.chunk + 1 == saved.segmentations.dim(0)},
+      {"speaker", pair.speaker},
+      {"cosine", pair.cosine},
+      {"max_abs_difference", pair.max_abs_difference},
+      {"active_frames", active},
+      {"frames_speaking_alone", alone},
+      {"mask_weight_sum", mask_sum},
+      {"trunk_frames_weighted", pooled.weighted_frames},
+      {"trunk_weight_sum", weight_sum}};
+  // Every pair with an embedding is assigned to a centroid; those with enough frames spoken
+  // alone also train the clustering (cluster/assignment.cpp, select_training_embeddings).
+  out["trains_clustering"] =
+      static_cast<double>(alone) >= min_active_ratio * static_cast<double>(frames);
+  if (pooled.weighted_frames > 0) {
+    out["first_trunk_frame_weighted"] = first_weighted;
+    out["last_trunk_frame_weighted"] = last_weighted;
+  }
+  return out;
 }
 
 std::string read_text(const std::filesystem::path& path) {
@@ -118,6 +212,8 @@ int main(int argc, char** argv) {
   parley::pipeline::DiarizationConfig reference_config;
   std::string embedding_mode = parley::stages::embedding_mode_name(reference_config.embedding_mode);
   std::string candidate_mode;
+  std::string candidate_pooling, candidate_features, reference_pooling, reference_features;
+  std::size_t worst = 10;
   app.add_option("--segmentation", segmentation)->required();
   app.add_option("--embedding", embedding)->required();
   app.add_option("--plda", plda)->required();
@@ -133,6 +229,22 @@ int main(int argc, char** argv) {
   app.add_option("--candidate-embedding-mode", candidate_mode,
                  "the candidate's alone (default: --embedding-mode)")
       ->check(CLI::IsMember({"exact", "shared"}));
+  app.add_option("--candidate-pooling", candidate_pooling,
+                 "where the candidate's shared trunk pools, whatever its provider (default: its "
+                 "own, auto)")
+      ->check(CLI::IsMember({"auto", "host", "graph"}));
+  app.add_option("--candidate-features", candidate_features,
+                 "where the candidate's graph-pooled passes compute features (default: auto)")
+      ->check(CLI::IsMember({"auto", "host", "graph"}));
+  app.add_option("--reference-pooling", reference_pooling,
+                 "where the CPU reference's shared trunk pools (default auto: on the host); the "
+                 "candidate follows unless --candidate-pooling")
+      ->check(CLI::IsMember({"auto", "host", "graph"}));
+  app.add_option("--reference-features", reference_features,
+                 "where the reference's graph-pooled passes compute features (default auto); the "
+                 "candidate follows unless --candidate-features")
+      ->check(CLI::IsMember({"auto", "host", "graph"}));
+  app.add_option("--worst", worst, "pairs of lowest cosine listed in gate.json");
   app.add_option("--step", reference_config.step_seconds);
   app.add_option("--threads", reference_config.threads);
   app.add_option("--min-cosine", min_cosine, "the gate's least cosine of a pair");
@@ -140,6 +252,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     reference_config.embedding_mode = parley::stages::parse_embedding_mode(embedding_mode);
+    if (!reference_pooling.empty()) {
+      reference_config.shared_trunk.pooling =
+          parley::stages::parse_shared_trunk_pooling(reference_pooling);
+    }
+    if (!reference_features.empty()) {
+      reference_config.shared_trunk.features =
+          parley::stages::parse_shared_trunk_features(reference_features);
+    }
     parley::pipeline::DiarizationConfig candidate_config = reference_config;
     candidate_config.embedding_provider = parley::runtime::parse_provider(provider);
     candidate_config.embedding_provider_options =
@@ -147,6 +267,14 @@ int main(int argc, char** argv) {
     candidate_config.accelerator_float16 = float16;
     if (!candidate_mode.empty()) {
       candidate_config.embedding_mode = parley::stages::parse_embedding_mode(candidate_mode);
+    }
+    if (!candidate_pooling.empty()) {
+      candidate_config.shared_trunk.pooling =
+          parley::stages::parse_shared_trunk_pooling(candidate_pooling);
+    }
+    if (!candidate_features.empty()) {
+      candidate_config.shared_trunk.features =
+          parley::stages::parse_shared_trunk_features(candidate_features);
     }
     const std::vector<float> samples = parley::bench::read_wav_16k_mono(audio_path);
     if (uri.empty()) uri = std::filesystem::path(audio_path).stem().string();
@@ -184,7 +312,29 @@ int main(int argc, char** argv) {
     const double der = score.times.der();
 
     const EmbeddingAgreement agreement =
-        compare_embeddings(saved.embeddings, candidate.embeddings, min_cosine);
+        compare_embeddings(saved.embeddings, candidate.embeddings, min_cosine, worst);
+    // The masks as the pipeline selects them (pipeline/network_placement.cpp): exclude_overlap
+    // from the configuration, the rest EmbeddingConfig's defaults.
+    parley::stages::EmbeddingConfig embedding_config;
+    embedding_config.exclude_overlap = reference_config.embedding_exclude_overlap;
+    const std::size_t chunk_samples =
+        static_cast<std::size_t>(std::lround(saved.chunks.duration() * parley::kSampleRate));
+    const parley::NdArray<float> masks = parley::stages::select_embedding_masks(
+        saved.segmentations, embedding_config.exclude_overlap,
+        parley::stages::min_clean_frames(saved.segmentations.dim(1),
+                                         embedding_config.min_num_samples, chunk_samples));
+    const std::size_t trunk_frames =
+        (parley::stages::Fbank(embedding_config.fbank).num_frames(chunk_samples) +
+         reference_config.shared_trunk.time_stride - 1) /
+        reference_config.shared_trunk.time_stride;
+    const auto& clustering = reference_config.clustering;
+    const double min_active_ratio = clustering.method == parley::cluster::ClusteringMethod::kVbx
+                                        ? clustering.vbx.min_active_ratio
+                                        : clustering.ahc.min_active_ratio;
+    nlohmann::json worst_pairs = nlohmann::json::array();
+    for (const auto& pair : agreement.worst) {
+      worst_pairs.push_back(describe_pair(pair, saved, masks, trunk_frames, min_active_ratio));
+    }
     const bool passes =
         agreement.pairs_in_one == 0 && agreement.below_threshold == 0 && der <= max_der;
     const nlohmann::json report = {{"reference", reference_config.to_string()},
@@ -201,6 +351,9 @@ int main(int argc, char** argv) {
                                    {"der_against_reference", der},
                                    {"rttms_identical", rttms_identical},
                                    {"gate", {{"min_cosine", min_cosine}, {"max_der", max_der}}},
+                                   {"duration_seconds", saved.duration_seconds},
+                                   {"chunks", saved.segmentations.dim(0)},
+                                   {"worst_pairs", worst_pairs},
                                    {"passes", passes}};
     std::ofstream(folder / "gate.json") << report.dump(2) << '\n';
     fmt::print(

@@ -4,7 +4,8 @@
 # speakers. Fed the reference's masks, the CPU's embedding stage must give its own pipeline's
 # embeddings to the bit, so the gate passes with every cosine 1 and the same RTTM, and
 # tools/compare_intermediates.py sees every frame equal. A candidate that computes differently (exact mode against the shared
-# trunk) must fail it.
+# trunk) must fail it. The candidate forced onto an accelerator's path on the CPU (trunk pooling
+# and features in the graph) must run and report its worst pairs, whatever it finds.
 #   embedding_gate_test.sh EMBEDDING_GATE SOURCE_DIR WORK_DIR   (PARLEY_SHARED_DIR)
 set -euo pipefail
 gate=$1 source_dir=$2 work=$3
@@ -41,4 +42,22 @@ cat "$work/exact.txt"
 grep -q "FAILS the gate" "$work/exact.txt" || fail "the failing report line"
 json "$work/exact/gate.json" 'not d["passes"] and not d["embeddings_bit_identical"] and d["min_cosine"] < 0.999 and d["pairs_below_min_cosine"] > 0' ||
   fail "gate.json of a differing candidate"
+# An accelerator's default path (pooling and features in the graph), forced on the CPU: it runs,
+# gate.json lists the pairs of lowest cosine, lowest first, with what their masks pooled.
+status=0
+"$gate" "${models[@]}" --out "$work/graph" --candidate-pooling graph --candidate-features graph \
+  --worst 5 >"$work/graph.txt" || status=$?
+cat "$work/graph.txt"
+[ "$status" -eq 0 ] || [ "$status" -eq 1 ] || fail "forced graph pooling: exit $status"
+json "$work/graph/gate.json" '"pooling=graph, features=graph" in d["candidate"] and "pooling=auto, features=auto" in d["reference"] and d["pairs"] > 20 and d["pairs_in_one_only"] == 0' ||
+  fail "gate.json of the forced graph candidate"
+json "$work/graph/gate.json" 'len(d["worst_pairs"]) == 5 and d["worst_pairs"][0]["cosine"] == d["min_cosine"] and all(a["cosine"] <= b["cosine"] for a, b in zip(d["worst_pairs"], d["worst_pairs"][1:])) and all(0 < p["trunk_frames_weighted"] <= 125 and p["active_frames"] >= p["frames_speaking_alone"] and p["mask_weight_sum"] >= 1 and p["chunk_start_seconds"] == p["chunk"] for p in d["worst_pairs"])' ||
+  fail "worst_pairs of the forced graph candidate"
+# The reference on the same path: the CPU against itself again, to the bit.
+"$gate" "${models[@]}" --out "$work/graph-both" --reference-pooling graph \
+  --reference-features graph >"$work/graph-both.txt" || fail "graph path against itself"
+json "$work/graph-both/gate.json" 'd["passes"] and d["embeddings_bit_identical"] and "pooling=graph, features=graph" in d["reference"] and "pooling=graph, features=graph" in d["candidate"]' ||
+  fail "gate.json of the graph path against itself"
+json "$work/same/gate.json" 'len(d["worst_pairs"]) == 10 and all(p["cosine"] > 0.9999999 and p["max_abs_difference"] == 0.0 for p in d["worst_pairs"])' ||
+  fail "worst_pairs of the CPU against itself"
 echo "embedding gate: exact on the CPU against itself, failing for a differing candidate"
