@@ -553,7 +553,7 @@ struct parley_batch {
     }
     try {
       return run->add(std::move(recording), std::move(target));
-    } catch (const std::exception& error) {
+    } catch (const parley::corpus::OutputClash& error) {
       invalid(fmt::format(
           "parley_batch_submit_to: {}; pass a distinct name (parley_corpus_plan_json and "
           "parley_output_names name a list's recordings apart)",

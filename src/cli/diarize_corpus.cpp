@@ -9,14 +9,10 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
-#include "audio/audio_source.h"
-#include "audio/decoded_audio.h"
 #include "core/error.h"
 #include "core/log_subject.h"
 #include "core/progress.h"
-#include "core/sample_rate.h"
 #include "core/stage_timer.h"
-#include "core/temporary_directory.h"
 #include "core/text.h"
 #include "corpus/corpus_engine.h"
 #include "corpus/corpus_run.h"
@@ -155,24 +151,19 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   const auto say = [&](const std::string& line) {
     if (!flags.quiet) progress.note(line);
   };
-  // Inputs are probed before models load: one that cannot be opened fails alone, at once.
+  // Inputs are probed before the models are found: one that cannot be opened fails alone, and a
+  // list the run cannot hold is refused at once (corpus::probe_recordings).
+  const pipeline::DiarizationConfig diarization = diarization_config(engine, flags);
+  corpus::probe_recordings(plan, diarization);
   std::vector<std::size_t> opened;  // the plan's recordings whose audio opened
   std::vector<std::pair<fs::path, std::string>> unopened;
   const std::size_t listed = plan.recordings.size();
-  double longest = 0.0;
   for (std::size_t k = 0; k < listed; ++k) {
-    try {
-      const auto duration =
-          audio::open_audio_source(plan.recordings[k].audio)->info().duration_seconds();
-      longest = std::max(longest, duration.value_or(0.0));
+    if (plan.recordings[k].unopened.empty()) {
       opened.push_back(k);
-    } catch (const Error& error) {
-      unopened.emplace_back(plan.recordings[k].audio, error.what());
+    } else {
+      unopened.emplace_back(plan.recordings[k].audio, plan.recordings[k].unopened);
     }
-  }
-
-  if (longest * kSampleRate > static_cast<double>(audio::DecodedAudio::kDefaultSpillSamples)) {
-    static_cast<void>(temporary_folder());  // where the samples of the longest will go
   }
   const pipeline::DiarizationModels paths = resolve_models(engine, flags);
   // The library is read (and checked against the embedding model) before any model loads.
@@ -182,9 +173,6 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   // before it are (indices are the run's: the recordings that opened, in plan order).
   std::vector<std::optional<std::string>> texts;
   std::size_t next_to_print = 0;
-  std::optional<corpus::LinkedRun> linked;
-  std::vector<corpus::PlannedOutputs> held_outputs;  // a linked run's outputs, by index
-  std::vector<std::string> names;                    // output names, by index
   std::size_t failed_before = 0;
   corpus::CorpusRunCallbacks callbacks;
   callbacks.on_failure = [&](std::size_t k, const fs::path& recording, const std::string& why) {
@@ -194,16 +182,11 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
     if (k < texts.size()) texts[k] = std::string();
   };
   callbacks.on_result = [&](corpus::RecordingOutcome outcome) {
-    const std::size_t k = outcome.index;
-    if (linked) {
-      // Linked: every result waits for the end of the run (corpus/linked_run.h).
-      linked->hold(k, names[k], std::move(outcome), std::move(held_outputs[k]));
-      return;
-    }
-    if (out_dir.empty()) texts[k] = namer.format(*outcome.result, flags);
+    // A linked run's results come with its end (run.linked()).
+    if (out_dir.empty()) texts[outcome.index] = namer.format(*outcome.result, flags);
   };
   callbacks.on_progress = [&](const corpus::CorpusRunSummary& summary) {
-    if (out_dir.empty() && flags.out == "-" && !linked) {
+    if (out_dir.empty() && flags.out == "-" && !linking) {
       for (; next_to_print < texts.size() && texts[next_to_print]; ++next_to_print) {
         write_output(*texts[next_to_print], "-");
         texts[next_to_print]->clear();
@@ -221,13 +204,19 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   };
   corpus::CorpusRunConfig run_config;
   run_config.models = paths;
-  run_config.diarization =
-      corpus::fingerprinted_placement(diarization_config(engine, flags), longest);
+  run_config.diarization = diarization;
   run_config.layout = corpus::layout_request(with_trace_value(
       with_layout_values(table_values(engine, flags), corpus.devices, corpus.engines, corpus.jobs),
       corpus.trace));
-  // Linking needs every recording's speakers, so a linked run diarizes them all again.
-  run_config.skip_finished = !linking;
+  // Linked: the speakers are linked once every recording is diarized, and each result written
+  // then (a linked run diarizes every recording again: corpus/corpus_run.h).
+  if (linking) {
+    run_config.link = corpus::CorpusLinking{
+        corpus::LinkRequest{namer.threshold(),
+                            table_path == "-" ? fs::path() : fs::path(table_path),
+                            namer.candidates(), flags.exclusive},
+        format, output_options};
+  }
   corpus::CorpusRun run(std::move(run_config), std::move(callbacks));
   for (const auto& [recording, why] : unopened) run.add_failed(recording, why);
 
@@ -256,16 +245,16 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   }
   // Indices of the run: the probe failures first, then the recordings that opened.
   texts.resize(unopened.size(), std::string());  // nothing to print for those
-  held_outputs.resize(unopened.size());
-  names.resize(unopened.size());
   for (const std::size_t k : opened) {
     corpus::PlannedRun::Recording& recording = plan.recordings[k];
     std::optional<corpus::OutDirTarget> target;
-    if (writer && !linking) target = corpus::OutDirTarget{writer, recording.outputs};
+    if (writer) target = corpus::OutDirTarget{writer, recording.outputs};
     texts.emplace_back();
-    names.push_back(recording.name);
-    held_outputs.push_back(writer && linking ? recording.outputs : corpus::PlannedOutputs{});
-    run.add({recording.audio, recording.name, {}, {}}, std::move(target));
+    corpus::CorpusRecording queued;
+    queued.audio = recording.audio;
+    queued.uri = recording.name;
+    queued.duration_seconds = recording.duration_seconds;  // probed above
+    run.add(std::move(queued), std::move(target));
   }
   run.finish();
   const std::size_t skipped = run.summary().skipped;
@@ -278,25 +267,14 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   if (run.summary().pending() > 0) {
     models::warn_if_speed_twin(paths.embedding);
     run.load();
-    // Linked: the table goes to standard output, before the results, when asked to.
-    if (linking) {
-      linked.emplace(corpus::LinkRequest{namer.threshold(),
-                                         table_path == "-" ? fs::path() : fs::path(table_path),
-                                         namer.candidates(), flags.exclusive},
-                     writer.get(), std::vector<std::string>{format});
-    }
     failed_before = run.summary().failed;
     progress.begin("recordings", run.summary().pending());
     run.run();
     progress.end();
-    if (linked) {
-      corpus::LinkedOutcome done = linked->finish(output_options);
-      for (auto& [k, text] : done.texts) texts[k] = std::move(text);
-      for (const auto& [k, why] : done.failures) {
-        spdlog::error("{}: {}", plan.recordings[opened[k - unopened.size()]].audio.string(), why);
-        run.mark_failed(k);
-      }
-      if (table_path == "-") write_output(done.table, "-");
+    if (const corpus::LinkedOutcome* done = run.linked()) {
+      for (const auto& [k, text] : done->texts) texts[k] = text;
+      // Linked: the table goes to standard output, before the results, when asked to.
+      if (table_path == "-") write_output(done->table, "-");
       if (out_dir.empty() && flags.out == "-") {
         for (const auto& text : texts) write_output(text.value_or(""), "-");
       }

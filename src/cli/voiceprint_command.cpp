@@ -10,15 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "audio/audio_range.h"
-#include "audio/decoded_audio.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
 #include "cli/identity_options.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "core/text.h"
+#include "corpus/diarize_file.h"
 #include "eval/eval_set.h"
 #include "identity/evaluation.h"
 #include "identity/speaker_library.h"
@@ -90,18 +89,24 @@ void run_add(const VoiceprintArguments& arguments) {
                                                        digest, arguments.engine.embedding_mode);
     source = fmt::format("{} {}", arguments.from, arguments.speaker);
   } else {
-    const double start = arguments.start.value_or(0.0);
-    const std::vector<float> samples = audio::decode_range(arguments.audio, start, arguments.end);
-    const double seconds = static_cast<double>(samples.size()) / kSampleRate;
+    // A range is checked before any model loads (audio::decode_range checks it again).
+    if (arguments.start || arguments.end) {
+      audio::check_time_range(arguments.start.value_or(0.0), arguments.end);
+    }
     models::warn_if_speed_twin(paths.embedding);
+    // The providers weigh the range's length when it is known, else the default.
+    const double expected = arguments.end ? *arguments.end - arguments.start.value_or(0.0) : 0.0;
     pipeline::Diarizer diarizer(paths,
-                                diarization_config(arguments.engine, arguments.flags, seconds));
+                                diarization_config(arguments.engine, arguments.flags, expected));
     Progress progress(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto);
-    voiceprint = identity::voiceprint_from_samples(
-        diarizer, samples, recording_uri(arguments.audio), digest, progress);
+    const corpus::FileVoiceprint taken =
+        corpus::voiceprint_from_file(diarizer, arguments.audio, recording_uri(arguments.audio),
+                                     digest, progress, arguments.start, arguments.end);
+    voiceprint = taken.voiceprint;
     source = arguments.audio;
     if (arguments.start || arguments.end) {
-      source += fmt::format(" {}-{}", format_seconds(start), format_seconds(start + seconds));
+      source += fmt::format(" {}-{}", format_seconds(taken.start_seconds),
+                            format_seconds(taken.start_seconds + taken.seconds));
     }
   }
   const std::int64_t id = library.add(arguments.name, voiceprint, source);
@@ -186,8 +191,7 @@ void run_evaluate(const VoiceprintArguments& arguments) {
       ++skipped;
       continue;
     }
-    const audio::DecodedAudio audio = audio::DecodedAudio::decode(file.audio);
-    const auto result = diarizer.diarize(audio.samples(), file.uri, progress);
+    const auto result = corpus::diarize_file(diarizer, file.audio, file.uri, progress);
     identity::tally_recording(tally, result, file.reference, candidates, enrolled,
                               arguments.threshold);
   }

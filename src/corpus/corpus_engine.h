@@ -41,6 +41,9 @@ struct CorpusRecording {
   // equal the engines' (pipeline::OutputSettings::check_recording_settings), else the recording
   // fails with that message.
   std::optional<pipeline::OutputSettings> output{};
+  // The length `audio`'s header states (0: it does not say), when the face opened it already
+  // (corpus::probe_recordings); unset: corpus::CorpusRun::add opens it to check it.
+  std::optional<double> duration_seconds{};
 };
 
 struct CorpusConfig {

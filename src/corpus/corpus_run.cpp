@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "audio/audio_source.h"
 #include "core/error.h"
+#include "core/sample_rate.h"
 #include "core/stage_timer.h"
 #include "core/text.h"
+#include "corpus/run_plan.h"
+#include "corpus/run_record.h"
 #include "pipeline/option_table.h"
 
 namespace parley::corpus {
@@ -25,23 +29,62 @@ std::string CorpusRunConfig::to_string() const {
   return fmt::format(
       "CorpusRunConfig(models=(segmentation={}, embedding={}, plda={}), diarization={}, "
       "layout=(device_list=\"{}\", engines_per_device={}, jobs={}, "
-      "segmentation_layout_automatic={}), skip_finished={}, abandon_on_stop={})",
+      "segmentation_layout_automatic={}), skip_finished={}, abandon_on_stop={}, link={})",
       utf8_or_escaped(models.segmentation.string()), utf8_or_escaped(models.embedding.string()),
       utf8_or_escaped(models.plda.string()), diarization.to_string(), layout.device_list,
       layout.engines_per_device, layout.jobs, layout.segmentation_layout_automatic, skip_finished,
-      abandon_on_stop);
+      abandon_on_stop,
+      link ? fmt::format("(threshold={}, speakers_table={}, text_format={})",
+                         link->request.threshold,
+                         utf8_or_escaped(link->request.speakers_table.string()), link->text_format)
+           : std::string("none"));
 }
 
 CorpusRun::CorpusRun(CorpusRunConfig config, CorpusRunCallbacks callbacks)
     : config_(std::move(config)), callbacks_(std::move(callbacks)) {
   config_.validate();
+  // Every face places the networks alike, whatever the recordings' lengths: the providers are in
+  // each output's fingerprint (fingerprinted_placement). Each recording's length is checked as it
+  // is added.
+  config_.diarization = fingerprinted_placement(std::move(config_.diarization), 0.0);
   layout_ = plan_engine_layout(config_.models, config_.diarization, config_.layout);
   layout_.corpus.abandon_on_stop = config_.abandon_on_stop;
+  if (config_.link) {
+    config_.skip_finished = false;
+    linking_ = std::make_unique<LinkedRun>(config_.link->request, nullptr,
+                                           std::vector<std::string>{config_.link->text_format});
+  }
 }
 
 CorpusRun::~CorpusRun() = default;
 
 std::size_t CorpusRun::add(CorpusRecording recording, std::optional<OutDirTarget> target) {
+  if (!(target && config_.skip_finished && target->outputs.finished())) {
+    // What the engine will work on is checked before it takes it, as a list's plan checks its
+    // recordings (probe_recordings): one that cannot be opened fails alone, one that this run
+    // cannot hold is refused.
+    double seconds = 0.0;
+    if (recording.samples) {
+      seconds = static_cast<double>(recording.samples->size()) / kSampleRate;
+    } else if (recording.duration_seconds) {
+      seconds = *recording.duration_seconds;
+    } else {
+      try {
+        seconds =
+            audio::open_audio_source(recording.audio)->info().duration_seconds().value_or(0.0);
+      } catch (const Error& error) {
+        return add_failed(recording.audio, error.what());
+      }
+    }
+    try {
+      // Samples in memory never spill.
+      check_recording_fits(config_.diarization, seconds,
+                           recording.samples ? 0 : layout_.corpus.spill_samples);
+    } catch (const Error& error) {
+      fail("{}: {}", utf8_or_escaped(recording.samples ? recording.uri : recording.audio.string()),
+           error.what());
+    }
+  }
   std::optional<double> skipped_seconds;
   std::size_t index = 0;
   {
@@ -54,6 +97,7 @@ std::size_t CorpusRun::add(CorpusRecording recording, std::optional<OutDirTarget
     }
     ++summary_.added;
     audio_.push_back(recording.audio);
+    uris_.push_back(recording.uri);
     if (target && config_.skip_finished && target->outputs.finished()) {
       ++summary_.skipped;
       skipped_seconds = target->outputs.formats.front().audio_seconds;
@@ -75,6 +119,7 @@ std::size_t CorpusRun::add_failed(const std::filesystem::path& audio, const std:
     if (finished_) fail("the run is finished: no recording can be added after finish()");
     index = summary_.added++;
     audio_.push_back(audio);
+    uris_.emplace_back();
     ++summary_.failed;
   }
   if (callbacks_.on_failure) callbacks_.on_failure(index, audio, why);
@@ -136,6 +181,26 @@ void CorpusRun::report(RecordingOutcome outcome) {
       targets_.erase(found);
     }
   }
+  if (linking_ && outcome.ok()) {
+    // Written once the run's speakers are linked (finish_linking).
+    CorpusRunSummary summary;
+    {
+      std::lock_guard lock(mutex_);
+      ++summary_.done;
+      summary_.audio_seconds += outcome.result->duration_seconds;
+      const std::size_t index = outcome.index;
+      if (target) {
+        linking_->hold(index, uris_.at(index), std::move(outcome), std::move(target->outputs),
+                       std::move(target->writer));
+      } else {
+        linking_->hold(index, uris_.at(index), std::move(outcome));
+      }
+      summary = summary_;
+      if (started_) summary.run_seconds = seconds_since(*started_);
+    }
+    if (callbacks_.on_progress) callbacks_.on_progress(summary);
+    return;
+  }
   if (target && outcome.ok()) {
     // A result that cannot be written (a full disk, a name the file system refuses) fails that
     // recording alone, like a model error.
@@ -188,6 +253,23 @@ void CorpusRun::run() {
     throw;
   }
   stopped();
+  if (linking_ && !stop_) finish_linking();
+}
+
+void CorpusRun::finish_linking() {
+  LinkedOutcome done = linking_->finish(config_.link->table_options);
+  for (const auto& [index, why] : done.failures) {
+    std::filesystem::path audio;
+    {
+      std::lock_guard lock(mutex_);
+      --summary_.done;
+      ++summary_.failed;
+      audio = audio_.at(index);
+    }
+    if (callbacks_.on_failure) callbacks_.on_failure(index, audio, why);
+  }
+  std::lock_guard lock(mutex_);
+  linked_ = std::move(done);
 }
 
 }  // namespace parley::corpus

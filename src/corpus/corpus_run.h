@@ -26,10 +26,20 @@
 
 #include "corpus/corpus_engine.h"
 #include "corpus/engine_layout.h"
+#include "corpus/linked_run.h"
 #include "corpus/out_dir_writer.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::corpus {
+
+// A run that links its recordings' speakers across the corpus (corpus/linked_run.h,
+// identity/speaker_linking.h): `parley diarize --link-speakers`.
+struct CorpusLinking {
+  LinkRequest request;  // threshold, where the speakers table goes, library names
+  // The format of the texts made for recordings added without a target (LinkedOutcome::texts).
+  std::string text_format = "rttm";
+  OutputOptions table_options;  // for the speakers table's file
+};
 
 struct CorpusRunConfig {
   pipeline::DiarizationModels models;
@@ -42,6 +52,11 @@ struct CorpusRunConfig {
   // When the run is stopped (CorpusRun::stop), recordings in the networks are abandoned instead
   // of finished: for a caller that stops because nobody waits for the results any more.
   bool abandon_on_stop = false;
+  // Set: every recording's result is held until the engine has run them all, then their speakers
+  // are linked, each result written with its global labels (into its target; without one, as a
+  // text: linked()), and the speakers table written. Nothing is skipped (linking needs every
+  // recording's speakers): skip_finished is taken as false.
+  std::optional<CorpusLinking> link;
 
   // Fails, naming the field, on an empty model path or a layout request out of bounds (the
   // engine layout checks the rest against the devices).
@@ -75,7 +90,8 @@ struct CorpusRunCallbacks {
   // A recording whose outputs an earlier run finished, with the seconds of audio its record says.
   // Called from add(), before it returns.
   std::function<void(std::size_t index, double audio_seconds)> on_skipped;
-  // A recording diarized, its outputs already written when it had a target.
+  // A recording diarized, its outputs already written when it had a target. Not called in a
+  // linked run, whose results are its linked() outcome.
   std::function<void(RecordingOutcome outcome)> on_result;
   // A recording that failed, and why (added failed, or failed in the engine or writing).
   std::function<void(std::size_t index, const std::filesystem::path& audio, const std::string& why)>
@@ -89,7 +105,9 @@ struct CorpusRunCallbacks {
 
 class CorpusRun {
  public:
-  // Plans the engine layout (validate() first); loads no model (load() and run() do).
+  // Plans the engine layout (validate() first) with the networks placed as every face places
+  // them (fingerprinted_placement: config().diarization is that); loads no model (load() and
+  // run() do).
   CorpusRun(CorpusRunConfig config, CorpusRunCallbacks callbacks);
   ~CorpusRun();
   CorpusRun(const CorpusRun&) = delete;
@@ -98,11 +116,15 @@ class CorpusRun {
   const CorpusRunConfig& config() const { return config_; }
   const EngineLayout& layout() const { return layout_; }
 
-  // Adds a recording and returns its index (0, 1, ... in the order added). With a target its
-  // outputs are claimed first: fails, adding nothing, when an earlier recording of this run
-  // writes one of them (OutputClaims). A target finished by an earlier run is reported skipped at
-  // once (when config().skip_finished); otherwise the recording waits for the engine. Fails once
-  // finish() was called.
+  // Adds a recording and returns its index (0, 1, ... in the order added). A recording the
+  // engine will work on is checked first, its file opened unless recording.duration_seconds is
+  // set: one that cannot be opened is reported failed at once (add_failed); one this run cannot
+  // hold (check_recording_fits: too long for the step, or it must spill and the temporary folder
+  // is unusable) is refused, adding nothing, with a message that names it. With a target its
+  // outputs are claimed: fails, adding nothing, when an earlier recording of this run writes one
+  // of them (OutputClaims). A target finished by an earlier run is reported skipped at once (when
+  // config().skip_finished); otherwise the recording waits for the engine. Fails once finish()
+  // was called.
   std::size_t add(CorpusRecording recording, std::optional<OutDirTarget> target = {});
   // A recording that failed before it could be queued (its audio could not be opened): counted
   // and reported as failed.
@@ -119,14 +141,23 @@ class CorpusRun {
   // Loads the engine's models (once): a face that wants a model error before any recording.
   void load();
   // Loads the engine when needed and diarizes every recording added, until finish() and all are
-  // reported, or stop(). Rethrows what stopped the engine (an exception from a callback too).
+  // reported, or stop(). Rethrows what stopped the engine (an exception from a callback too). A
+  // linked run then links and writes its results (unless stopped): a result that cannot be
+  // written is reported failed (on_failure) and counted so; fails when the speakers table cannot
+  // be written.
   void run();
+
+  // A linked run's outcome once run() returned (the linking, the texts of recordings without a
+  // target, the speakers table's text); null before, after a stop, and for a run that does not
+  // link.
+  const LinkedOutcome* linked() const { return linked_ ? &*linked_ : nullptr; }
 
   CorpusRunSummary summary() const;
 
  private:
   std::optional<CorpusRecording> next_recording();
   void report(RecordingOutcome outcome);
+  void finish_linking();
 
   CorpusRunConfig config_;
   CorpusRunCallbacks callbacks_;
@@ -137,7 +168,10 @@ class CorpusRun {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool finished_ = false;
-  std::vector<std::filesystem::path> audio_;     // by index
+  std::vector<std::filesystem::path> audio_;  // by index
+  std::vector<std::string> uris_;             // by index: names in a speakers table
+  std::unique_ptr<LinkedRun> linking_;        // a linked run's held results
+  std::optional<LinkedOutcome> linked_;
   std::vector<std::size_t> engine_order_;        // the index of each recording queued
   std::deque<CorpusRecording> queued_;           // waiting for the engine, in that order
   std::map<std::size_t, OutDirTarget> targets_;  // of the recordings queued, by index

@@ -4,7 +4,10 @@
 
 #include <utility>
 
+#include "audio/audio_range.h"
+#include "core/sample_rate.h"
 #include "core/stage_timer.h"
+#include "stages/shared_trunk.h"
 
 namespace parley::corpus {
 namespace {
@@ -69,6 +72,29 @@ pipeline::DiarizationResult diarize_decoding(pipeline::Diarizer& diarizer,
   for (const auto& [stage, seconds] : result.stage_times.entries()) times.add(stage, seconds);
   result.stage_times = times;
   return result;
+}
+
+FileVoiceprint voiceprint_from_file(pipeline::Diarizer& diarizer, const std::filesystem::path& path,
+                                    const std::string& uri, std::string_view model_digest,
+                                    ProgressSink& progress, std::optional<double> start,
+                                    std::optional<double> end) {
+  FileVoiceprint taken;
+  if (start || end) {
+    taken.start_seconds = start.value_or(0.0);
+    const std::vector<float> samples = audio::decode_range(path, taken.start_seconds, end);
+    taken.seconds = static_cast<double>(samples.size()) / kSampleRate;
+    taken.voiceprint =
+        identity::voiceprint_from_samples(diarizer, samples, uri, model_digest, progress);
+    return taken;
+  }
+  cluster::SpeakerCountConstraints one;
+  one.num_speakers = 1;
+  const pipeline::DiarizationResult result =
+      diarize_file(diarizer, path, uri, progress, {.speakers = one, .save_directory = {}});
+  taken.seconds = result.duration_seconds;
+  taken.voiceprint = identity::voiceprint_from_one_speaker(
+      result, uri, model_digest, stages::embedding_mode_name(diarizer.config().embedding_mode));
+  return taken;
 }
 
 }  // namespace parley::corpus

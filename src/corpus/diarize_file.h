@@ -12,6 +12,7 @@
 #include "cluster/clustering.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "identity/voiceprint.h"
 #include "pipeline/diarizer.h"
 
 namespace parley::corpus {
@@ -45,5 +46,20 @@ pipeline::DiarizationResult diarize_decoding(pipeline::Diarizer& diarizer,
                                              const std::filesystem::path& path,
                                              const std::string& uri, ProgressSink& progress,
                                              const FileDiarizationOptions& options = {});
+
+// One speaker's voiceprint (identity/voiceprint.h) from the recording at `path` (`uri` names it
+// in messages), as `parley voiceprint add` takes it: with no range, the whole file through
+// diarize_file (decoded while the networks run, its length checked) with the speaker count
+// forced to 1; with `start` or `end`, the samples of [start, end) (audio::decode_range, whose
+// errors say what range to give) diarized the same way.
+struct FileVoiceprint {
+  identity::Voiceprint voiceprint;
+  double start_seconds = 0.0;  // where the audio used starts in the file
+  double seconds = 0.0;        // how much of it was used
+};
+FileVoiceprint voiceprint_from_file(pipeline::Diarizer& diarizer, const std::filesystem::path& path,
+                                    const std::string& uri, std::string_view model_digest,
+                                    ProgressSink& progress, std::optional<double> start = {},
+                                    std::optional<double> end = {});
 
 }  // namespace parley::corpus

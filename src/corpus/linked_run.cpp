@@ -16,7 +16,13 @@ LinkedRun::LinkedRun(LinkRequest request, const OutDirWriter* writer,
 void LinkedRun::hold(std::size_t index, std::string uri, RecordingOutcome outcome,
                      PlannedOutputs planned) {
   if (!outcome.ok()) return;
-  held_[index] = {std::move(uri), std::move(outcome), std::move(planned)};
+  held_[index] = {std::move(uri), std::move(outcome), std::move(planned), nullptr};
+}
+
+void LinkedRun::hold(std::size_t index, std::string uri, RecordingOutcome outcome,
+                     PlannedOutputs planned, std::shared_ptr<const OutDirWriter> writer) {
+  if (!outcome.ok()) return;
+  held_[index] = {std::move(uri), std::move(outcome), std::move(planned), std::move(writer)};
 }
 
 LinkedOutcome LinkedRun::finish(const OutputOptions& options) {
@@ -32,8 +38,9 @@ LinkedOutcome LinkedRun::finish(const OutputOptions& options) {
   std::size_t position = 0;  // the recording's place in the linking
   for (const auto& [index, held] : held_) {
     const std::size_t linked = position++;
+    const OutDirWriter* writer = held.writer ? held.writer.get() : writer_;
     try {
-      if (writer_ == nullptr) {
+      if (writer == nullptr) {
         pipeline::ResultFormatOptions format_options;
         format_options.exclusive = request_.exclusive;
         done.texts[index] = identity::format_linked(*held.outcome.result, done.linking, linked,
@@ -41,12 +48,12 @@ LinkedOutcome LinkedRun::finish(const OutputOptions& options) {
         continue;
       }
       pipeline::ResultFormatOptions format_options;
-      format_options.exclusive = writer_->request().exclusive;
-      writer_->write(held.planned, *held.outcome.result, held.outcome.wall_seconds,
-                     [&](const pipeline::DiarizationResult& result, const std::string& format) {
-                       return identity::format_linked(result, done.linking, linked, format,
-                                                      format_options);
-                     });
+      format_options.exclusive = writer->request().exclusive;
+      writer->write(held.planned, *held.outcome.result, held.outcome.wall_seconds,
+                    [&](const pipeline::DiarizationResult& result, const std::string& format) {
+                      return identity::format_linked(result, done.linking, linked, format,
+                                                     format_options);
+                    });
     } catch (const Error& error) {
       done.failures.emplace_back(index, error.what());
     }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,9 @@ class LinkedRun {
   // outcome is not held.
   void hold(std::size_t index, std::string uri, RecordingOutcome outcome,
             PlannedOutputs planned = {});
+  // The same, written by `writer` (its own folder, formats and turns) instead of the run's.
+  void hold(std::size_t index, std::string uri, RecordingOutcome outcome, PlannedOutputs planned,
+            std::shared_ptr<const OutDirWriter> writer);
   std::size_t held() const { return held_.size(); }
 
   // Links, writes every held result, then the speakers table (`options` for the table's file).
@@ -62,6 +66,7 @@ class LinkedRun {
     std::string uri;
     RecordingOutcome outcome;
     PlannedOutputs planned;
+    std::shared_ptr<const OutDirWriter> writer;  // null: the run's
   };
   LinkRequest request_;
   const OutDirWriter* writer_;

@@ -70,9 +70,9 @@ void OutputClaims::claim(const PlannedOutputs& planned, std::size_t index,
   for (const PlannedRecording& one : planned.formats) {
     std::string output = std::filesystem::absolute(one.destination.output).lexically_normal();
     if (const auto claim = claimed_.find(output); claim != claimed_.end()) {
-      fail("{} would write {}, which recording {} ({}) writes already",
-           utf8_or_escaped(audio.string()), utf8_or_escaped(output), claim->second.first,
-           utf8_or_escaped(claim->second.second));
+      throw OutputClash(fmt::format("{} would write {}, which recording {} ({}) writes already",
+                                    utf8_or_escaped(audio.string()), utf8_or_escaped(output),
+                                    claim->second.first, utf8_or_escaped(claim->second.second)));
     }
     outputs.push_back(std::move(output));
   }

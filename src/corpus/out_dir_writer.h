@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "corpus/run_record.h"
 #include "pipeline/diarizer.h"
 
@@ -75,11 +76,17 @@ class OutDirWriter {
 // silently keep only the last one's result. A face that takes recordings one at a time with
 // names of its caller's choosing (parley_batch_submit_to) claims each recording's outputs before
 // it queues it; a list planned whole (corpus/run_plan.h) has names that never clash.
+// Two recordings would write one output: the face says how its caller names them apart.
+class OutputClash : public Error {
+ public:
+  using Error::Error;
+};
+
 class OutputClaims {
  public:
-  // Claims every output of `planned` for recording `index` (`audio`). Fails, naming both
-  // recordings and the file, when an earlier claim holds one of them (the face says how its
-  // caller names a recording apart); nothing is claimed then.
+  // Claims every output of `planned` for recording `index` (`audio`). Throws OutputClash, naming
+  // both recordings and the file, when an earlier claim holds one of them; nothing is claimed
+  // then.
   void claim(const PlannedOutputs& planned, std::size_t index, const std::filesystem::path& audio);
 
  private:

@@ -4,7 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "audio/audio_source.h"
+#include "core/error.h"
+#include "core/sample_rate.h"
+#include "core/temporary_directory.h"
 #include "core/text.h"
+#include "pipeline/network_placement.h"
 
 namespace parley::corpus {
 namespace fs = std::filesystem;
@@ -80,6 +85,14 @@ std::size_t PlannedRun::finished_count() const {
                     [](const Recording& recording) { return recording.finished(); }));
 }
 
+double PlannedRun::longest_seconds() const {
+  double longest = 0.0;
+  for (const Recording& recording : recordings) {
+    longest = std::max(longest, recording.duration_seconds);
+  }
+  return longest;
+}
+
 nlohmann::ordered_json PlannedRun::describe() const {
   nlohmann::ordered_json document = {{"recordings", nlohmann::ordered_json::array()},
                                      {"repeats", nlohmann::ordered_json::array()}};
@@ -132,6 +145,38 @@ PlannedRun plan_run(const std::vector<fs::path>& listed, const OutDirWriter& wri
   PlannedRun plan = plan_run(listed, shard);
   plan_outputs(plan, writer);
   return plan;
+}
+
+void check_recording_fits(const pipeline::DiarizationConfig& config, double audio_seconds,
+                          std::size_t spill_samples) {
+  pipeline::check_step_fits(config, audio_seconds);
+  if (spill_samples > 0 && audio_seconds * kSampleRate > static_cast<double>(spill_samples)) {
+    // Where its samples will go: an unusable folder is named now, not when the decode reaches it.
+    static_cast<void>(temporary_folder());
+  }
+}
+
+void probe_recordings(PlannedRun& plan, const pipeline::DiarizationConfig& config) {
+  const PlannedRun::Recording* longest = nullptr;
+  for (PlannedRun::Recording& recording : plan.recordings) {
+    try {
+      recording.duration_seconds =
+          audio::open_audio_source(recording.audio)->info().duration_seconds().value_or(0.0);
+      recording.unopened.clear();
+    } catch (const Error& error) {
+      recording.duration_seconds = 0.0;
+      recording.unopened = error.what();
+    }
+    if (longest == nullptr || recording.duration_seconds > longest->duration_seconds) {
+      longest = &recording;
+    }
+  }
+  if (longest == nullptr) return;
+  try {
+    check_recording_fits(config, longest->duration_seconds);
+  } catch (const Error& error) {
+    fail("{}: {}", utf8_or_escaped(longest->audio.string()), error.what());
+  }
 }
 
 std::string json_keeping_bytes(const nlohmann::ordered_json& document) {

@@ -12,8 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "audio/decoded_audio.h"
 #include "corpus/out_dir_writer.h"
 #include "corpus/recording_list.h"
+#include "pipeline/diarizer.h"
 
 namespace parley::corpus {
 
@@ -23,6 +25,10 @@ struct PlannedRun {
     std::filesystem::path audio;
     std::string name;        // its output name (unique over the whole list)
     PlannedOutputs outputs;  // one per format; none before plan_outputs
+    // What probe_recordings found: the length its header states (0: not stated, or not probed),
+    // or why it could not be opened (that recording fails alone).
+    double duration_seconds = 0.0;
+    std::string unopened{};
     // Every format finished by an earlier run with the same settings.
     bool finished() const { return outputs.finished(); }
     // Seconds of audio its record says (0 when not finished).
@@ -32,6 +38,8 @@ struct PlannedRun {
   std::vector<Recording> recordings;       // of the shard, in list order
 
   std::size_t finished_count() const;
+  // The longest duration_seconds (0: none known).
+  double longest_seconds() const;
 
   // {"recordings": [{"index", "audio", "name", "finished", "audio_seconds",
   //   "outputs": [{"format", "output", "record", "finished"}]}],
@@ -49,6 +57,21 @@ void plan_outputs(PlannedRun& plan, const OutDirWriter& writer);
 // The two above: the whole plan of a run of `listed` into `writer`'s folder.
 PlannedRun plan_run(const std::vector<std::filesystem::path>& listed, const OutDirWriter& writer,
                     const Shard& shard = {});
+
+// Refuses a recording of `audio_seconds` that a run of `config` cannot hold, before any work on
+// it: one whose chunks would not fit in memory at the step until clustering ends
+// (pipeline::check_step_fits), or one longer than `spill_samples` (decoded into a temporary file,
+// audio/decoded_audio.h) while the temporary folder is unusable (temporary_folder() says what to
+// do). `spill_samples` 0: nothing spills (samples already in memory). 0 seconds: nothing known,
+// nothing checked.
+void check_recording_fits(const pipeline::DiarizationConfig& config, double audio_seconds,
+                          std::size_t spill_samples = audio::DecodedAudio::kDefaultSpillSamples);
+
+// Opens each recording of `plan` (its header only) before any model is found or loaded: sets its
+// duration_seconds, or `unopened` when it cannot be opened. Then refuses the whole list (fails,
+// naming the longest recording) when a run of `config` cannot hold its longest recording
+// (check_recording_fits): a setting or the machine is wrong, and every long recording would fail.
+void probe_recordings(PlannedRun& plan, const pipeline::DiarizationConfig& config);
 
 // `document` as JSON text in which strings keep their bytes: well-formed UTF-8 as it is, every
 // other byte as \udcNN (the lone surrogate U+DC00 + NN, which no UTF-8 text holds: Python's

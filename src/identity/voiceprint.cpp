@@ -55,14 +55,20 @@ Voiceprint voiceprint_from_samples(pipeline::Diarizer& diarizer, std::span<const
   const auto intermediates = diarizer.segment_and_embed(recordings, times, progress);
   cluster::SpeakerCountConstraints one;
   one.num_speakers = 1;
-  const pipeline::DiarizationResult result =
-      diarizer.cluster(intermediates.front(), uri, times.front(), one);
+  return voiceprint_from_one_speaker(
+      diarizer.cluster(intermediates.front(), uri, times.front(), one), uri, model_digest,
+      stages::embedding_mode_name(diarizer.config().embedding_mode));
+}
+
+Voiceprint voiceprint_from_one_speaker(const pipeline::DiarizationResult& result,
+                                       const std::string& uri, std::string_view model_digest,
+                                       std::string_view embedding_mode) {
   if (result.speaker_count == 0 || result.speaker_embeddings.rank() != 2 ||
       result.speaker_embeddings.dim(0) == 0) {
     fail("{}: no speech found, so no voiceprint; give audio where the speaker talks", uri);
   }
   Voiceprint voiceprint{embedding_row(result.speaker_embeddings, 0), std::string(model_digest),
-                        stages::embedding_mode_name(diarizer.config().embedding_mode)};
+                        std::string(embedding_mode)};
   if (const std::string why = why_not_comparable(voiceprint.embedding); !why.empty()) {
     fail("{}: no voiceprint, {}; give audio where the speaker talks alone", uri, why);
   }

@@ -36,6 +36,12 @@ Voiceprint voiceprint_from_samples(pipeline::Diarizer& diarizer, std::span<const
                                    const std::string& uri, std::string_view model_digest,
                                    ProgressSink& progress);
 
+// The voiceprint of a recording diarized with the speaker count forced to 1: its one speaker's
+// centroid. Fails, naming `uri`, when the result holds no speech or no comparable centroid.
+Voiceprint voiceprint_from_one_speaker(const pipeline::DiarizationResult& result,
+                                       const std::string& uri, std::string_view model_digest,
+                                       std::string_view embedding_mode);
+
 // The voiceprint of `speaker` (a key of "speaker_embeddings", SPEAKER_xx or a name; a SPEAKER_xx
 // that identification named is found through the document's "identification") in the JSON
 // document `parley diarize --format json` wrote. The document does not say which model computed

@@ -209,6 +209,8 @@ void check_cpu_batches_fit(const ModelSessionPlan& plan, const DiarizationConfig
   }
 }
 
+}  // namespace
+
 // A recording's chunks are kept until clustering ends (docs/corpus.md, "Memory"): its
 // segmentations as classes and then floats, its embeddings, and clustering's training embeddings
 // in double, about 16 KiB a chunk. The step sets how many chunks an hour makes (3,600 at 1 s,
@@ -230,8 +232,6 @@ void check_step_fits(const DiarizationConfig& config, double audio_seconds) {
       runtime::format_bytes(memory),
       std::ceil(100.0 * audio_seconds / std::max(1.0, fitting_chunks)) / 100.0);
 }
-
-}  // namespace
 
 ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                                      const DiarizationConfig& config,

@@ -75,4 +75,9 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                                      const DiarizationConfig& config,
                                      const PlacementEnvironment& environment = {});
 
+// Fails, saying the step that would fit, when a recording of `audio_seconds` makes more chunks at
+// config.step_seconds than this machine's memory keeps until clustering ends (docs/corpus.md,
+// "Memory"). Nothing is checked for 0 seconds or a machine that does not say its memory.
+void check_step_fits(const DiarizationConfig& config, double audio_seconds);
+
 }  // namespace parley::pipeline
