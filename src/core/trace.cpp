@@ -5,10 +5,10 @@
 #include "core/atomic_file.h"
 #include "core/text.h"
 
-namespace parley::trace {
+namespace parley {
 namespace {
 
-thread_local Lane bound_lane;
+thread_local TraceLane bound_lane;
 
 // Nanoseconds as Chrome's microseconds, to the nanosecond.
 double micros(std::int64_t nanoseconds) { return static_cast<double>(nanoseconds) / 1000.0; }
@@ -31,20 +31,20 @@ nlohmann::json args_json(const std::vector<std::string>& recordings,
 
 }  // namespace
 
-Recorder::Recorder() : origin_(Clock::now()) {}
+TraceRecorder::TraceRecorder() : origin_(Clock::now()) {}
 
-std::int64_t Recorder::since_origin(Clock::time_point at) const {
+std::int64_t TraceRecorder::since_origin(Clock::time_point at) const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(at - origin_).count();
 }
 
-void Recorder::append(Event event) {
+void TraceRecorder::append(Event event) {
   const std::lock_guard lock(mutex_);
   events_.push_back(std::move(event));
 }
 
-void Recorder::complete(std::string_view name, std::string_view category, std::uint32_t pid,
-                        std::uint32_t tid, Clock::time_point start, Clock::time_point end,
-                        Args args) {
+void TraceRecorder::complete(std::string_view name, std::string_view category, std::uint32_t pid,
+                             std::uint32_t tid, Clock::time_point start, Clock::time_point end,
+                             TraceArgs args) {
   Event event;
   event.phase = 'X';
   event.name = name;
@@ -57,8 +57,9 @@ void Recorder::complete(std::string_view name, std::string_view category, std::u
   append(std::move(event));
 }
 
-void Recorder::span(std::string_view name, std::string_view category, std::uint32_t pid,
-                    std::uint64_t id, Clock::time_point start, Clock::time_point end, Args args) {
+void TraceRecorder::span(std::string_view name, std::string_view category, std::uint32_t pid,
+                         std::uint64_t id, Clock::time_point start, Clock::time_point end,
+                         TraceArgs args) {
   Event event;
   event.phase = 'b';
   event.name = name;
@@ -71,8 +72,8 @@ void Recorder::span(std::string_view name, std::string_view category, std::uint3
   append(std::move(event));
 }
 
-void Recorder::counter(std::string_view name, std::uint32_t pid, Clock::time_point at,
-                       double value) {
+void TraceRecorder::counter(std::string_view name, std::uint32_t pid, Clock::time_point at,
+                            double value) {
   Event event;
   event.phase = 'C';
   event.name = name;
@@ -82,7 +83,7 @@ void Recorder::counter(std::string_view name, std::uint32_t pid, Clock::time_poi
   append(std::move(event));
 }
 
-void Recorder::name_process(std::uint32_t pid, std::string name, std::string labels) {
+void TraceRecorder::name_process(std::uint32_t pid, std::string name, std::string labels) {
   const std::lock_guard lock(mutex_);
   if (!named_processes_.insert(pid).second) return;
   metadata_.push_back({{"ph", "M"},
@@ -104,7 +105,7 @@ void Recorder::name_process(std::uint32_t pid, std::string name, std::string lab
   }
 }
 
-void Recorder::name_thread(std::uint32_t pid, std::uint32_t tid, std::string name) {
+void TraceRecorder::name_thread(std::uint32_t pid, std::uint32_t tid, std::string name) {
   const std::lock_guard lock(mutex_);
   if (!named_threads_.insert({pid, tid}).second) return;
   metadata_.push_back({{"ph", "M"},
@@ -119,12 +120,12 @@ void Recorder::name_thread(std::uint32_t pid, std::uint32_t tid, std::string nam
                        {"args", {{"sort_index", tid}}}});
 }
 
-std::size_t Recorder::event_count() const {
+std::size_t TraceRecorder::event_count() const {
   const std::lock_guard lock(mutex_);
   return events_.size();
 }
 
-nlohmann::json Recorder::to_json() const {
+nlohmann::json TraceRecorder::to_json() const {
   const std::lock_guard lock(mutex_);
   nlohmann::json events = nlohmann::json::array();
   for (const nlohmann::json& metadata : metadata_) events.push_back(metadata);
@@ -168,29 +169,30 @@ nlohmann::json Recorder::to_json() const {
       {"otherData", {{"producer", "parley"}, {"time_unit", "microseconds since the run began"}}}};
 }
 
-void Recorder::write(const std::filesystem::path& path) const {
+void TraceRecorder::write(const std::filesystem::path& path) const {
   write_file_atomically(path,
                         to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-const Lane& current() { return bound_lane; }
+const TraceLane& current_trace_lane() { return bound_lane; }
 
-LaneBinding::LaneBinding(const Lane& lane, std::string_view track_name) : previous_(bound_lane) {
+TraceLaneBinding::TraceLaneBinding(const TraceLane& lane, std::string_view track_name)
+    : previous_(bound_lane) {
   bound_lane = lane;
   if (lane && !track_name.empty())
     lane.recorder->name_thread(lane.pid, lane.tid, std::string(track_name));
 }
 
-LaneBinding::~LaneBinding() { bound_lane = previous_; }
+TraceLaneBinding::~TraceLaneBinding() { bound_lane = previous_; }
 
-Span::Span(std::string_view name, std::string_view category) : lane_(bound_lane) {
+TraceSpan::TraceSpan(std::string_view name, std::string_view category) : lane_(bound_lane) {
   if (!lane_) return;
   name_ = name;
   category_ = category;
   start_ = Clock::now();
 }
 
-void Span::finish() {
+void TraceSpan::finish() {
   if (!lane_) return;
   const Clock::time_point end = Clock::now();
   if (args_.recordings.empty() && lane_.recordings != nullptr) args_.recordings = *lane_.recordings;
@@ -198,4 +200,4 @@ void Span::finish() {
   lane_.recorder = nullptr;
 }
 
-}  // namespace parley::trace
+}  // namespace parley

@@ -2,13 +2,13 @@
 // A trace of where a run's time goes, thread by thread, as a Chrome trace-event file (the
 // "traceEvents" JSON that Perfetto and chrome://tracing open; tools/trace_summary.py sums it).
 //
-// A Recorder holds the events of one run. A thread records only while a Lane is bound to it
-// (LaneBinding): which recorder, which process (pid: the corpus's shared stages, or one engine)
-// and which track (tid: a decoder, an engine's networks, one of its segmentation workers). Code
-// deep in the pipeline opens a Span without knowing whether anyone traces: with no lane bound
-// (every run that does not trace) a Span reads one thread-local pointer and does nothing else,
-// no clock, no allocation, no lock. With one, it reads the clock twice and appends one event under
-// a short lock; the file is written once, at the end (Recorder::write).
+// A TraceRecorder holds the events of one run. A thread records only while a TraceLane is bound to
+// it (TraceLaneBinding): which recorder, which process (pid: the corpus's shared stages, or one
+// engine) and which track (tid: a decoder, an engine's networks, one of its segmentation workers).
+// Code deep in the pipeline opens a TraceSpan without knowing whether anyone traces: with no lane
+// bound (every run that does not trace) a TraceSpan reads one thread-local pointer and does nothing
+// else, no clock, no allocation, no lock. With one, it reads the clock twice and appends one event
+// under a short lock; the file is written once, at the end (TraceRecorder::write).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,12 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
-namespace parley::trace {
+namespace parley {
 
 using Clock = std::chrono::steady_clock;
 
 // What an event is about: Chrome's "args", shown when the event is selected.
-struct Args {
+struct TraceArgs {
   // The recordings it is about (several for model calls shared by a group); empty: those of the
   // thread's lane, if any.
   std::vector<std::string> recordings;
@@ -37,34 +37,35 @@ struct Args {
   // Named texts (a model's input shape, ...).
   std::vector<std::pair<std::string, std::string>> texts;
 
-  Args& number(std::string name, double value) {
+  TraceArgs& number(std::string name, double value) {
     numbers.emplace_back(std::move(name), value);
     return *this;
   }
-  Args& text(std::string name, std::string value) {
+  TraceArgs& text(std::string name, std::string value) {
     texts.emplace_back(std::move(name), std::move(value));
     return *this;
   }
 };
 
 // Event categories ("cat"): what tools/trace_summary.py tells apart.
-inline constexpr std::string_view kModel = "model";  // a model's run (the device's work)
-inline constexpr std::string_view kStage = "stage";  // host work of a stage
-inline constexpr std::string_view kWait = "wait";    // a thread waiting for another stage
+inline constexpr std::string_view kTraceModel = "model";  // a model's run (the device's work)
+inline constexpr std::string_view kTraceStage = "stage";  // host work of a stage
+inline constexpr std::string_view kTraceWait = "wait";    // a thread waiting for another stage
 
-class Recorder {
+class TraceRecorder {
  public:
-  Recorder();  // times are counted from here
-  Recorder(const Recorder&) = delete;
-  Recorder& operator=(const Recorder&) = delete;
+  TraceRecorder();  // times are counted from here
+  TraceRecorder(const TraceRecorder&) = delete;
+  TraceRecorder& operator=(const TraceRecorder&) = delete;
 
   // A complete event ("ph":"X") from `start` to `end` on track `tid` of process `pid`.
   void complete(std::string_view name, std::string_view category, std::uint32_t pid,
-                std::uint32_t tid, Clock::time_point start, Clock::time_point end, Args args = {});
+                std::uint32_t tid, Clock::time_point start, Clock::time_point end,
+                TraceArgs args = {});
   // An asynchronous span ("ph":"b" and "e", matched by `id`): a wait that belongs to no thread,
   // such as a recording's in a queue, shown on tracks of its own.
   void span(std::string_view name, std::string_view category, std::uint32_t pid, std::uint64_t id,
-            Clock::time_point start, Clock::time_point end, Args args = {});
+            Clock::time_point start, Clock::time_point end, TraceArgs args = {});
   // A counter's value from `at` on ("ph":"C"), drawn as a graph.
   void counter(std::string_view name, std::uint32_t pid, Clock::time_point at, double value);
   // Names shown for a process and for one of its tracks ("ph":"M"); `labels` are the process's
@@ -90,7 +91,7 @@ class Recorder {
     std::int64_t start_ns = 0;
     std::int64_t duration_ns = 0;
     double value = 0.0;
-    Args args;
+    TraceArgs args;
   };
   std::int64_t since_origin(Clock::time_point at) const;
   void append(Event event);
@@ -104,8 +105,8 @@ class Recorder {
 };
 
 // Where the calling thread's events go; no recorder: nowhere.
-struct Lane {
-  Recorder* recorder = nullptr;
+struct TraceLane {
+  TraceRecorder* recorder = nullptr;
   std::uint32_t pid = 0;
   std::uint32_t tid = 0;
   // The recordings the thread works on now, owned by whoever bound the lane (which outlives
@@ -113,61 +114,61 @@ struct Lane {
   const std::vector<std::string>* recordings = nullptr;
 
   explicit operator bool() const { return recorder != nullptr; }
-  Lane on_track(std::uint32_t track) const {
-    Lane lane = *this;
+  TraceLane on_track(std::uint32_t track) const {
+    TraceLane lane = *this;
     lane.tid = track;
     return lane;
   }
 };
 
 // The calling thread's lane (empty when nothing is bound).
-const Lane& current();
+const TraceLane& current_trace_lane();
 
 // Binds `lane` to the calling thread for its lifetime (the previous binding comes back after),
 // naming its track `track_name` when given. An empty lane unbinds: an empty binding costs nothing.
-class LaneBinding {
+class TraceLaneBinding {
  public:
-  explicit LaneBinding(const Lane& lane, std::string_view track_name = {});
-  ~LaneBinding();
-  LaneBinding(const LaneBinding&) = delete;
-  LaneBinding& operator=(const LaneBinding&) = delete;
+  explicit TraceLaneBinding(const TraceLane& lane, std::string_view track_name = {});
+  ~TraceLaneBinding();
+  TraceLaneBinding(const TraceLaneBinding&) = delete;
+  TraceLaneBinding& operator=(const TraceLaneBinding&) = delete;
 
  private:
-  Lane previous_;
+  TraceLane previous_;
 };
 
 // A complete event on the calling thread's lane from construction to destruction (or finish());
 // nothing at all when no lane is bound. `name` and `category` must outlive it (literals).
-class Span {
+class TraceSpan {
  public:
-  explicit Span(std::string_view name, std::string_view category = kStage);
-  ~Span() { finish(); }
-  Span(const Span&) = delete;
-  Span& operator=(const Span&) = delete;
+  explicit TraceSpan(std::string_view name, std::string_view category = kTraceStage);
+  ~TraceSpan() { finish(); }
+  TraceSpan(const TraceSpan&) = delete;
+  TraceSpan& operator=(const TraceSpan&) = delete;
 
   explicit operator bool() const { return lane_.recorder != nullptr; }
   // What the event is about; fill it only when the span records (`if (span)`).
-  Args& args() { return args_; }
+  TraceArgs& args() { return args_; }
   // Ends the event now (once).
   void finish();
 
  private:
-  Lane lane_;
+  TraceLane lane_;
   std::string_view name_;
   std::string_view category_;
   Clock::time_point start_{};
-  Args args_;
+  TraceArgs args_;
 };
 
 // Tracks (Chrome's tids) inside a process, fixed so that every engine looks alike in a viewer.
-// The corpus's process (pid kCorpusProcess): decoders, then clustering threads.
-inline constexpr std::uint32_t kCorpusProcess = 0;
-inline constexpr std::uint32_t kDecoderTrack = 1;        // + the decoder's number
-inline constexpr std::uint32_t kClusteringTrack = 1001;  // + the clustering thread's number
+// The corpus's process (pid kTraceCorpusProcess): decoders, then clustering threads.
+inline constexpr std::uint32_t kTraceCorpusProcess = 0;
+inline constexpr std::uint32_t kTraceDecoderTrack = 1;        // + the decoder's number
+inline constexpr std::uint32_t kTraceClusteringTrack = 1001;  // + the clustering thread's number
 // An engine's process (pid 1 + its index): its thread, the thread that feeds segmentation, the
 // segmentation workers.
-inline constexpr std::uint32_t kNetworksTrack = 1;
-inline constexpr std::uint32_t kSegmentationTrack = 2;
-inline constexpr std::uint32_t kSegmentationWorkerTrack = 10;  // + the worker's number
+inline constexpr std::uint32_t kTraceNetworksTrack = 1;
+inline constexpr std::uint32_t kTraceSegmentationTrack = 2;
+inline constexpr std::uint32_t kTraceSegmentationWorkerTrack = 10;  // + the worker's number
 
-}  // namespace parley::trace
+}  // namespace parley

@@ -9,7 +9,7 @@
 
 #include "core/temporary_directory.h"
 
-namespace parley::trace {
+namespace parley {
 namespace {
 
 // Every event of `trace` whose phase is `phase`.
@@ -22,41 +22,43 @@ std::vector<nlohmann::json> events_of(const nlohmann::json& trace, std::string_v
 }
 
 TEST(TraceEvents, NothingIsRecordedWithoutALane) {
-  Recorder recorder;
+  TraceRecorder recorder;
   {
-    Span span("decode");
+    TraceSpan span("decode");
     EXPECT_FALSE(span);
   }
   {
     // An empty lane bound (what a run without a trace binds) records nothing either.
-    LaneBinding binding(Lane{}, "decoder 0");
-    Span span("decode");
+    TraceLaneBinding binding(TraceLane{}, "decoder 0");
+    TraceSpan span("decode");
     EXPECT_FALSE(span);
-    EXPECT_FALSE(current());
+    EXPECT_FALSE(current_trace_lane());
   }
   EXPECT_EQ(recorder.event_count(), 0u);
 }
 
 TEST(TraceEvents, SpansLandOnTheBoundLaneWithTheirRecordings) {
-  Recorder recorder;
+  TraceRecorder recorder;
   const std::vector<std::string> group = {"a.wav", "b.wav"};
   {
-    LaneBinding binding(Lane{&recorder, 3, kNetworksTrack, &group}, "engine 2 networks");
-    Span outer("networks");
+    TraceLaneBinding binding(TraceLane{&recorder, 3, kTraceNetworksTrack, &group},
+                             "engine 2 networks");
+    TraceSpan outer("networks");
     ASSERT_TRUE(outer);
     {
-      Span inner("embedding");
+      TraceSpan inner("embedding");
       inner.args().recordings = {"b.wav"};
       inner.args().number("chunks", 32);
     }
     {
       // Nested bindings come back to the outer one.
-      LaneBinding worker(current().on_track(kSegmentationWorkerTrack + 1), "segmentation worker 1");
-      Span call("segmentation call", kModel);
+      TraceLaneBinding worker(current_trace_lane().on_track(kTraceSegmentationWorkerTrack + 1),
+                              "segmentation worker 1");
+      TraceSpan call("segmentation call", kTraceModel);
     }
-    EXPECT_EQ(current().tid, kNetworksTrack);
+    EXPECT_EQ(current_trace_lane().tid, kTraceNetworksTrack);
   }
-  EXPECT_FALSE(current());
+  EXPECT_FALSE(current_trace_lane());
   const nlohmann::json trace = recorder.to_json();
   const auto complete = events_of(trace, "X");
   ASSERT_EQ(complete.size(), 3u);
@@ -66,7 +68,7 @@ TEST(TraceEvents, SpansLandOnTheBoundLaneWithTheirRecordings) {
   EXPECT_EQ(complete[0].at("args").at("chunks"), 32.0);
   EXPECT_EQ(complete[1].at("name"), "segmentation call");
   EXPECT_EQ(complete[1].at("cat"), "model");
-  EXPECT_EQ(complete[1].at("tid"), kSegmentationWorkerTrack + 1);
+  EXPECT_EQ(complete[1].at("tid"), kTraceSegmentationWorkerTrack + 1);
   EXPECT_EQ(complete[1].at("args").at("recordings"), nlohmann::json({"a.wav", "b.wav"}));
   EXPECT_EQ(complete[2].at("name"), "networks");
   EXPECT_EQ(complete[2].at("pid"), 3);
@@ -86,21 +88,23 @@ TEST(TraceEvents, SpansLandOnTheBoundLaneWithTheirRecordings) {
 }
 
 TEST(TraceEvents, AsynchronousSpansCountersAndTheFile) {
-  Recorder recorder;
+  TraceRecorder recorder;
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + std::chrono::milliseconds(3);
-  Args args;
+  TraceArgs args;
   args.recordings = {"a.wav"};
-  recorder.span("waiting for an engine", kWait, kCorpusProcess, 7, start, end, std::move(args));
-  recorder.counter("decoded recordings waiting", kCorpusProcess, start, 2);
+  recorder.span("waiting for an engine", kTraceWait, kTraceCorpusProcess, 7, start, end,
+                std::move(args));
+  recorder.counter("decoded recordings waiting", kTraceCorpusProcess, start, 2);
   recorder.name_process(1, "engine 0", "device gpu 0");
   recorder.name_process(1, "engine 0 again", "device gpu 1");  // the first name stays
   // Threads append at once.
   std::vector<std::jthread> threads;
   for (std::uint32_t t = 0; t < 4; ++t) {
     threads.emplace_back([&recorder, t] {
-      LaneBinding binding(Lane{&recorder, kCorpusProcess, kDecoderTrack + t, nullptr});
-      for (int k = 0; k < 100; ++k) Span span("decode");
+      TraceLaneBinding binding(
+          TraceLane{&recorder, kTraceCorpusProcess, kTraceDecoderTrack + t, nullptr});
+      for (int k = 0; k < 100; ++k) TraceSpan span("decode");
     });
   }
   threads.clear();
@@ -137,4 +141,4 @@ TEST(TraceEvents, AsynchronousSpansCountersAndTheFile) {
 }
 
 }  // namespace
-}  // namespace parley::trace
+}  // namespace parley

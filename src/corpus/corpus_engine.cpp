@@ -214,7 +214,7 @@ struct CorpusEngine::Run {
 
   Run(CorpusEngine& owner, const RecordingSource& source, const ResultCallback& callback,
       const StageCallback& stage_callback, const std::atomic<bool>* stop_flag,
-      trace::Recorder* trace_recorder)
+      TraceRecorder* trace_recorder)
       : engine(owner),
         next(source),
         on_result(callback),
@@ -226,8 +226,8 @@ struct CorpusEngine::Run {
         recorder(trace_recorder) {}
 
   // The trace lane of a track of process `pid`, empty when the run is not traced.
-  trace::Lane lane(std::uint32_t pid, std::uint32_t track) const {
-    return recorder != nullptr ? trace::Lane{recorder, pid, track, nullptr} : trace::Lane{};
+  TraceLane lane(std::uint32_t pid, std::uint32_t track) const {
+    return recorder != nullptr ? TraceLane{recorder, pid, track, nullptr} : TraceLane{};
   }
   static std::uint32_t engine_process(std::size_t engine_index) {
     return static_cast<std::uint32_t>(engine_index) + 1;
@@ -236,7 +236,7 @@ struct CorpusEngine::Run {
   void count(std::string_view queue, std::atomic<long>& waiting, long change) {
     const long now = waiting += change;
     if (recorder != nullptr) {
-      recorder->counter(queue, trace::kCorpusProcess, Clock::now(), static_cast<double>(now));
+      recorder->counter(queue, kTraceCorpusProcess, Clock::now(), static_cast<double>(now));
     }
   }
 
@@ -301,8 +301,8 @@ struct CorpusEngine::Run {
   }
 
   void decode_loop(int decoder) {
-    const trace::LaneBinding binding(
-        lane(trace::kCorpusProcess, trace::kDecoderTrack + static_cast<std::uint32_t>(decoder)),
+    const TraceLaneBinding binding(
+        lane(kTraceCorpusProcess, kTraceDecoderTrack + static_cast<std::uint32_t>(decoder)),
         recorder != nullptr ? fmt::format("decoder {}", decoder) : std::string());
     for (;;) {
       if (stopping()) break;
@@ -312,7 +312,7 @@ struct CorpusEngine::Run {
       item.index = taken_recording->first;
       item.recording = std::move(taken_recording->second);
       item.start = Clock::now();
-      trace::Span span("decode");
+      TraceSpan span("decode");
       if (span) span.args().recordings = {shown_name(item.recording)};
       if (item.recording.samples) {
         item.audio = audio::DecodedAudio(item.recording.samples);
@@ -353,8 +353,8 @@ struct CorpusEngine::Run {
   }
 
   void engine_loop(std::size_t engine_index) {
-    const trace::LaneBinding binding(
-        lane(engine_process(engine_index), trace::kNetworksTrack),
+    const TraceLaneBinding binding(
+        lane(engine_process(engine_index), kTraceNetworksTrack),
         recorder != nullptr ? fmt::format("engine {}: networks", engine_index) : std::string());
     while (!stopping()) {
       const auto wait_start = Clock::now();
@@ -376,12 +376,12 @@ struct CorpusEngine::Run {
       }
       const double waited = seconds_since(wait_start);
       if (recorder != nullptr) {
-        trace::Args args;
+        TraceArgs args;
         for (const auto& item : group) args.recordings.push_back(shown_name(item.recording));
         args.number("chunks", static_cast<double>(chunks))
             .number("fill", static_cast<double>(fill));
-        recorder->complete("waiting for decoded audio", trace::kWait, engine_process(engine_index),
-                           trace::kNetworksTrack, wait_start, Clock::now(), std::move(args));
+        recorder->complete("waiting for decoded audio", kTraceWait, engine_process(engine_index),
+                           kTraceNetworksTrack, wait_start, Clock::now(), std::move(args));
       }
       const auto networks_start = Clock::now();
       const std::size_t recordings = group.size();
@@ -405,10 +405,10 @@ struct CorpusEngine::Run {
   void taken_by(std::size_t engine_index, const Decoded& item) {
     count("decoded recordings waiting", decoded_waiting, -1);
     if (recorder == nullptr) return;
-    trace::Args args;
+    TraceArgs args;
     args.recordings = {shown_name(item.recording)};
     args.number("engine", static_cast<double>(engine_index));
-    recorder->span("waiting for an engine", trace::kWait, trace::kCorpusProcess, item.index,
+    recorder->span("waiting for an engine", kTraceWait, kTraceCorpusProcess, item.index,
                    item.decoded, Clock::now(), std::move(args));
   }
 
@@ -438,11 +438,11 @@ struct CorpusEngine::Run {
     if (recorder != nullptr) {
       for (const auto& item : group) names.push_back(shown_name(item.recording));
     }
-    const trace::LaneBinding binding(
+    const TraceLaneBinding binding(
         recorder != nullptr
-            ? trace::Lane{recorder, engine_process(engine_index), trace::kNetworksTrack, &names}
-            : trace::Lane{});
-    trace::Span networks("networks");
+            ? TraceLane{recorder, engine_process(engine_index), kTraceNetworksTrack, &names}
+            : TraceLane{});
+    TraceSpan networks("networks");
     std::vector<StageTimes> times;
     std::vector<pipeline::DiarizationIntermediates> intermediates;
     // Progress steps are where the networks can be left (abandon_on_stop).
@@ -490,7 +490,7 @@ struct CorpusEngine::Run {
       item.decoded = std::move(group[k]);
       item.engine = engine_index;
       item.group_size = group_size;
-      trace::Span handing_on("waiting for clustering", trace::kWait);
+      TraceSpan handing_on("waiting for clustering", kTraceWait);
       if (handing_on) handing_on.args().recordings = {names[k]};
       count("embedded recordings waiting", embedded_waiting, 1);
       if (!embedded.push(std::move(item))) return;
@@ -498,11 +498,11 @@ struct CorpusEngine::Run {
   }
 
   void clustering_loop(int thread) {
-    const trace::Lane clustering_lane =
-        lane(trace::kCorpusProcess, trace::kClusteringTrack + static_cast<std::uint32_t>(thread));
-    const trace::LaneBinding binding(clustering_lane, recorder != nullptr
-                                                          ? fmt::format("clustering {}", thread)
-                                                          : std::string());
+    const TraceLane clustering_lane =
+        lane(kTraceCorpusProcess, kTraceClusteringTrack + static_cast<std::uint32_t>(thread));
+    const TraceLaneBinding binding(clustering_lane, recorder != nullptr
+                                                        ? fmt::format("clustering {}", thread)
+                                                        : std::string());
     for (;;) {
       std::optional<Embedded> item = embedded.pop();
       if (!item) break;
@@ -510,9 +510,9 @@ struct CorpusEngine::Run {
       // Clustering's and reconstruction's events (pipeline/diarizer.cpp) name the recording.
       std::vector<std::string> name;
       if (recorder != nullptr) name.push_back(shown_name(item->decoded.recording));
-      trace::Lane recording_lane = clustering_lane;
+      TraceLane recording_lane = clustering_lane;
       recording_lane.recordings = &name;
-      const trace::LaneBinding recording_binding(recording_lane);
+      const TraceLaneBinding recording_binding(recording_lane);
       RecordingOutcome outcome;
       outcome.index = item->decoded.index;
       outcome.decode_seconds = item->decoded.decode_seconds;
@@ -533,7 +533,7 @@ struct CorpusEngine::Run {
       }
       outcome.wall_seconds = seconds_since(item->decoded.start);
       // The result callback writes the outputs (corpus/corpus_run.h), or prints them.
-      trace::Span writing("writing");
+      TraceSpan writing("writing");
       if (writing) writing.args().number("engine", static_cast<double>(outcome.engine));
       report(std::move(outcome));
     }
@@ -554,7 +554,7 @@ struct CorpusEngine::Run {
   std::atomic<bool> aborted{false};
   std::mutex report_mutex;
   std::exception_ptr failure;
-  trace::Recorder* recorder = nullptr;  // null: not traced
+  TraceRecorder* recorder = nullptr;  // null: not traced
   std::atomic<long> decoded_waiting{0};
   std::atomic<long> embedded_waiting{0};
 };
@@ -572,10 +572,10 @@ void CorpusEngine::run(std::span<const CorpusRecording> inputs, const ResultCall
 
 void CorpusEngine::run(const RecordingSource& next, const ResultCallback& on_result,
                        const StageCallback& on_stage, const std::atomic<bool>* stop) {
-  std::unique_ptr<trace::Recorder> recorder;
+  std::unique_ptr<TraceRecorder> recorder;
   if (!config_.trace_file.empty()) {
-    recorder = std::make_unique<trace::Recorder>();
-    recorder->name_process(trace::kCorpusProcess, "corpus: decoding, clustering, writing");
+    recorder = std::make_unique<TraceRecorder>();
+    recorder->name_process(kTraceCorpusProcess, "corpus: decoding, clustering, writing");
     for (std::size_t e = 0; e < diarizers_.size(); ++e) {
       const std::string device = device_label(*diarizers_[e]);
       recorder->name_process(Run::engine_process(e), fmt::format("engine {} ({})", e, device),

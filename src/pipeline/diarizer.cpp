@@ -508,7 +508,7 @@ DiarizationResult diarize_from_embeddings(
   cluster::ClusteringResult clusters;
   {
     ScopedStageTimer timer(times, "clustering");
-    const trace::Span span("clustering");
+    const TraceSpan span("clustering");
     clusters = cluster::cluster_embeddings(intermediates.embeddings, intermediates.segmentations,
                                            config.clustering, config.speakers, plda,
                                            intermediates.duration_seconds);
@@ -525,7 +525,7 @@ DiarizationResult diarize_from_embeddings(
   frames::FrameDiarization frames;
   {
     ScopedStageTimer timer(times, "reconstruction");
-    const trace::Span span("reconstruction");
+    const TraceSpan span("reconstruction");
     frames::PostprocessOptions options;
     options.max_speakers = config.speakers.resolved_max();
     options.min_duration_off = config.min_duration_off;

@@ -172,9 +172,9 @@ class SegmentEmbedScheduler::Run {
       // embedding range (32 chunks, or a whole pass of the shared trunk).
       progress_.begin("segmentation+embedding", 2 * chunk_count_);
       // The segmentation thread's events go to the caller's trace, on a track of its own.
-      segmentation_thread = std::jthread([this, lane = trace::current()] {
-        const trace::LaneBinding binding(
-            lane ? lane.on_track(trace::kSegmentationTrack) : trace::Lane{}, "segmentation");
+      segmentation_thread = std::jthread([this, lane = current_trace_lane()] {
+        const TraceLaneBinding binding(lane ? lane.on_track(kTraceSegmentationTrack) : TraceLane{},
+                                       "segmentation");
         segment();
       });
     } else {
@@ -189,11 +189,11 @@ class SegmentEmbedScheduler::Run {
       ~CancelOnExit() { queue.cancel(); }
     } cancel_on_exit{queue_};
     for (;;) {
-      trace::Span waiting("waiting for segmentation", trace::kWait);
+      TraceSpan waiting("waiting for segmentation", kTraceWait);
       std::optional<SegmentedBatch> batch = queue_.pop();
       waiting.finish();
       if (batch) {
-        const trace::Span keeping("keeping segmentation classes");
+        const TraceSpan keeping("keeping segmentation classes");
         keep_classes(*batch);
       }
       embed_ready_ranges();
@@ -266,10 +266,10 @@ class SegmentEmbedScheduler::Run {
                                  static_cast<std::int64_t>(recording.embedded + count - 1)));
     }
     const auto embedding_start = Clock::now();
-    trace::Span span("embedding");
+    TraceSpan span("embedding");
     if (span) {
       // The lane names the group's recordings in the order fed (corpus/corpus_engine.cpp).
-      const std::vector<std::string>* names = trace::current().recordings;
+      const std::vector<std::string>* names = current_trace_lane().recordings;
       if (names != nullptr && r < names->size()) span.args().recordings = {(*names)[r]};
       span.args()
           .number("first_chunk", static_cast<double>(recording.embedded))

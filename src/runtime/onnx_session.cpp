@@ -350,17 +350,17 @@ std::string shape_key(const std::vector<std::vector<std::int64_t>>& input_shapes
 // A run of `model` on the calling thread's trace lane (core/trace.h), when one is bound: the
 // device's work as the host sees it, named by the model's file (and its part, for a model held
 // in memory), with the batch (the first input's first dimension) and the input shapes.
-void trace_run(const trace::Lane& lane, const std::filesystem::path& model,
+void trace_run(const TraceLane& lane, const std::filesystem::path& model,
                const std::vector<std::vector<std::int64_t>>& input_shapes,
                std::chrono::steady_clock::time_point start,
                std::chrono::steady_clock::time_point end) {
-  trace::Args args;
+  TraceArgs args;
   if (lane.recordings != nullptr) args.recordings = *lane.recordings;
   if (!input_shapes.empty() && !input_shapes.front().empty()) {
     args.number("batch", static_cast<double>(input_shapes.front().front()));
   }
   args.text("shapes", shape_key(input_shapes));
-  lane.recorder->complete(model.filename().string(), trace::kModel, lane.pid, lane.tid, start, end,
+  lane.recorder->complete(model.filename().string(), kTraceModel, lane.pid, lane.tid, start, end,
                           std::move(args));
 }
 }  // namespace
@@ -392,7 +392,7 @@ NdArray<float> OnnxSession::host_array(const Ort::Value& value,
 std::vector<NdArray<float>> OnnxSession::run(
     const std::vector<std::pair<std::string, const NdArray<float>*>>& named_inputs,
     const std::vector<std::string>& output_names, bool release_cpu_arena) {
-  const trace::Lane& lane = trace::current();
+  const TraceLane& lane = current_trace_lane();
   if (bind_buffers_) {
     if (!lane) return run_bound(named_inputs, output_names);
     const auto start = std::chrono::steady_clock::now();
@@ -434,7 +434,7 @@ std::vector<NdArray<float>> OnnxSession::run(
   if (lane) {
     // A wait at the new-shape gate (runtime/new_shape_gate.h) holds the device's work back.
     if (run_start - waiting_since > std::chrono::microseconds(100)) {
-      lane.recorder->complete("waiting at the new-shape gate", trace::kWait, lane.pid, lane.tid,
+      lane.recorder->complete("waiting at the new-shape gate", kTraceWait, lane.pid, lane.tid,
                               waiting_since, run_start);
     }
     trace_run(lane, model_path_, input_shapes, run_start, std::chrono::steady_clock::now());

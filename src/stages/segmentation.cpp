@@ -367,13 +367,13 @@ void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std
 
   const std::size_t worker_threads = std::min(workers_.size(), batch_count);
   // Traced (core/trace.h), each worker's calls go on a track of their own in the caller's trace.
-  const trace::Lane caller = trace::current();
+  const TraceLane caller = current_trace_lane();
   auto work = [&](std::size_t worker_index) {
     Worker& worker = *workers_[worker_index];
-    const trace::LaneBinding binding(
-        caller ? caller.on_track(trace::kSegmentationWorkerTrack +
+    const TraceLaneBinding binding(
+        caller ? caller.on_track(kTraceSegmentationWorkerTrack +
                                  static_cast<std::uint32_t>(worker_index))
-               : trace::Lane{},
+               : TraceLane{},
         caller ? fmt::format("segmentation worker {}", worker_index) : std::string());
     try {
       while (!stop.load()) {
@@ -382,7 +382,7 @@ void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std
         const runtime::BatchSlice& call = calls[batch];
         // The call from its input to its scores handed on (the model's run is an event of its
         // own inside it, runtime/onnx_session.cpp).
-        trace::Span traced_call("segmentation call");
+        TraceSpan traced_call("segmentation call");
         if (traced_call) {
           traced_call.args()
               .number("first_chunk", static_cast<double>(call.offset))
@@ -438,7 +438,7 @@ void SegmentationModel::run(std::size_t chunk_count, SegmentationFeed& feed, std
         fail_on_damaged_scores(kept);
         // Scores go on in chunk order: a worker may wait here for an earlier call's, and the
         // hand-on itself for room in the embedding side's queue.
-        const trace::Span handing_on("segmentation hand-on", trace::kWait);
+        const TraceSpan handing_on("segmentation hand-on", kTraceWait);
         std::lock_guard lock(report_mutex);
         if (frames == 0) frames = kept.dim(1);
         if (kept.dim(1) != frames) {
