@@ -83,7 +83,8 @@ void TraceRecorder::counter(std::string_view name, std::uint32_t pid, Clock::tim
   append(std::move(event));
 }
 
-void TraceRecorder::name_process(std::uint32_t pid, std::string name, std::string labels) {
+void TraceRecorder::name_process(std::uint32_t pid, const std::string& name,
+                                 const std::string& labels) {
   const std::lock_guard lock(mutex_);
   if (!named_processes_.insert(pid).second) return;
   metadata_.push_back({{"ph", "M"},
@@ -105,7 +106,7 @@ void TraceRecorder::name_process(std::uint32_t pid, std::string name, std::strin
   }
 }
 
-void TraceRecorder::name_thread(std::uint32_t pid, std::uint32_t tid, std::string name) {
+void TraceRecorder::name_thread(std::uint32_t pid, std::uint32_t tid, const std::string& name) {
   const std::lock_guard lock(mutex_);
   if (!named_threads_.insert({pid, tid}).second) return;
   metadata_.push_back({{"ph", "M"},

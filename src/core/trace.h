@@ -70,8 +70,8 @@ class TraceRecorder {
   void counter(std::string_view name, std::uint32_t pid, Clock::time_point at, double value);
   // Names shown for a process and for one of its tracks ("ph":"M"); `labels` are the process's
   // (its device). Naming again changes nothing.
-  void name_process(std::uint32_t pid, std::string name, std::string labels = {});
-  void name_thread(std::uint32_t pid, std::uint32_t tid, std::string name);
+  void name_process(std::uint32_t pid, const std::string& name, const std::string& labels = {});
+  void name_thread(std::uint32_t pid, std::uint32_t tid, const std::string& name);
 
   std::size_t event_count() const;
   // The trace as Chrome's JSON object format: {"traceEvents": [...], "displayTimeUnit": "ms",

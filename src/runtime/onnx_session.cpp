@@ -398,6 +398,7 @@ std::vector<NdArray<float>> OnnxSession::run(
     const auto start = std::chrono::steady_clock::now();
     std::vector<NdArray<float>> results = run_bound(named_inputs, output_names);
     std::vector<std::vector<std::int64_t>> input_shapes;
+    input_shapes.reserve(named_inputs.size());
     for (const auto& [name, array] : named_inputs) {
       input_shapes.emplace_back(array->shape().begin(), array->shape().end());
     }
