@@ -893,8 +893,7 @@ struct StreamDiarizer::Impl {
   }
 };
 
-StreamDiarizer::StreamDiarizer(const StreamModels& models, StreamConfig config)
-    : config_(config) {
+StreamDiarizer::StreamDiarizer(const StreamModels& models, StreamConfig config) : config_(config) {
   config_.validate();
   impl_ = std::make_unique<Impl>(models.model(), config_);
 }
