@@ -9,6 +9,7 @@
 // Before httplib.h: clang 14 rejects Eigen's (through the pipeline's headers) after it.
 #include "server/http_api.h"
 
+#include <chrono>
 #include <httplib.h>
 
 #include <algorithm>
@@ -100,7 +101,7 @@ class StandInRunner : public parley::server::JobRunner {
 // limits) is fuzzed; the session itself needs a socket (fuzz_websocket has its frames).
 class SilentStream : public parley::server::LiveStream {
  public:
-  void push(std::string_view) override {}
+  void push(std::string_view, std::chrono::steady_clock::time_point) override {}
   std::vector<std::string> take_events() override { return {}; }
   std::vector<std::string> finish() override { return {}; }
 };
