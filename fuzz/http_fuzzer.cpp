@@ -9,8 +9,8 @@
 // Before httplib.h: clang 14 rejects Eigen's (through the pipeline's headers) after it.
 #include "server/http_api.h"
 
-#include <chrono>
 #include <httplib.h>
+#include <chrono>
 
 #include <algorithm>
 #include <cstdio>
