@@ -249,8 +249,7 @@ void run_diarize(const DiarizeArguments& arguments) {
   std::optional<corpus::OutDirWriter> writer;
   std::optional<corpus::PlannedOutputs> planned;
   if (recorded) {
-    nlohmann::ordered_json settings = corpus::run_settings(
-        config, paths, corpus::describe_providers(paths, config), flags.exclusive);
+    nlohmann::ordered_json settings = corpus::cached_run_settings(paths, config);
     if (namer.naming()) settings["voiceprints"] = namer.settings();
     writer.emplace(
         corpus::OutDirRequest{arguments.out_dir, {output_format}, flags.exclusive, output_options},

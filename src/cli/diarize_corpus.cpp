@@ -220,11 +220,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   corpus::CorpusRun run(std::move(run_config), std::move(callbacks));
   for (const auto& [recording, why] : unopened) run.add_failed(recording, why);
 
-  nlohmann::ordered_json settings =
-      corpus::run_settings(run.config().diarization, paths,
-                           corpus::describe_providers(run.layout().segmentation_provider,
-                                                      run.layout().embedding_provider),
-                           flags.exclusive);
+  nlohmann::ordered_json settings = corpus::cached_run_settings(paths, run.config().diarization);
   if (namer.naming()) settings["voiceprints"] = namer.settings();
   if (linking) settings["link_speakers"] = {{"threshold", identity.threshold}};
 

@@ -2,6 +2,13 @@
 // set, and time it. Results go to --out DIR one recording at a time (a JSON record and the
 // hypothesis RTTM), so an interrupted run resumes where it stopped; a recording whose settings
 // changed is diarized again. docs/eval.md describes the inputs, the JSON and resuming.
+//
+// The work is the engine's: each recording is diarized as `parley diarize FILE` diarizes one
+// (corpus::diarize_file: decoded while the networks start), one at a time so that its timings are
+// its own, and its hypothesis goes through the writer of a run into a folder
+// (corpus::OutDirWriter) under the settings every face fingerprints (corpus::cached_run_settings),
+// which also decides what an earlier run finished. This file only translates flags, scores and
+// prints.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,13 +22,13 @@
 #include <nlohmann/json.hpp>
 
 #include "audio/audio_source.h"
-#include "audio/mono_resampled_stream.h"
 #include "cli/commands.h"
 #include "cli/diarization_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/stage_timer.h"
+#include "corpus/diarize_file.h"
 #include "corpus/out_dir_writer.h"
 #include "corpus/run_record.h"
 #include "eval/der.h"
@@ -34,7 +41,6 @@
 #include "pipeline/diarizer.h"
 #include "plot/charts.h"
 #include "plot/gnuplot.h"
-#include "runtime/provider.h"
 
 namespace parley::cli {
 namespace {
@@ -118,8 +124,7 @@ std::string file_stem(const std::string& uri) {
 class EvalRunner {
  public:
   EvalRunner(const EvalArguments& arguments, pipeline::DiarizationModels models,
-             pipeline::DiarizationConfig config, const ModelProviders& providers,
-             eval::ScoringOptions scoring)
+             pipeline::DiarizationConfig config, eval::ScoringOptions scoring)
       : arguments_(arguments),
         models_(std::move(models)),
         config_(std::move(config)),
@@ -131,7 +136,7 @@ class EvalRunner {
                                       {"rttm"},
                                       arguments.exclusive,
                                       output_options_},
-                corpus::run_settings(config_, models_, providers.describe(), arguments.exclusive)),
+                corpus::cached_run_settings(models_, config_)),
         progress_(arguments.flags.quiet ? Progress::Mode::kNever : Progress::Mode::kAuto) {}
 
   const nlohmann::ordered_json& settings() const { return writer_.settings(); }
@@ -156,14 +161,10 @@ class EvalRunner {
       const corpus::PlannedRecording& run = planned.formats.front();
       result.fingerprint = run.fingerprint;
       std::string hypothesis;
-      if (!reuse_earlier(file, run, result, hypothesis)) {
-        pipeline::DiarizationResult diarization = diarize(file, result);
+      if (!reuse_earlier(file, planned, result, hypothesis)) {
+        const pipeline::DiarizationResult diarization = diarize(file, result);
         hypothesis = writer_.format(diarization, "rttm");
-        if (!arguments_.out_dir.empty()) {
-          // The record's stage times are the run's: decoding and writing included.
-          diarization.stage_times = result.stage_seconds;
-          writer_.write(planned, diarization, result.wall_seconds);
-        }
+        if (!arguments_.out_dir.empty()) writer_.write(planned, diarization, result.wall_seconds);
       }
       const std::vector<eval::Turn> turns = eval::parse_rttm(hypothesis, file.uri);
       const eval::Timeline* uem = file.uem ? &*file.uem : nullptr;
@@ -201,18 +202,25 @@ class EvalRunner {
   }
 
   // True when --out holds this recording's hypothesis from a run with the same settings and
-  // audio (corpus::finished_record): its timings and hypothesis are taken over (and scored again,
-  // so scoring options may change). Otherwise says why it is diarized again.
-  bool reuse_earlier(const eval::EvalFile& file, const corpus::PlannedRecording& run,
+  // audio (the writer's plan finds it finished, as a rerun of `parley diarize --out-dir` would):
+  // its timings and hypothesis are taken over (and scored again, so scoring options may change).
+  // Otherwise says why it is diarized again.
+  bool reuse_earlier(const eval::EvalFile& file, const corpus::PlannedOutputs& planned,
                      eval::EvalFileResult& result, std::string& hypothesis) {
     if (arguments_.out_dir.empty()) return false;
-    const auto record = corpus::finished_record(run.destination, run.fingerprint);
-    if (!record) {
+    const corpus::PlannedRecording& run = planned.formats.front();
+    if (!planned.finished()) {
       explain_redo(file, run);
       return false;
     }
     if (arguments_.redo) {
       say("{}: --redo: diarizing again", file.uri);
+      return false;
+    }
+    const auto record = corpus::finished_record(run.destination, run.fingerprint);
+    if (!record) {
+      // Changed since the plan was made: made again.
+      explain_redo(file, run);
       return false;
     }
     hypothesis = eval::read_text_file(run.destination.output, "hypothesis RTTM");
@@ -266,19 +274,11 @@ class EvalRunner {
       models_failed_ = false;
     }
     const auto start = std::chrono::steady_clock::now();
-    StageTimes times;
-    std::vector<float> samples;
-    {
-      ScopedStageTimer timer(times, "decode");
-      samples = audio::load_mono_16k(file.audio);
-    }
-    pipeline::DiarizationResult diarization = diarizer_->diarize(samples, file.uri, progress_);
-    for (const auto& [stage, seconds] : diarization.stage_times.entries()) {
-      times.add(stage, seconds);
-    }
+    pipeline::DiarizationResult diarization =
+        corpus::diarize_file(*diarizer_, file.audio, file.uri, progress_);
     result.wall_seconds = seconds_since(start);
     result.audio_seconds = diarization.duration_seconds;
-    result.stage_seconds = times;
+    result.stage_seconds = diarization.stage_times;
     result.speakers = diarization.speaker_count;
     return diarization;
   }
@@ -347,19 +347,20 @@ void run_eval(const EvalArguments& arguments) {
   const pipeline::DiarizationConfig config = corpus::fingerprinted_placement(
       diarization_config(arguments.engine, arguments.flags), longest_input);
   const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
-  const ModelProviders providers = model_providers(models, config);
 
+  EvalRunner runner(arguments, models, config, scoring);
   eval::EvalRun run;
+  run.settings = runner.settings();
+  // The providers as the fingerprint names them.
   run.system =
       arguments.label.empty()
           ? fmt::format("parley {} step {} {} {}", arguments.flags.clustering, config.step_seconds,
-                        stages::embedding_mode_name(config.embedding_mode), providers.describe())
+                        stages::embedding_mode_name(config.embedding_mode),
+                        run.settings.at("providers").get<std::string>())
           : arguments.label;
   run.scoring = scoring;
   run.uem = std::any_of(files.begin(), files.end(), [](const auto& file) { return file.uem; });
   run.speed_twin = models::is_speed_twin(models.embedding);
-  EvalRunner runner(arguments, models, config, providers, scoring);
-  run.settings = runner.settings();
   for (const eval::EvalFile& file : files) run.files.push_back(runner.evaluate(file));
 
   const nlohmann::ordered_json json = eval::eval_run_json(run);

@@ -65,12 +65,6 @@ nlohmann::ordered_json run_settings(const pipeline::OutputSettings& output,
   return settings;
 }
 
-nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
-                                    const pipeline::DiarizationModels& models,
-                                    std::string_view providers, bool exclusive) {
-  return run_settings(config.output(), model_digests(models), providers, exclusive);
-}
-
 nlohmann::ordered_json cached_run_settings(const pipeline::DiarizationModels& models,
                                            const pipeline::DiarizationConfig& config) {
   static std::mutex mutex;
@@ -87,8 +81,8 @@ nlohmann::ordered_json cached_run_settings(const pipeline::DiarizationModels& mo
     std::lock_guard lock(mutex);
     if (const auto found = cache.find(key); found != cache.end()) return found->second;
   }
-  nlohmann::ordered_json settings =
-      run_settings(config, models, describe_providers(models, config), false);
+  nlohmann::ordered_json settings = run_settings(config.output(), model_digests(models),
+                                                 describe_providers(models, config), false);
   std::lock_guard lock(mutex);
   return cache.emplace(key, std::move(settings)).first->second;
 }

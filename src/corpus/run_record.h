@@ -52,18 +52,20 @@ ModelDigests model_digests(const pipeline::DiarizationModels& models);
 // may overlap or not) and the models' digests. How the run goes (threads, batches, sessions,
 // streaming, devices: pipeline::ExecutionSettings) is left out, so that a rerun with other speed
 // settings resumes.
+// The parts as given; faces take cached_run_settings, which derives the providers.
 nlohmann::ordered_json run_settings(const pipeline::OutputSettings& output,
                                     const ModelDigests& models, std::string_view providers,
                                     bool exclusive);
-nlohmann::ordered_json run_settings(const pipeline::DiarizationConfig& config,
-                                    const pipeline::DiarizationModels& models,
-                                    std::string_view providers, bool exclusive);
 
-// run_settings of `config` on `models` with the providers they resolve to (describe_providers)
-// and `exclusive` false (an OutDirWriter sets its own), from a cache of the process: hashing the
-// models takes a while, and a caller (the C API, a Dask client) checks a whole archive against
-// the same settings. The cache is keyed by the configuration and each model file's path, size
-// and modification time, so a model replaced on disk is hashed again.
+// The settings of a run of `config` on `models`: run_settings with the providers they resolve
+// to (describe_providers of `models` and `config`, as the Diarizer and the engine layout resolve
+// them) and `exclusive` false (an OutDirWriter sets its own). Every face fingerprints its runs
+// with it (`parley diarize` and `parley eval`, the C API and through it Python and
+// parley.distributed), so that the providers in a fingerprint are derived one way and a run of
+// one face skips what another finished. From a cache of the process: hashing the models takes a
+// while, and a caller (the C API, a Dask client) checks a whole archive against the same
+// settings. The cache is keyed by the configuration and each model file's path, size and
+// modification time, so a model replaced on disk is hashed again.
 nlohmann::ordered_json cached_run_settings(const pipeline::DiarizationModels& models,
                                            const pipeline::DiarizationConfig& config);
 

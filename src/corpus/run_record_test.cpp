@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/sha256.h"
+#include "corpus/engine_layout.h"
 #include "pipeline/network_placement.h"
 #include "testing/temporary_directory.h"
 
@@ -41,7 +42,7 @@ class RunRecordTest : public ::testing::Test {
   }
   nlohmann::ordered_json settings(const pipeline::DiarizationConfig& config,
                                   bool exclusive = false) const {
-    return run_settings(config, models_, "cpu", exclusive);
+    return run_settings(config.output(), model_digests(models_), "cpu", exclusive);
   }
   PlannedRecording plan(const nlohmann::ordered_json& run, const std::string& format = "rttm") {
     return plan_recording(out_dir_, "talk", format, run, audio_);
@@ -77,13 +78,35 @@ TEST_F(RunRecordTest, FingerprintFollowsOutputSettingsModelsAudioAndFormat) {
   EXPECT_NE(plan(settings(other_step)).fingerprint, base);
   EXPECT_NE(plan(settings(config, true)).fingerprint, base);
   EXPECT_NE(plan(settings(config), "json").fingerprint, base);
-  EXPECT_NE(plan(run_settings(config, models_, "cuda", false)).fingerprint, base);
+  EXPECT_NE(plan(run_settings(config.output(), model_digests(models_), "cuda", false)).fingerprint,
+            base);
   write(models_.plda / "plda.npz", "other plda");
   EXPECT_NE(plan(settings(config)).fingerprint, base);
   write(models_.plda / "plda.npz", "plda");
   EXPECT_EQ(plan(settings(config)).fingerprint, base);
   write(audio_, "other audio, other size");
   EXPECT_NE(plan(settings(config)).fingerprint, base);
+}
+
+// Every face fingerprints a run through cached_run_settings: its providers are those the engine
+// layout (what a corpus run and the server run) and the Diarizer resolve for the configuration,
+// including models split across providers (given as they are, so no provider is asked).
+TEST_F(RunRecordTest, RunSettingsNameTheProvidersTheEngineRuns) {
+  pipeline::DiarizationConfig split;
+  split.segmentation_provider = runtime::ProviderId::kCuda;
+  pipeline::DiarizationConfig gpu = split;
+  gpu.embedding_provider = runtime::ProviderId::kCuda;
+  for (const auto& [config, expected] :
+       {std::pair{pipeline::DiarizationConfig{}, "cpu"},
+        std::pair{split, "segmentation cuda, embedding cpu"}, std::pair{gpu, "cuda"}}) {
+    const nlohmann::ordered_json settings = cached_run_settings(models_, config);
+    EXPECT_EQ(settings["providers"], expected);
+    EXPECT_EQ(settings["providers"],
+              plan_engine_layout(models_, config, {}).describe()["providers"]);
+    EXPECT_EQ(settings["providers"], describe_providers(models_, config));
+    EXPECT_EQ(settings["exclusive"], false) << "an OutDirWriter sets its own";
+    EXPECT_EQ(settings, run_settings(config.output(), model_digests(models_), expected, false));
+  }
 }
 
 TEST_F(RunRecordTest, FinishedRecordingIsSkippedUntilItsOutputChanges) {
