@@ -1,6 +1,9 @@
 #include "runtime/new_shape_gate.h"
 
+#include <map>
 #include <utility>
+
+#include "runtime/stream_capture.h"
 
 namespace parley::runtime {
 
@@ -35,13 +38,19 @@ void WriterFirstLock::unlock_shared() {
   if (last) changed_.notify_all();
 }
 
-WriterFirstLock& NewShapeGate::process_lock() {
-  static WriterFirstLock lock;
-  return lock;
+WriterFirstLock& NewShapeGate::lock_of(const std::string& device) {
+  static std::mutex mutex;
+  static std::map<std::string, WriterFirstLock> locks;
+  std::lock_guard guard(mutex);
+  return locks.try_emplace(device).first->second;
 }
 
-std::shared_lock<WriterFirstLock> NewShapeGate::while_creating_session() {
-  return std::shared_lock<WriterFirstLock>(process_lock());
+NewShapeGate::NewShapeGate(std::string device)
+    : device_(std::move(device)), device_lock_(lock_of(device_)) {}
+
+std::shared_lock<WriterFirstLock> NewShapeGate::while_creating_session(const std::string& device) {
+  if (!device.empty()) isolate_stream_capture_of_this_thread();
+  return std::shared_lock<WriterFirstLock>(lock_of(device));
 }
 
 bool NewShapeGate::seen(const std::string& shape_key) const {
@@ -50,19 +59,20 @@ bool NewShapeGate::seen(const std::string& shape_key) const {
 }
 
 NewShapeGate::Pass NewShapeGate::enter(const std::string& shape_key) {
+  if (!device_.empty()) isolate_stream_capture_of_this_thread();
   return Pass(*this, shape_key, !seen(shape_key));
 }
 
 NewShapeGate::Pass::Pass(NewShapeGate& gate, std::string shape_key, bool alone)
     : gate_(gate), shape_key_(std::move(shape_key)) {
   if (alone) {
-    lock_.emplace<std::unique_lock<WriterFirstLock>>(process_lock());
+    lock_.emplace<std::unique_lock<WriterFirstLock>>(gate_.device_lock_);
     // A session run by several threads: another may have run this shape while this one waited.
     if (gate_.seen(shape_key_)) {
-      lock_.emplace<std::shared_lock<WriterFirstLock>>(process_lock());
+      lock_.emplace<std::shared_lock<WriterFirstLock>>(gate_.device_lock_);
     }
   } else {
-    lock_.emplace<std::shared_lock<WriterFirstLock>>(process_lock());
+    lock_.emplace<std::shared_lock<WriterFirstLock>>(gate_.device_lock_);
   }
 }
 

@@ -9,7 +9,9 @@
 // due to a previous error during capture") in about one GPU run in six. A new shape therefore
 // runs alone; runs of shapes a session has already seen proceed side by side, as before. With
 // static shapes (runtime/shape_plan.h) a session sees one or two shapes, so only the first runs
-// of each session wait.
+// of each session wait. "Alone" means apart from the whole process unless the gate names a
+// device whose threads are isolated from other threads' captures (runtime/stream_capture.h):
+// then apart from the runs on that device only, and the other GPUs go on.
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -61,19 +63,28 @@ class NewShapeGate {
     bool succeeded_ = false;
   };
 
+  // `device` (e.g. "cuda:1"), where the threads that run sessions are thread-local to stream
+  // capture (OnnxSession decides): new shapes wait only for that device's runs. Empty: for
+  // the whole process's.
+  explicit NewShapeGate(std::string device = {});
+
   // Waits until this run may go: `shape_key` names the run's input shapes.
   Pass enter(const std::string& shape_key);
   bool seen(const std::string& shape_key) const;
+  const std::string& device() const { return device_; }
 
-  // Held while a GPU session is created: creating one allocates device memory, which is as
-  // unsafe during another session's capture as a run is. Only a new shape's run captures, so a
-  // creation waits for those alone and goes beside runs of seen shapes and other creations
-  // (which allocate too): the engines of several GPUs load their models at once.
-  static std::shared_lock<WriterFirstLock> while_creating_session();
+  // Held while a GPU session for `device` (as above) is created: creating one allocates device
+  // memory, which is as unsafe during another session's capture as a run is. Only a new shape's
+  // run captures, so a creation waits for those alone and goes beside runs of seen shapes and
+  // other creations (which allocate too): the engines of several GPUs load their models at once.
+  static std::shared_lock<WriterFirstLock> while_creating_session(const std::string& device = {});
 
  private:
-  static WriterFirstLock& process_lock();
+  // One lock per device, and one ("") for the whole process; never freed, so references stay.
+  static WriterFirstLock& lock_of(const std::string& device);
 
+  std::string device_;
+  WriterFirstLock& device_lock_;
   mutable std::mutex seen_mutex_;
   std::set<std::string> seen_shapes_;
 };

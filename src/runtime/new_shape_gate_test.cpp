@@ -110,6 +110,40 @@ TEST(NewShapeGate, RunsWaitWhileANewShapeRuns) {
   EXPECT_TRUE(run_started);
 }
 
+// With each device's threads isolated from other threads' captures, a GPU's first runs hold
+// back that GPU alone: the four GPUs of a host no longer queue behind each other's warm-up.
+TEST(NewShapeGate, ANewShapeOnOneDeviceWaitsOnlyForThatDevicesRuns) {
+  NewShapeGate first_gpu("cuda:0");
+  NewShapeGate same_gpu("cuda:0");
+  NewShapeGate other_gpu("cuda:1");
+  for (auto* gate : {&first_gpu, &other_gpu}) {
+    auto pass = gate->enter("[[4]]");
+    pass.succeeded();
+  }
+  std::optional<NewShapeGate::Pass> tuning(same_gpu.enter("[[8]]"));
+  ASSERT_TRUE(tuning->alone());
+
+  std::atomic<bool> other_ran{false};
+  std::thread other([&] {
+    auto pass = other_gpu.enter("[[4]]");
+    auto creating = NewShapeGate::while_creating_session("cuda:1");
+    other_ran = true;
+  });
+  other.join();  // would never return if the devices shared one lock
+  EXPECT_TRUE(other_ran);
+
+  std::atomic<bool> same_ran{false};
+  std::thread same([&] {
+    auto pass = first_gpu.enter("[[4]]");
+    same_ran = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(same_ran) << "a run went on the device whose new shape was choosing kernels";
+  tuning.reset();
+  same.join();
+  EXPECT_TRUE(same_ran);
+}
+
 TEST(NewShapeGate, SessionCreationWaitsForANewShapesRunOnly) {
   NewShapeGate session;
   {

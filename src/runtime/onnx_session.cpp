@@ -21,8 +21,10 @@
 #include "core/stage_timer.h"
 #include "core/trace.h"
 #include "runtime/compile_cache.h"
+#include "runtime/device_memory.h"
 #include "runtime/provider_attach.h"
 #include "runtime/provider_discovery.h"
+#include "runtime/stream_capture.h"
 
 namespace parley::runtime {
 namespace {
@@ -263,10 +265,26 @@ void OnnxSession::attach(Ort::SessionOptions& options, const SessionConfig& conf
       attach_provider(options, config.provider, provider_options, status.library).method;
 }
 
-std::shared_lock<WriterFirstLock> OnnxSession::create_apart_if_accelerated() {
+namespace {
+
+// Where a new shape's first run must wait for the other runs: on NVIDIA's providers, whose threads
+// can be kept out of each other's stream captures (runtime/stream_capture.h), only on its own
+// device; elsewhere in the whole process.
+std::string new_shape_gate_device(ProviderId provider, const ProviderOptions& options) {
+  if (traits(provider).device_vendor != "nvidia" || !stream_capture_isolation_available()) {
+    return {};
+  }
+  return fmt::format("{}:{}", provider_name(provider), device_id_option(options));
+}
+
+}  // namespace
+
+std::shared_lock<WriterFirstLock> OnnxSession::create_apart_if_accelerated(
+    const SessionConfig& config) {
   if (provider_ == ProviderId::kCpu) return {};
-  new_shape_gate_ = std::make_unique<NewShapeGate>();
-  return NewShapeGate::while_creating_session();
+  new_shape_gate_ =
+      std::make_unique<NewShapeGate>(new_shape_gate_device(provider_, config.provider_options));
+  return NewShapeGate::while_creating_session(new_shape_gate_->device());
 }
 
 OnnxSession::OnnxSession(const std::filesystem::path& model_path, const SessionConfig& config)
@@ -280,7 +298,7 @@ OnnxSession::OnnxSession(const std::filesystem::path& model_path, const SessionC
   try {
     Ort::SessionOptions options = make_options(config);
     const auto start = std::chrono::steady_clock::now();
-    auto apart = create_apart_if_accelerated();
+    auto apart = create_apart_if_accelerated(config);
     session_ = std::make_unique<Ort::Session>(ort_env(), model_path.c_str(), options);
     log_creation(start);
     describe_inputs_and_outputs();
@@ -301,7 +319,7 @@ OnnxSession::OnnxSession(const ModelBuffer& model, const SessionConfig& config)
   try {
     Ort::SessionOptions options = make_options(config);
     const auto start = std::chrono::steady_clock::now();
-    auto apart = create_apart_if_accelerated();
+    auto apart = create_apart_if_accelerated(config);
     session_ =
         std::make_unique<Ort::Session>(ort_env(), model.bytes.data(), model.bytes.size(), options);
     log_creation(start);

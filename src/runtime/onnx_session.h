@@ -157,7 +157,7 @@ class OnnxSession {
   void describe_inputs_and_outputs();
   // Accelerated sessions are created apart from new shapes' runs and get a gate for their runs
   // (new_shape_gate.h).
-  std::shared_lock<WriterFirstLock> create_apart_if_accelerated();
+  std::shared_lock<WriterFirstLock> create_apart_if_accelerated(const SessionConfig& config);
 
   std::filesystem::path model_path_;
   ProviderId provider_ = ProviderId::kCpu;
