@@ -219,7 +219,7 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
           stages::embedding_compile_targets(source_model, cache.root(), settings)) {
     // An embedding model: on an accelerator the pipeline splits it and loads its trunk (exact
     // mode; chunks of 998 frames at the batch buckets) or the trunk with the pooling in the
-    // graph (shared mode; one pass shape), never the file itself, so compiling the file would
+    // graph (shared mode; its few pass shapes), never the file itself, so compiling the file would
     // only fill the cache with graphs no run opens.
     fmt::print("{}: an embedding model; compiling what the pipeline loads: its {}{}\n",
                source_model.filename().string(), targets->trunk.label,
@@ -228,16 +228,17 @@ void warm_model(const fs::path& source_model, const runtime::ProviderStatus& sta
                 targets->trunk_shapes, status, selection, cache, costs, totals);
     if (targets->pooled) {
       // No cost constants: they are per chunk and per call of the trunk's batches, which a pass
-      // of hundreds of chunks does not fit; the placement takes the compiled pass as it is. One
-      // pass shape per step (--step): the pass spans chunks_per_pass steps.
+      // of hundreds of chunks does not fit; the placement takes the compiled passes as they are.
+      // The pass shapes per step (--step): a whole pass spans chunks_per_pass steps, the shorter
+      // ones for a recording's tail tail_chunks_per_pass steps.
       warm_shapes(targets->pooled->model, targets->pooled->sha256, targets->pooled->inputs,
-                  {targets->pooled_shapes}, status, selection, cache, nullptr, totals);
+                  targets->pooled_shapes, status, selection, cache, nullptr, totals);
       for (std::size_t i = 1; i < steps.size(); ++i) {
         settings.step_seconds = steps[i];
         const auto other = stages::embedding_compile_targets(source_model, cache.root(), settings);
         if (other && other->pooled) {
           warm_shapes(other->pooled->model, other->pooled->sha256, other->pooled->inputs,
-                      {other->pooled_shapes}, status, selection, cache, nullptr, totals);
+                      other->pooled_shapes, status, selection, cache, nullptr, totals);
         }
       }
     }

@@ -472,6 +472,21 @@ NdArray<float> Diarizer::embed_chunk_range_unchecked(std::span<const float> samp
           "pooling {:.2f} s",
           trunk.trunk_passes(), trunk.trunk_input_frames(), trunk.feature_seconds(),
           trunk.trunk_seconds(), trunk.pooling_seconds());
+      if (trunk.pools_in_graph()) {
+        // What the fixed pass lengths cost: the trunk runs over more frames than the recording
+        // has (margins, and each pass's unused chunks where its range is shorter).
+        std::vector<std::string> passes;
+        for (const auto& [chunks, run] : trunk.graph_passes_by_chunks()) {
+          passes.push_back(fmt::format("{} of {} chunks", run, chunks));
+        }
+        spdlog::debug(
+            "shared trunk, pooling in the graph: {} chunks in {} passes ({}); trunk input {} "
+            "fbank frames, features {}, for the recording's {} ({:.2f}x)",
+            plan.num_chunks(), trunk.trunk_passes(), fmt::join(passes, ", "),
+            trunk.trunk_input_frames(), trunk.feature_frames(), trunk.total_frames(),
+            static_cast<double>(trunk.trunk_input_frames()) /
+                static_cast<double>(std::max<std::size_t>(trunk.total_frames(), 1)));
+      }
       models_->shared_trunk_times = {};
       models_->shared_trunk_times.add("embedding features", trunk.feature_seconds());
       models_->shared_trunk_times.add("embedding trunk", trunk.trunk_seconds());
