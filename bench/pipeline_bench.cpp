@@ -81,6 +81,11 @@ int main(int argc, char** argv) {
   app.add_option("--tail-chunks-per-pass", tail_chunks,
                  "shared mode, pooling in the graph: shorter passes for a range's rest, e.g. "
                  "64,192, or none");
+  std::string tail_sessions = "start";
+  app.add_option("--tail-sessions", tail_sessions,
+                 "shared mode, pooling in the graph: the shorter passes' sessions made with the "
+                 "models (start) or at their first pass (first-pass)")
+      ->check(CLI::IsMember({"start", "first-pass"}));
   std::string rttm_path;
   app.add_option("--rttm", rttm_path, "write the warm run's RTTM here (to compare settings)");
   std::vector<std::string> embedding_options, segmentation_options;
@@ -96,6 +101,7 @@ int main(int argc, char** argv) {
     config.shared_trunk.exact_alignment = shared_alignment == "exact";
     config.shared_trunk.mean = parley::stages::parse_shared_trunk_mean(shared_mean);
     config.shared_trunk.pooling = parley::stages::parse_shared_trunk_pooling(shared_pooling);
+    config.shared_trunk.tail_sessions = parley::stages::parse_tail_sessions(tail_sessions);
     if (tail_chunks == "none") {
       config.shared_trunk.tail_chunks_per_pass.clear();
     } else if (tail_chunks != "default") {

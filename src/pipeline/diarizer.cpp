@@ -24,6 +24,7 @@
 #include "pipeline/intermediates_io.h"
 #include "pipeline/segment_embed_scheduler.h"
 #include "stages/embedding.h"
+#include "stages/embedding_graphs.h"
 #include "stages/segmentation.h"
 #include "stages/shared_trunk_pass.h"
 
@@ -256,11 +257,27 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
   log_step("segmentation model loaded");
   models_->embedding = std::make_unique<stages::EmbeddingExtractor>(
       model_paths_.embedding, sessions.embedding, shared_sessions);
-  if (embeds_in_graph_passes() || (config_.embedding_mode == stages::EmbeddingMode::kExact &&
-                                   models_->embedding->pools_exact_in_graph())) {
-    models_->embedding->open_pooled_session(
-        embeds_in_graph_passes() &&
-        stages::shared_trunk_features_in_graph(config_.shared_trunk, *models_->embedding));
+  if (embeds_in_graph_passes()) {
+    // A session per pass shape (stages::PooledSessions::kOnePerShape): the whole pass's now,
+    // the shorter ones' now too or at their first pass (SharedTrunkConfig::tail_sessions).
+    const bool features_in_graph =
+        stages::shared_trunk_features_in_graph(config_.shared_trunk, *models_->embedding);
+    std::vector<stages::PooledPassShape> passes = stages::pooled_pass_shapes(
+        config_.shared_trunk,
+        static_cast<std::int64_t>(std::llround(config_.step_seconds * kSampleRate)),
+        static_cast<std::int64_t>(std::llround(kChunkSeconds * kSampleRate)),
+        models_->embedding->config().fbank, stages::EmbeddingGraphSettings{}.speakers);
+    if (config_.shared_trunk.tail_sessions == stages::TailSessions::kAtFirstPass) {
+      passes.erase(passes.begin(), passes.end() - 1);  // the whole pass is the last
+    }
+    std::vector<std::vector<runtime::InputShape>> pass_shapes;
+    for (const stages::PooledPassShape& pass : passes) {
+      pass_shapes.push_back(features_in_graph ? pass.inputs_from_samples() : pass.inputs());
+    }
+    models_->embedding->open_pooled_session(features_in_graph, pass_shapes);
+  } else if (config_.embedding_mode == stages::EmbeddingMode::kExact &&
+             models_->embedding->pools_exact_in_graph()) {
+    models_->embedding->open_pooled_session();
   }
   log_step("embedding model loaded");
 

@@ -29,6 +29,16 @@ constexpr std::size_t kFramesPerFeatureTask = 512;
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
+// Fbank frames of the samples a pass of `pass_frames` computes its features from in the graph.
+// Every pass of a length has one span, whatever its windows need (at most pass_frames +
+// chunk_frames frames, and a stride more past the recording's end), so the graph keeps one set
+// of shapes per pass length; whole blocks of frames, as the graph sums them.
+std::size_t sample_span_frames(std::size_t pass_frames, std::size_t chunk_frames,
+                               std::size_t time_stride) {
+  const std::size_t block = graph::kFbankGraphFrameBlock;
+  return ceil_div(pass_frames + chunk_frames + time_stride, block) * block;
+}
+
 }  // namespace
 
 const char* embedding_mode_name(EmbeddingMode mode) {
@@ -98,6 +108,19 @@ SharedTrunkFeatures parse_shared_trunk_features(const std::string& name) {
       name);
 }
 
+const char* tail_sessions_name(TailSessions when) {
+  return when == TailSessions::kAtFirstPass ? "first-pass" : "start";
+}
+
+TailSessions parse_tail_sessions(const std::string& name) {
+  if (name == "start") return TailSessions::kAtStart;
+  if (name == "first-pass") return TailSessions::kAtFirstPass;
+  fail(
+      "unknown tail_sessions '{}': use start (every pass length's session with the models) or "
+      "first-pass (each shorter pass's session at its first pass)",
+      name);
+}
+
 void SharedTrunkConfig::validate() const {
   if (time_stride < 1) fail("shared trunk: time_stride must be at least 1");
   if (margin_frames % time_stride != 0) {
@@ -119,6 +142,8 @@ void SharedTrunkConfig::validate() const {
   }
 }
 
+// tail_sessions is left out: the output settings' fingerprint holds this text
+// (pipeline::OutputSettings), and when sessions are made changes no output.
 std::string SharedTrunkConfig::to_string() const {
   return fmt::format(
       "SharedTrunkConfig(block_frames={}, pass_frames={}, margin_frames={}, time_stride={}, "
@@ -214,6 +239,19 @@ std::vector<runtime::InputShape> PooledPassShape::inputs() const {
           {Names::kInvVarianceDenominators, {1, dim(pairs), 1}}};
 }
 
+std::vector<runtime::InputShape> PooledPassShape::inputs_from_samples() const {
+  using Names = graph::PooledTrunkGraphNames;
+  using FbankNames = graph::FbankGraphNames;
+  const auto dim = [](std::size_t value) { return static_cast<std::int64_t>(value); };
+  return {{FbankNames::kSamples, {1, dim(samples)}},
+          {FbankNames::kFrameIndex, {dim(frames)}},
+          {FbankNames::kWindowLow, {dim(frames)}},
+          {FbankNames::kWindowHigh, {dim(frames)}},
+          {Names::kPairWeights, {1, dim(pairs), dim(trunk_frames)}},
+          {Names::kInvWeightSums, {1, dim(pairs), 1}},
+          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}}};
+}
+
 std::vector<std::size_t> pooled_pass_chunks(const SharedTrunkConfig& config,
                                             std::int64_t step_samples) {
   const std::size_t whole = pass_chunks_at_step(config.chunks_per_pass, step_samples);
@@ -256,6 +294,8 @@ std::vector<PooledPassShape> pooled_pass_shapes(const SharedTrunkConfig& config,
     shape.trunk_frames = ceil_div((pass_chunks - 1) * step_frames, config.time_stride) + 1 +
                          ceil_div(chunk_frames, config.time_stride) + 2 * margin_grid;
     shape.frames = shape.trunk_frames * config.time_stride;
+    shape.samples = (sample_span_frames(shape.frames, chunk_frames, config.time_stride) - 1) * hop +
+                    fbank.window_size();
     shape.pairs = pass_chunks * speakers;
     shape.bins = fbank.num_mel_bins;
     shapes.push_back(shape);
@@ -406,12 +446,7 @@ NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size
                                                     const NdArray<float>& inv_weight_sums,
                                                     const NdArray<float>& inv_denominators) {
   const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
-  // Every pass has one span, whatever its windows need (at most count + width frames, and
-  // a stride more past the recording's end), so the graph keeps one set of shapes; whole
-  // blocks of frames, as the graph sums them.
-  const std::size_t block = graph::kFbankGraphFrameBlock;
-  const std::size_t span =
-      ceil_div(count + chunk_fbank_frames_ + config_.time_stride, block) * block;
+  const std::size_t span = sample_span_frames(count, chunk_fbank_frames_, config_.time_stride);
   const std::size_t span_first = std::min(window_start(first), first);
   const std::size_t frame_samples = fbank_.config().window_size();
   NdArray<float> samples({1, (span - 1) * hop_ + frame_samples}, 0.0f);
@@ -436,7 +471,8 @@ NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size
   }
   feature_frames_ += span;
   return extractor_.embed_pooled_from_samples_in_graph(samples, own, low, high, weights,
-                                                       inv_weight_sums, inv_denominators);
+                                                       inv_weight_sums, inv_denominators,
+                                                       PooledSessions::kOnePerShape);
 }
 
 std::size_t SharedTrunk::grid_frames(std::size_t phase) const {
@@ -775,8 +811,8 @@ void SharedTrunk::embed_graph_pass(const GraphPass& pass, std::size_t first_chun
     features = NdArray<float>({1, pass_grid * stride, bins}, std::move(features.values()));
     const auto trunk_start = std::chrono::steady_clock::now();
     feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
-    pass_embeddings =
-        extractor_.embed_pooled_in_graph(features, weights, inv_weight_sums, inv_denominators);
+    pass_embeddings = extractor_.embed_pooled_in_graph(
+        features, weights, inv_weight_sums, inv_denominators, PooledSessions::kOnePerShape);
     trunk_seconds_ += seconds_since(trunk_start);
   }
   ++trunk_passes_;

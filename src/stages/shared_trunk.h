@@ -60,6 +60,16 @@ enum class SharedTrunkFeatures {
 const char* shared_trunk_features_name(SharedTrunkFeatures features);
 SharedTrunkFeatures parse_shared_trunk_features(const std::string& name);
 
+// When the sessions of graph pooling's shorter passes (tail_chunks_per_pass) are made: each pass
+// length has a session of its own (EmbeddingExtractor, PooledSessions::kOnePerShape); the whole
+// pass's is made with the models.
+enum class TailSessions {
+  kAtStart,      // with the models: a longer start, no session made in the middle of a run
+  kAtFirstPass,  // at the first pass of each length: only the lengths a run needs
+};
+const char* tail_sessions_name(TailSessions when);
+TailSessions parse_tail_sessions(const std::string& name);
+
 struct SharedTrunkConfig {
   // Fbank frames (10 ms) whose trunk frames one pass keeps: 6000 = 1 minute. A pass's
   // activations are the peak of a long recording's memory on the CPU, so the block bounds it;
@@ -99,6 +109,9 @@ struct SharedTrunkConfig {
   // searches its kernels once per session (docs/embedding.md, "Pooling inside the graph", has
   // the trade). Empty: every pass is whole.
   std::vector<std::size_t> tail_chunks_per_pass = {64, 192};
+  // Pooling in the graph: when the shorter passes' sessions are made (the pipeline's Diarizer
+  // makes them; docs/embedding.md, "Pooling inside the graph", has the trade measured).
+  TailSessions tail_sessions = TailSessions::kAtStart;
   // Threads computing fbank features.
   int threads = 1;
 
@@ -138,9 +151,13 @@ struct PooledPassShape {
   std::size_t trunk_frames = 0;  // frames / time_stride
   std::size_t pairs = 0;         // chunks * speakers
   std::size_t bins = 0;          // mel bins
+  std::size_t samples = 0;       // samples a pass computes its features from in the graph
 
   // The pooled graph's inputs for one pass (batch 1), in graph::PooledTrunkGraphNames' order.
   std::vector<runtime::InputShape> inputs() const;
+  // The inputs of the pooled graph with the fbank graph in front (features in the graph), in
+  // the order EmbeddingExtractor::embed_pooled_from_samples_in_graph gives them.
+  std::vector<runtime::InputShape> inputs_from_samples() const;
 };
 
 // The whole pass's shape for chunks of `window_samples` every `step_samples` (which must be a

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -694,6 +696,138 @@ TEST(SharedTrunk, ARangesRestRunsInTheShortestPassThatHoldsIt) {
     }
     EXPECT_GT(worst_host_last, 0.99) << seconds << " s";
   }
+}
+
+// Each pass length runs in a session of its own (PooledSessions::kOnePerShape), the graph with
+// the features in front apart from the one without: a CUDA convolution keeps the kernels of the
+// last shape it ran only, so a session that ran two lengths searched its kernels again at every
+// change (and outside the new-shape gate, which counts a shape once per session). The sessions
+// are made once and kept for the next recording; one made ahead with the shapes
+// pooled_pass_shapes names (as the Diarizer does) is the one the passes run in.
+TEST(SharedTrunk, EachPassLengthRunsInASessionOfItsOwn) {
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  SharedTrunkConfig config;
+  config.pooling = SharedTrunkPooling::kGraph;
+  config.features = SharedTrunkFeatures::kHost;
+  config.chunks_per_pass = 8;
+  config.tail_chunks_per_pass = {2, 6};
+  const auto shapes =
+      pooled_pass_shapes(config, kSampleRate, 10 * kSampleRate, test_model_config().fbank, 3);
+  ASSERT_EQ(shapes.size(), 3u);
+  // The whole pass's session made ahead; the tails' at their first pass.
+  extractor.open_pooled_session(/*features_in_graph=*/false, {shapes[2].inputs()});
+  ASSERT_EQ(extractor.pass_sessions().size(), 1u);
+  const runtime::OnnxSession* whole_session = extractor.pass_sessions()[0].session;
+
+  const auto embed_recording = [&](std::size_t seconds, const SharedTrunkConfig& trunk_config) {
+    const auto audio = synthetic_recording(seconds * kSampleRate + 777);
+    const frames::ChunkPlan plan =
+        frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+    const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+    NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 97 + c) % 3) = 1.0f;
+    }
+    SharedTrunk trunk(extractor, audio, plan, trunk_config);
+    return embed_in_ranges(trunk, segmentations, 8, extractor.dimension());
+  };
+  // 33 chunks: four whole passes and a pass of 2.
+  const NdArray<float> short_tail = embed_recording(41, config);
+  auto sessions = extractor.pass_sessions();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].session, whole_session) << "the session made ahead ran the whole passes";
+  EXPECT_EQ(sessions[0].shapes, shapes[2].inputs());
+  EXPECT_EQ(sessions[0].runs, 4u);
+  EXPECT_EQ(sessions[1].shapes, shapes[0].inputs());
+  EXPECT_EQ(sessions[1].runs, 1u);
+  EXPECT_NE(sessions[1].session, whole_session);
+
+  // 35 chunks: four whole passes and a pass of 6, a third session; the others are reused.
+  embed_recording(43, config);
+  sessions = extractor.pass_sessions();
+  ASSERT_EQ(sessions.size(), 3u);
+  EXPECT_EQ(sessions[0].session, whole_session);
+  EXPECT_EQ(sessions[0].runs, 8u);
+  EXPECT_EQ(sessions[1].runs, 1u);
+  EXPECT_EQ(sessions[2].shapes, shapes[1].inputs());
+  EXPECT_EQ(sessions[2].runs, 1u);
+  std::set<const runtime::OnnxSession*> distinct;
+  for (const auto& use : sessions) distinct.insert(use.session);
+  EXPECT_EQ(distinct.size(), 3u) << "one session per pass length";
+
+  // The rest in its short pass, in its own session, against whole passes only: the whole passes
+  // bit-identical (the same model and settings), the rest within rounding.
+  SharedTrunkConfig whole_only = config;
+  whole_only.tail_chunks_per_pass.clear();
+  const NdArray<float> whole = embed_recording(41, whole_only);
+  EXPECT_EQ(extractor.pass_sessions().size(), 3u) << "whole passes run in the whole pass's session";
+  const std::size_t dimension = extractor.dimension();
+  EXPECT_EQ(0, std::memcmp(short_tail.data(), whole.data(), 32 * 3 * dimension * sizeof(float)));
+  double worst = 1.0;
+  for (std::size_t s = 0; s < 3; ++s) {
+    worst = std::min(worst, cosine(&short_tail(32, s, 0), &whole(32, s, 0), dimension));
+  }
+  EXPECT_GT(worst, 0.99999);
+  EXPECT_LT(max_abs_difference(short_tail, whole), 1e-4);
+
+  // The features in the graph: sessions of another graph, made ahead from the shapes
+  // pooled_pass_shapes names for it; the passes open none of their own.
+  SharedTrunkConfig graph_features = config;
+  graph_features.features = SharedTrunkFeatures::kGraph;
+  std::vector<std::vector<runtime::InputShape>> sample_shapes;
+  for (const PooledPassShape& shape : shapes) sample_shapes.push_back(shape.inputs_from_samples());
+  extractor.open_pooled_session(/*features_in_graph=*/true, sample_shapes);
+  ASSERT_EQ(extractor.pass_sessions().size(), 6u);
+  const NdArray<float> from_samples = embed_recording(41, graph_features);
+  sessions = extractor.pass_sessions();
+  ASSERT_EQ(sessions.size(), 6u) << "the shapes made ahead are the shapes the passes run";
+  EXPECT_EQ(sessions[3].runs, 1u) << "the pass of 2";
+  EXPECT_EQ(sessions[4].runs, 0u) << "no pass of 6";
+  EXPECT_EQ(sessions[5].runs, 4u) << "the whole passes";
+  double worst_features = 1.0;
+  for (std::size_t c = 0; c < 33; ++c) {
+    for (std::size_t s = 0; s < 3; ++s) {
+      worst_features =
+          std::min(worst_features, cosine(&from_samples(c, s, 0), &short_tail(c, s, 0), dimension));
+    }
+  }
+  EXPECT_GE(worst_features, 0.9999);
+}
+
+// Engines on one GPU share each pass length's session (runtime/session_share.h keys a session
+// by the model's bytes and its settings, the pass's shapes among them); the CPU shows the
+// mechanism with a share that covers CPU sessions.
+TEST(SharedTrunk, EnginesShareEachPassLengthsSession) {
+  const auto share =
+      std::make_shared<runtime::SessionShare>(runtime::SessionShare::Scope::kEverySession);
+  const std::string model = graph::testing::make_test_embedding_model();
+  SharedTrunkConfig config;
+  config.chunks_per_pass = 8;
+  config.tail_chunks_per_pass = {2, 6};
+  std::vector<std::vector<runtime::InputShape>> shapes;
+  for (const PooledPassShape& shape :
+       pooled_pass_shapes(config, kSampleRate, 10 * kSampleRate, test_model_config().fbank, 3)) {
+    shapes.push_back(shape.inputs());
+  }
+  EmbeddingExtractor first(model, "test model", test_model_config(), share);
+  const std::size_t before = share->size();  // the trunk
+  first.open_pooled_session(/*features_in_graph=*/false, shapes);
+  EXPECT_EQ(share->size(), before + 3) << "one session per pass length";
+  EmbeddingExtractor second(model, "test model", test_model_config(), share);
+  second.open_pooled_session(/*features_in_graph=*/false, shapes);
+  EXPECT_EQ(share->size(), before + 3) << "the second engine made none of its own";
+  ASSERT_EQ(second.pass_sessions().size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(second.pass_sessions()[i].session, first.pass_sessions()[i].session);
+  }
+}
+
+TEST(SharedTrunk, TailSessionsNamesRoundTrip) {
+  for (const TailSessions when : {TailSessions::kAtStart, TailSessions::kAtFirstPass}) {
+    EXPECT_EQ(parse_tail_sessions(tail_sessions_name(when)), when);
+  }
+  EXPECT_THROW(parse_tail_sessions("lazy"), Error);
 }
 
 // A nine-minute file (8 min 53 s: 524 chunks at a 1 s step, 263 at 2 s) runs two whole passes
