@@ -105,9 +105,9 @@ struct SharedTrunkConfig {
   // those not below it are left out). A range of fewer than chunks_per_pass chunks (a
   // recording's tail after its whole passes, or a recording shorter than one pass) runs in one
   // pass of the smallest of these that holds it, instead of a whole pass moved back over chunks
-  // already embedded. Each is one more input shape: a static-shape provider compiles it and cuDNN
-  // searches its kernels once per session (docs/embedding.md, "Pooling inside the graph", has
-  // the trade). Empty: every pass is whole.
+  // already embedded. Each is one more input shape, run in a session of its own: a static-shape
+  // provider compiles it, and cuDNN searches its kernels at that session's first run only
+  // (docs/embedding.md, "Pooling inside the graph", has the trade). Empty: every pass is whole.
   std::vector<std::size_t> tail_chunks_per_pass = {64, 192};
   // Pooling in the graph: when the shorter passes' sessions are made (the pipeline's Diarizer
   // makes them; docs/embedding.md, "Pooling inside the graph", has the trade measured).
