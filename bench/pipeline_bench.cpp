@@ -6,12 +6,15 @@
 //                  [--segmentation-provider cpu|...] [--embedding-batch 32] [--step 1]
 //                  [--embedding-mode exact|shared] [--shared-alignment nearest|exact]
 //                  [--shared-mean sliding|recording] [--shared-block-frames 12000]
-//                  [--shared-pass-frames 2000]
+//                  [--shared-pass-frames 2000] [--shared-pooling auto|host|graph]
+//                  [--chunks-per-pass 256] [--tail-chunks-per-pass 64,192|none]
+//                  [--rttm OUT.rttm] [--verbose]
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,8 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/stage_timer.h"
+#include "eval/rttm.h"
+#include "frames/output.h"
 #include "pipeline/diarizer.h"
 #include "runtime/provider.h"
 #include "runtime/shutdown.h"
@@ -72,6 +77,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "host", "graph"}));
   app.add_option("--chunks-per-pass", config.shared_trunk.chunks_per_pass,
                  "shared mode, pooling in the graph: chunks per trunk pass");
+  std::string tail_chunks = "default";
+  app.add_option("--tail-chunks-per-pass", tail_chunks,
+                 "shared mode, pooling in the graph: shorter passes for a range's rest, e.g. "
+                 "64,192, or none");
+  std::string tail_sessions = "start";
+  app.add_option("--tail-sessions", tail_sessions,
+                 "shared mode, pooling in the graph: the shorter passes' sessions made with the "
+                 "models (start) or at their first pass (first-pass)")
+      ->check(CLI::IsMember({"start", "first-pass"}));
+  std::string rttm_path;
+  app.add_option("--rttm", rttm_path, "write the warm run's RTTM here (to compare settings)");
   std::vector<std::string> embedding_options, segmentation_options;
   app.add_option("--embedding-provider-option", embedding_options, "key=value, repeatable");
   app.add_option("--segmentation-provider-option", segmentation_options, "key=value, repeatable");
@@ -85,6 +101,15 @@ int main(int argc, char** argv) {
     config.shared_trunk.exact_alignment = shared_alignment == "exact";
     config.shared_trunk.mean = parley::stages::parse_shared_trunk_mean(shared_mean);
     config.shared_trunk.pooling = parley::stages::parse_shared_trunk_pooling(shared_pooling);
+    config.shared_trunk.tail_sessions = parley::stages::parse_tail_sessions(tail_sessions);
+    if (tail_chunks == "none") {
+      config.shared_trunk.tail_chunks_per_pass.clear();
+    } else if (tail_chunks != "default") {
+      config.shared_trunk.tail_chunks_per_pass.clear();
+      for (const auto& part : CLI::detail::split(tail_chunks, ',')) {
+        config.shared_trunk.tail_chunks_per_pass.push_back(std::stoul(part));
+      }
+    }
     config.embedding_provider_options = parley::runtime::parse_provider_options(embedding_options);
     config.segmentation_provider_options =
         parley::runtime::parse_provider_options(segmentation_options);
@@ -119,6 +144,10 @@ int main(int argc, char** argv) {
           run, wall, audio_seconds / wall, result.speaker_count, result.turns.size(),
           peak_rss_mib(), stages);
       std::fflush(stdout);
+      if (!rttm_path.empty() && std::string(run) == "warm") {
+        std::ofstream(rttm_path) << parley::eval::format_rttm(
+            parley::frames::to_eval_turns(result.turns, result.uri));
+      }
     }
   } catch (const std::exception& error) {
     fmt::print(stderr, "pipeline_bench: {}\n", error.what());

@@ -24,6 +24,7 @@
 #include "pipeline/intermediates_io.h"
 #include "pipeline/segment_embed_scheduler.h"
 #include "stages/embedding.h"
+#include "stages/embedding_graphs.h"
 #include "stages/segmentation.h"
 #include "stages/shared_trunk_pass.h"
 
@@ -256,11 +257,27 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
   log_step("segmentation model loaded");
   models_->embedding = std::make_unique<stages::EmbeddingExtractor>(
       model_paths_.embedding, sessions.embedding, shared_sessions);
-  if (embeds_in_graph_passes() || (config_.embedding_mode == stages::EmbeddingMode::kExact &&
-                                   models_->embedding->pools_exact_in_graph())) {
-    models_->embedding->open_pooled_session(
-        embeds_in_graph_passes() &&
-        stages::shared_trunk_features_in_graph(config_.shared_trunk, *models_->embedding));
+  if (embeds_in_graph_passes()) {
+    // A session per pass shape (stages::PooledSessions::kOnePerShape): the whole pass's now,
+    // the shorter ones' now too or at their first pass (SharedTrunkConfig::tail_sessions).
+    const bool features_in_graph =
+        stages::shared_trunk_features_in_graph(config_.shared_trunk, *models_->embedding);
+    std::vector<stages::PooledPassShape> passes = stages::pooled_pass_shapes(
+        config_.shared_trunk,
+        static_cast<std::int64_t>(std::llround(config_.step_seconds * kSampleRate)),
+        static_cast<std::int64_t>(std::llround(kChunkSeconds * kSampleRate)),
+        models_->embedding->config().fbank, stages::EmbeddingGraphSettings{}.speakers);
+    if (config_.shared_trunk.tail_sessions == stages::TailSessions::kAtFirstPass) {
+      passes.erase(passes.begin(), passes.end() - 1);  // the whole pass is the last
+    }
+    std::vector<std::vector<runtime::InputShape>> pass_shapes;
+    for (const stages::PooledPassShape& pass : passes) {
+      pass_shapes.push_back(features_in_graph ? pass.inputs_from_samples() : pass.inputs());
+    }
+    models_->embedding->open_pooled_session(features_in_graph, pass_shapes);
+  } else if (config_.embedding_mode == stages::EmbeddingMode::kExact &&
+             models_->embedding->pools_exact_in_graph()) {
+    models_->embedding->open_pooled_session();
   }
   log_step("embedding model loaded");
 
@@ -472,6 +489,21 @@ NdArray<float> Diarizer::embed_chunk_range_unchecked(std::span<const float> samp
           "pooling {:.2f} s",
           trunk.trunk_passes(), trunk.trunk_input_frames(), trunk.feature_seconds(),
           trunk.trunk_seconds(), trunk.pooling_seconds());
+      if (trunk.pools_in_graph()) {
+        // What the fixed pass lengths cost: the trunk runs over more frames than the recording
+        // has (margins, and each pass's unused chunks where its range is shorter).
+        std::vector<std::string> passes;
+        for (const auto& [chunks, run] : trunk.graph_passes_by_chunks()) {
+          passes.push_back(fmt::format("{} of {} chunks", run, chunks));
+        }
+        spdlog::debug(
+            "shared trunk, pooling in the graph: {} chunks in {} passes ({}); trunk input {} "
+            "fbank frames, features {}, for the recording's {} ({:.2f}x)",
+            plan.num_chunks(), trunk.trunk_passes(), fmt::join(passes, ", "),
+            trunk.trunk_input_frames(), trunk.feature_frames(), trunk.total_frames(),
+            static_cast<double>(trunk.trunk_input_frames()) /
+                static_cast<double>(std::max<std::size_t>(trunk.total_frames(), 1)));
+      }
       models_->shared_trunk_times = {};
       models_->shared_trunk_times.add("embedding features", trunk.feature_seconds());
       models_->shared_trunk_times.add("embedding trunk", trunk.trunk_seconds());

@@ -222,6 +222,42 @@ TEST_F(DiarizerEndToEnd, StreamingGivesTheSameIntermediatesAsSegmentingFirst) {
   EXPECT_EQ(streamed.embeddings.values(), sequential.embeddings.values());
 }
 
+// Graph pooling forced on the CPU: the Diarizer makes the pooled trunk's session of each pass
+// length with the models (SharedTrunkConfig::tail_sessions kAtStart) or only the whole pass's
+// and the rest's at its first pass (kAtFirstPass), with the same output. The CPU shows it with
+// a share that covers CPU sessions.
+TEST_F(DiarizerEndToEnd, GraphPoolingMakesASessionPerPassLength) {
+  PARLEY_REQUIRE_SHARED(audio_path, "eval/pyaudioanalysis/diarizationExample.wav");
+  const auto samples = audio::load_mono_16k(audio_path);
+  Progress quiet(Progress::Mode::kNever);
+  std::vector<std::string> rttms;
+  std::vector<std::size_t> made_with_models;
+  for (const auto when : {stages::TailSessions::kAtStart, stages::TailSessions::kAtFirstPass}) {
+    const auto share =
+        std::make_shared<runtime::SessionShare>(runtime::SessionShare::Scope::kEverySession);
+    DiarizationConfig config;
+    config.threads = 2;
+    config.clustering.method = cluster::ClusteringMethod::kAhc;
+    config.shared_trunk.pooling = stages::SharedTrunkPooling::kGraph;
+    config.shared_trunk.tail_sessions = when;
+    Diarizer diarizer({segmentation_, embedding_, {}}, config, share);
+    const std::size_t made = share->size();
+    const DiarizationResult result = diarizer.diarize(samples, "example", quiet);
+    ASSERT_FALSE(result.turns.empty());
+    rttms.push_back(rttm(result.turns, "example"));
+    // Under one pass of 256 chunks: all rest, run in the pass of 64.
+    if (when == stages::TailSessions::kAtStart) {
+      EXPECT_EQ(share->size(), made) << "every pass length's session was made with the models";
+    } else {
+      EXPECT_EQ(share->size(), made + 1) << "the pass of 64's session, at its first pass";
+    }
+    made_with_models.push_back(made);
+  }
+  ASSERT_EQ(made_with_models.size(), 2u);
+  EXPECT_EQ(made_with_models[0], made_with_models[1] + 2) << "the two shorter lengths' sessions";
+  EXPECT_EQ(rttms[0], rttms[1]);
+}
+
 // What a progress sink was told: the stages begun, with their totals, and every count.
 class RecordedProgress : public ProgressSink {
  public:

@@ -17,7 +17,6 @@
 #include "runtime/device_memory.h"
 #include "runtime/placement.h"
 #include "stages/embedding_graphs.h"
-#include "stages/shared_trunk_pass.h"
 
 namespace parley::pipeline {
 namespace {
@@ -331,12 +330,15 @@ ModelSessionPlan plan_model_sessions(const DiarizationModels& models,
                          targets->pooled.has_value() &&
                          stages::shared_trunk_pools_in_graph(config.shared_trunk, true, true);
       if (embedding_pooled) {
-        // One pass of chunks_per_pass chunks per call, always of one shape.
-        const std::size_t pass_chunks = stages::pass_chunks_at_step(
-            config.shared_trunk.chunks_per_pass,
-            static_cast<std::int64_t>(std::llround(config.step_seconds * kSampleRate)));
-        embedding_job.buckets = runtime::Buckets({pass_chunks});
-        embedding_job.shapes = [shapes = targets->pooled_shapes](std::size_t) { return shapes; };
+        // One pass per call: whole passes, then a recording's rest in the shortest pass that
+        // holds it, as runtime::plan_batches plans these buckets (stages::pooled_pass_chunks).
+        embedding_job.buckets = runtime::Buckets(targets->pooled_pass_chunks);
+        embedding_job.shapes = [chunks = targets->pooled_pass_chunks,
+                                shapes = targets->pooled_shapes](std::size_t batch) {
+          const auto found = std::find(chunks.begin(), chunks.end(), batch);
+          if (found == chunks.end()) fail("no pooled pass holds {} chunks", batch);
+          return shapes.at(static_cast<std::size_t>(found - chunks.begin()));
+        };
         embedding_job.loaded_sha256 = targets->pooled->sha256;
       } else {
         // Exact mode. (Shared mode pooled on the host runs the trunk on passes of its block

@@ -124,8 +124,7 @@ TEST_F(WarmCachePlanTest, AnEmbeddingModelIsCompiledAsTheEmbeddingStageLoadsIt) 
     EXPECT_EQ(plan.targets[k].label, "pooled trunk");
     EXPECT_FALSE(plan.targets[k].measure_costs);
     EXPECT_EQ(plan.targets[k].model, expected.pooled->model);
-    EXPECT_EQ(plan.targets[k].shapes,
-              (std::vector<std::vector<InputShape>>{expected.pooled_shapes}));
+    EXPECT_EQ(plan.targets[k].shapes, expected.pooled_shapes);
   }
   EXPECT_NE(plan.targets[1].shapes, plan.targets[2].shapes) << "a pass spans steps";
   for (const WarmTarget& target : plan.targets) EXPECT_NE(target.model, model);

@@ -171,28 +171,43 @@ const graph::TimeReceptiveField& EmbeddingExtractor::trunk_receptive_field() con
   return *receptive_field_;
 }
 
+namespace {
+
+using NamedInputs = std::vector<std::pair<std::string, const NdArray<float>*>>;
+
+std::vector<runtime::InputShape> shapes_of(const NamedInputs& inputs) {
+  std::vector<runtime::InputShape> shapes;
+  for (const auto& [name, array] : inputs) {
+    std::vector<std::int64_t> dims;
+    for (const std::size_t dim : array->shape()) dims.push_back(static_cast<std::int64_t>(dim));
+    shapes.push_back({name, std::move(dims)});
+  }
+  return shapes;
+}
+
+}  // namespace
+
 NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
     const NdArray<float>& features, const NdArray<float>& pair_weights,
-    const NdArray<float>& inv_weight_sums, const NdArray<float>& inv_variance_denominators) {
+    const NdArray<float>& inv_weight_sums, const NdArray<float>& inv_variance_denominators,
+    PooledSessions sessions) {
   using Names = graph::PooledTrunkGraphNames;
-  const std::vector<std::pair<std::string, const NdArray<float>*>> inputs = {
-      {Names::kFeatures, &features},
-      {Names::kPairWeights, &pair_weights},
-      {Names::kInvWeightSums, &inv_weight_sums},
-      {Names::kInvVarianceDenominators, &inv_variance_denominators}};
+  const NamedInputs inputs = {{Names::kFeatures, &features},
+                              {Names::kPairWeights, &pair_weights},
+                              {Names::kInvWeightSums, &inv_weight_sums},
+                              {Names::kInvVarianceDenominators, &inv_variance_denominators}};
   if (opens_per_shape()) {
     if (!pooled_graph_) {
       pooled_graph_ = std::make_unique<EmbeddingGraph>(
           pooled_trunk_graph(split_, model_name_, derived_models_directory(compile_cache_root_),
                              config_.variance_epsilon));
     }
-    std::vector<runtime::InputShape> shapes;
-    for (const auto& [name, array] : inputs) {
-      std::vector<std::int64_t> dims;
-      for (const std::size_t dim : array->shape()) dims.push_back(static_cast<std::int64_t>(dim));
-      shapes.push_back({name, std::move(dims)});
-    }
-    return session_for(*pooled_graph_, shapes).run(inputs, {Names::kEmbeddings}).at(0);
+    return session_for(*pooled_graph_, shapes_of(inputs)).run(inputs, {Names::kEmbeddings}).at(0);
+  }
+  if (sessions == PooledSessions::kOnePerShape) {
+    return pass_session(/*features_in_graph=*/false, shapes_of(inputs))
+        .run(inputs, {Names::kEmbeddings})
+        .at(0);
   }
   open_pooled_session();
   return pooled_->run(inputs, {Names::kEmbeddings}).at(0);
@@ -202,44 +217,88 @@ NdArray<float> EmbeddingExtractor::embed_pooled_from_samples_in_graph(
     const NdArray<float>& samples, const NdArray<float>& frame_index,
     const NdArray<float>& window_low, const NdArray<float>& window_high,
     const NdArray<float>& pair_weights, const NdArray<float>& inv_weight_sums,
-    const NdArray<float>& inv_variance_denominators) {
+    const NdArray<float>& inv_variance_denominators, PooledSessions sessions) {
   using Names = graph::PooledTrunkGraphNames;
   using FbankNames = graph::FbankGraphNames;
   if (opens_per_shape()) {
     fail("{}: features in the graph need a provider that takes any shape", model_name_);
   }
+  const NamedInputs inputs = {{FbankNames::kSamples, &samples},
+                              {FbankNames::kFrameIndex, &frame_index},
+                              {FbankNames::kWindowLow, &window_low},
+                              {FbankNames::kWindowHigh, &window_high},
+                              {Names::kPairWeights, &pair_weights},
+                              {Names::kInvWeightSums, &inv_weight_sums},
+                              {Names::kInvVarianceDenominators, &inv_variance_denominators}};
+  if (sessions == PooledSessions::kOnePerShape) {
+    return pass_session(/*features_in_graph=*/true, shapes_of(inputs))
+        .run(inputs, {Names::kEmbeddings})
+        .at(0);
+  }
   open_pooled_session(/*features_in_graph=*/true);
-  return pooled_with_fbank_
-      ->run({{FbankNames::kSamples, &samples},
-             {FbankNames::kFrameIndex, &frame_index},
-             {FbankNames::kWindowLow, &window_low},
-             {FbankNames::kWindowHigh, &window_high},
-             {Names::kPairWeights, &pair_weights},
-             {Names::kInvWeightSums, &inv_weight_sums},
-             {Names::kInvVarianceDenominators, &inv_variance_denominators}},
-            {Names::kEmbeddings})
-      .at(0);
+  return pooled_with_fbank_->run(inputs, {Names::kEmbeddings}).at(0);
 }
 
-void EmbeddingExtractor::open_pooled_session(bool features_in_graph) {
+std::string EmbeddingExtractor::pooled_model(bool features_in_graph) const {
+  std::string model =
+      graph::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
+  if (!features_in_graph) return model;
+  return graph::prepend_fbank(model, graph::PooledTrunkGraphNames::kFeatures, fbank_.graph_spec(),
+                              model_name_);
+}
+
+void EmbeddingExtractor::open_pooled_session(
+    bool features_in_graph, const std::vector<std::vector<runtime::InputShape>>& pass_shapes) {
   if (opens_per_shape()) return;
   runtime::SessionConfig session = config_.session;
   session.capture_graph = config_.capture_pooled_graph;
-  if (features_in_graph) {
-    if (pooled_with_fbank_) return;
-    const std::string model = graph::prepend_fbank(
-        graph::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon),
-        graph::PooledTrunkGraphNames::kFeatures, fbank_.graph_spec(), model_name_);
-    pooled_with_fbank_ = sessions_->open(
-        runtime::ModelBuffer{model, model_name_ + " (fbank, trunk and pooling)"}, session);
+  const std::string name =
+      model_name_ + (features_in_graph ? " (fbank, trunk and pooling)" : " (trunk with pooling)");
+  if (!pass_shapes.empty()) {
+    // The model is built once for all the shapes; ONNX Runtime keeps its own copy in each session,
+    // so the bytes are not needed past creation.
+    std::optional<std::string> model;
+    for (const auto& shapes : pass_shapes) {
+      const bool opened =
+          std::any_of(pass_sessions_.begin(), pass_sessions_.end(), [&](const PassSession& pass) {
+            return pass.features_in_graph == features_in_graph && pass.shapes == shapes;
+          });
+      if (opened) continue;
+      if (!model) model = pooled_model(features_in_graph);
+      // The shapes are part of the settings: the share (engines on one GPU) keeps a session per
+      // shape, each run by every engine, instead of one for all shapes.
+      session.static_shapes = shapes;
+      pass_sessions_.push_back({features_in_graph, shapes,
+                                sessions_->open(runtime::ModelBuffer{*model, name}, session), 0});
+    }
     return;
   }
-  if (pooled_) return;
+  std::shared_ptr<runtime::OnnxSession>& target = features_in_graph ? pooled_with_fbank_ : pooled_;
+  if (target) return;
   // ONNX Runtime keeps its own copy of the model: the bytes are not needed past creation.
-  const std::string pooled_model =
-      graph::build_pooled_trunk_model(split_, model_name_, config_.variance_epsilon);
-  pooled_ = sessions_->open(
-      runtime::ModelBuffer{pooled_model, model_name_ + " (trunk with pooling)"}, session);
+  target = sessions_->open(runtime::ModelBuffer{pooled_model(features_in_graph), name}, session);
+}
+
+runtime::OnnxSession& EmbeddingExtractor::pass_session(
+    bool features_in_graph, const std::vector<runtime::InputShape>& shapes) {
+  const auto matches = [&](const PassSession& pass) {
+    return pass.features_in_graph == features_in_graph && pass.shapes == shapes;
+  };
+  auto found = std::find_if(pass_sessions_.begin(), pass_sessions_.end(), matches);
+  if (found == pass_sessions_.end()) {
+    open_pooled_session(features_in_graph, {shapes});
+    found = std::find_if(pass_sessions_.begin(), pass_sessions_.end(), matches);
+  }
+  ++found->runs;
+  return *found->session;
+}
+
+std::vector<EmbeddingExtractor::PassSessionUse> EmbeddingExtractor::pass_sessions() const {
+  std::vector<PassSessionUse> uses;
+  for (const PassSession& pass : pass_sessions_) {
+    uses.push_back({pass.shapes, pass.session.get(), pass.runs});
+  }
+  return uses;
 }
 
 runtime::OnnxSession& EmbeddingExtractor::session_for(

@@ -85,6 +85,19 @@ NdArray<float> select_embedding_masks(const NdArray<float>& binarized_segmentati
 
 struct EmbeddingGraph;
 
+// Which session a graph-pooled call runs in where one session takes any shape (CUDA, ROCm, the
+// CPU; a static-shape provider always opens one per shape through the compiled-graph cache).
+enum class PooledSessions {
+  // One session for every shape: exact mode's calls, whose batch varies.
+  kOneForAllShapes,
+  // A session per input shape, the model bytes and settings otherwise the same (the shared
+  // trunk's passes, a few fixed lengths): ONNX Runtime's CUDA convolutions keep the kernels
+  // cuDNN chose for the last shape they ran only, so one session running passes of two lengths
+  // searched its kernels again at every change of length (docs/embedding.md, "Pooling inside
+  // the graph").
+  kOnePerShape,
+};
+
 class EmbeddingExtractor {
  public:
   // `sessions`: where the accelerator sessions come from, shared with other users of the same
@@ -147,17 +160,22 @@ class EmbeddingExtractor {
   // Embeddings [B, pairs, D] of features [B, frames, bins] pooled per pair through the trunk
   // with the pooling and linear layer in one graph, on this extractor's provider; the inputs
   // are those of graph/pooled_trunk_graph.h. The session is created at the first call, unless
-  // open_pooled_session() created it before.
+  // open_pooled_session() created it before. `sessions`: whether this call's input shapes get
+  // a session of their own (PooledSessions).
   NdArray<float> embed_pooled_in_graph(const NdArray<float>& features,
                                        const NdArray<float>& pair_weights,
                                        const NdArray<float>& inv_weight_sums,
-                                       const NdArray<float>& inv_variance_denominators);
+                                       const NdArray<float>& inv_variance_denominators,
+                                       PooledSessions sessions = PooledSessions::kOneForAllShapes);
   // Creates embed_pooled_in_graph's session now, with the models, rather than at its first
   // call: on a GPU a session is created alone in the process (runtime/new_shape_gate.h), which
   // in the middle of a run stops every other engine's model calls. Nothing to do where sessions
-  // open per shape.
+  // open per shape through the compiled-graph cache.
   // `features_in_graph`: the session of embed_pooled_from_samples_in_graph instead.
-  void open_pooled_session(bool features_in_graph = false);
+  // `pass_shapes` (each one call's inputs, in the graph's order): the sessions of
+  // PooledSessions::kOnePerShape for these shapes instead of the one for all shapes.
+  void open_pooled_session(bool features_in_graph = false,
+                           const std::vector<std::vector<runtime::InputShape>>& pass_shapes = {});
   // embed_pooled_in_graph with the features computed in the graph from samples
   // (graph/fbank_graph.h, this extractor's fbank): samples [1, S] and, per feature frame,
   // its frame in the samples and its mean window's first and one-past-last frame [frames]
@@ -166,7 +184,17 @@ class EmbeddingExtractor {
       const NdArray<float>& samples, const NdArray<float>& frame_index,
       const NdArray<float>& window_low, const NdArray<float>& window_high,
       const NdArray<float>& pair_weights, const NdArray<float>& inv_weight_sums,
-      const NdArray<float>& inv_variance_denominators);
+      const NdArray<float>& inv_variance_denominators,
+      PooledSessions sessions = PooledSessions::kOneForAllShapes);
+  // The sessions of PooledSessions::kOnePerShape so far, in the order they were opened: each
+  // one's input shapes, which session it is (for telling sessions apart, never null) and the
+  // runs it made.
+  struct PassSessionUse {
+    std::vector<runtime::InputShape> shapes;
+    const runtime::OnnxSession* session = nullptr;
+    std::size_t runs = 0;
+  };
+  std::vector<PassSessionUse> pass_sessions() const;
   // How far the trunk's frames reach along time into its features (graph/receptive_field.h),
   // read from the graph at the first call: what the shared trunk's margins must cover.
   const graph::TimeReceptiveField& trunk_receptive_field() const;
@@ -195,6 +223,12 @@ class EmbeddingExtractor {
   // The trunk's output (the pooling input) for all of `features`, padded to buckets when
   // sessions are opened per shape.
   NdArray<float> run_trunk(const NdArray<float>& features);
+  // The pooled graph's session (with the fbank graph in front when `features_in_graph`) for
+  // calls of `shapes`, opened through the share on first use, and counted.
+  runtime::OnnxSession& pass_session(bool features_in_graph,
+                                     const std::vector<runtime::InputShape>& shapes);
+  // The pooled graph's model (with the fbank graph in front when `features_in_graph`).
+  std::string pooled_model(bool features_in_graph) const;
   // The session for `graph` at `shapes`, opened through the compiled-graph cache on first use.
   runtime::OnnxSession& session_for(const EmbeddingGraph& graph,
                                     const std::vector<runtime::InputShape>& shapes);
@@ -210,6 +244,15 @@ class EmbeddingExtractor {
   std::shared_ptr<runtime::OnnxSession> trunk_;
   std::shared_ptr<runtime::OnnxSession> pooled_;
   std::shared_ptr<runtime::OnnxSession> pooled_with_fbank_;
+  struct PassSession {
+    bool features_in_graph = false;
+    std::vector<runtime::InputShape> shapes;
+    std::shared_ptr<runtime::OnnxSession> session;
+    std::size_t runs = 0;
+  };
+  // PooledSessions::kOnePerShape's sessions in the order they were opened (a few: one per pass
+  // length and graph).
+  std::vector<PassSession> pass_sessions_;
   std::vector<float> empty_pair_embedding_;
   mutable std::optional<graph::TimeReceptiveField> receptive_field_;  // read at first use
   // Sessions per shape (static-shape providers): the graphs as files, one session per shape.

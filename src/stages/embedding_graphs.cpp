@@ -83,10 +83,12 @@ std::optional<EmbeddingCompileTargets> embedding_compile_targets(
   if (split.time_axis == -1) {
     targets.pooled =
         pooled_trunk_graph(split, model.string(), directory, settings.variance_epsilon);
-    targets.pooled_shapes =
-        pooled_pass_shape(settings.shared, samples_of(settings.step_seconds, settings.fbank),
-                          window_samples, settings.fbank, settings.speakers)
-            .inputs();
+    for (const PooledPassShape& pass :
+         pooled_pass_shapes(settings.shared, samples_of(settings.step_seconds, settings.fbank),
+                            window_samples, settings.fbank, settings.speakers)) {
+      targets.pooled_pass_chunks.push_back(pass.chunks);
+      targets.pooled_shapes.push_back(pass.inputs());
+    }
   }
   return targets;
 }

@@ -2,7 +2,7 @@
 // The graphs the embedding stage opens on a provider that compiles one graph per input shape
 // (MIGraphX, TensorRT): the trunk cut before the statistics pooling (exact mode, and the shared
 // mode pooled on the host) at batch buckets, and the trunk with the pooling inside the graph
-// (the shared mode on an accelerator, graph/pooled_trunk_graph.h) at its one pass shape. Both
+// (the shared mode on an accelerator, graph/pooled_trunk_graph.h) at its few pass shapes. Both
 // are kept as content-addressed files under <compile cache root>/models, because the
 // compiled-graph cache is keyed by a model file's digest. The EmbeddingExtractor opens them,
 // `parley warm-cache` compiles them ahead of time and the placement looks them up in the cache,
@@ -62,7 +62,10 @@ struct EmbeddingCompileTargets {
   std::vector<std::vector<runtime::InputShape>> trunk_shapes;  // each bucket x one chunk
   // Absent when the model cannot pool in the graph (statistics not over its last axis).
   std::optional<EmbeddingGraph> pooled;
-  std::vector<runtime::InputShape> pooled_shapes;  // the shared mode's pass
+  // The shared mode's passes (stages::pooled_pass_shapes at the settings' step): the chunks each
+  // holds, shortest first, the whole pass last, and each one's inputs in that order.
+  std::vector<std::size_t> pooled_pass_chunks;
+  std::vector<std::vector<runtime::InputShape>> pooled_shapes;
 };
 
 // The targets of the embedding model file `model`, written under

@@ -77,10 +77,27 @@ TEST_F(EmbeddingGraphsTest, CompileTargetsAreTheTrunkAtBucketsAndThePooledPass) 
   ASSERT_TRUE(targets->pooled);
   EXPECT_TRUE(fs::exists(targets->pooled->model));
   EXPECT_NE(targets->pooled->sha256, targets->trunk.sha256);
-  const auto pass = pooled_pass_shape(SharedTrunkConfig{}, 16000, 160000, FbankConfig{}, 3);
-  EXPECT_EQ(targets->pooled_shapes, pass.inputs());
-  // Default shared mode: 256 chunks at a 1 s step, 3 speakers each.
-  EXPECT_EQ(targets->pooled_shapes.at(1).dims, (std::vector<std::int64_t>{1, 768, 3346}));
+  // Default shared mode at a 1 s step: a whole pass of 256 chunks, and the shorter passes of
+  // 64 and 192 for a recording's rest, 3 speakers each.
+  const auto passes = pooled_pass_shapes(SharedTrunkConfig{}, 16000, 160000, FbankConfig{}, 3);
+  ASSERT_EQ(passes.size(), 3u);
+  EXPECT_EQ(targets->pooled_pass_chunks, (std::vector<std::size_t>{64, 192, 256}));
+  ASSERT_EQ(targets->pooled_shapes.size(), 3u);
+  for (std::size_t i = 0; i < passes.size(); ++i) {
+    EXPECT_EQ(targets->pooled_shapes[i], passes[i].inputs());
+  }
+  EXPECT_EQ(targets->pooled_shapes.back(),
+            pooled_pass_shape(SharedTrunkConfig{}, 16000, 160000, FbankConfig{}, 3).inputs());
+  EXPECT_EQ(targets->pooled_shapes.at(2).at(1).dims, (std::vector<std::int64_t>{1, 768, 3346}));
+  EXPECT_EQ(targets->pooled_shapes.at(0).at(1).dims, (std::vector<std::int64_t>{1, 192, 946}));
+  EXPECT_EQ(targets->pooled_shapes.at(1).at(1).dims, (std::vector<std::int64_t>{1, 576, 2546}));
+  // Without tails, the whole pass only.
+  EmbeddingGraphSettings whole_only = settings;
+  whole_only.shared.tail_chunks_per_pass.clear();
+  const auto whole = embedding_compile_targets(model_, root_ / "cache", whole_only);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->pooled_pass_chunks, (std::vector<std::size_t>{256}));
+  EXPECT_EQ(whole->pooled_shapes, (std::vector<std::vector<InputShape>>{passes.back().inputs()}));
 
   // Planning again names the same files (nothing is rewritten).
   const auto again = embedding_compile_targets(model_, root_ / "cache", settings);
@@ -187,8 +204,9 @@ TEST_F(EmbeddingGraphsTest, RealModelsArePlannedAsThePipelineLoadsThem) {
   EXPECT_EQ(runtime::dimension_overrides(targets->trunk.inputs, targets->trunk_shapes.back()),
             (std::map<std::string, std::int64_t>{{"B", 32}, {"T", 998}}));
   EXPECT_EQ(targets->pooled->inputs.at(0).symbols, (std::vector<std::string>{"B", "frames", ""}));
-  EXPECT_EQ(runtime::dimension_overrides(targets->pooled->inputs, targets->pooled_shapes).size(),
-            4u);
+  for (const auto& shapes : targets->pooled_shapes) {
+    EXPECT_EQ(runtime::dimension_overrides(targets->pooled->inputs, shapes).size(), 4u);
+  }
 }
 
 // WeSpeaker ResNet34's trunk (the speed twin has its graph) reaches 112 fbank frames each way and

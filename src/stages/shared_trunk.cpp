@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -27,6 +28,16 @@ namespace {
 constexpr std::size_t kFramesPerFeatureTask = 512;
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// Fbank frames of the samples a pass of `pass_frames` computes its features from in the graph.
+// Every pass of a length has one span, whatever its windows need (at most pass_frames +
+// chunk_frames frames, and a stride more past the recording's end), so the graph keeps one set
+// of shapes per pass length; whole blocks of frames, as the graph sums them.
+std::size_t sample_span_frames(std::size_t pass_frames, std::size_t chunk_frames,
+                               std::size_t time_stride) {
+  const std::size_t block = graph::kFbankGraphFrameBlock;
+  return ceil_div(pass_frames + chunk_frames + time_stride, block) * block;
+}
 
 }  // namespace
 
@@ -97,6 +108,19 @@ SharedTrunkFeatures parse_shared_trunk_features(const std::string& name) {
       name);
 }
 
+const char* tail_sessions_name(TailSessions when) {
+  return when == TailSessions::kAtFirstPass ? "first-pass" : "start";
+}
+
+TailSessions parse_tail_sessions(const std::string& name) {
+  if (name == "start") return TailSessions::kAtStart;
+  if (name == "first-pass") return TailSessions::kAtFirstPass;
+  fail(
+      "unknown tail_sessions '{}': use start (every pass length's session with the models) or "
+      "first-pass (each shorter pass's session at its first pass)",
+      name);
+}
+
 void SharedTrunkConfig::validate() const {
   if (time_stride < 1) fail("shared trunk: time_stride must be at least 1");
   if (margin_frames % time_stride != 0) {
@@ -113,15 +137,24 @@ void SharedTrunkConfig::validate() const {
   }
   if (threads < 1) fail("shared trunk: threads must be at least 1 (got {})", threads);
   if (chunks_per_pass < 1) fail("shared trunk: chunks_per_pass must be at least 1");
+  for (const std::size_t chunks : tail_chunks_per_pass) {
+    if (chunks < 1) fail("shared trunk: tail_chunks_per_pass must hold at least 1 chunk each");
+  }
 }
 
+// tail_sessions is left out: the output settings' fingerprint holds this text
+// (pipeline::OutputSettings), and when sessions are made changes no output.
 std::string SharedTrunkConfig::to_string() const {
   return fmt::format(
       "SharedTrunkConfig(block_frames={}, pass_frames={}, margin_frames={}, time_stride={}, "
-      "alignment={}, mean={}, pooling={}, features={}, chunks_per_pass={}, threads={})",
+      "alignment={}, mean={}, pooling={}, features={}, chunks_per_pass={}, "
+      "tail_chunks_per_pass={}, threads={})",
       block_frames, pass_frames, margin_frames, time_stride, exact_alignment ? "exact" : "nearest",
       shared_trunk_mean_name(mean), shared_trunk_pooling_name(pooling),
-      shared_trunk_features_name(features), chunks_per_pass, threads);
+      shared_trunk_features_name(features), chunks_per_pass,
+      tail_chunks_per_pass.empty() ? std::string("none")
+                                   : fmt::format("{}", fmt::join(tail_chunks_per_pass, ",")),
+      threads);
 }
 
 void check_receptive_field(const graph::TimeReceptiveField& field,
@@ -206,9 +239,38 @@ std::vector<runtime::InputShape> PooledPassShape::inputs() const {
           {Names::kInvVarianceDenominators, {1, dim(pairs), 1}}};
 }
 
-PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t step_samples,
-                                  std::int64_t window_samples, const FbankConfig& fbank,
-                                  std::size_t speakers) {
+std::vector<runtime::InputShape> PooledPassShape::inputs_from_samples() const {
+  using Names = graph::PooledTrunkGraphNames;
+  using FbankNames = graph::FbankGraphNames;
+  const auto dim = [](std::size_t value) { return static_cast<std::int64_t>(value); };
+  return {{FbankNames::kSamples, {1, dim(samples)}},
+          {FbankNames::kFrameIndex, {dim(frames)}},
+          {FbankNames::kWindowLow, {dim(frames)}},
+          {FbankNames::kWindowHigh, {dim(frames)}},
+          {Names::kPairWeights, {1, dim(pairs), dim(trunk_frames)}},
+          {Names::kInvWeightSums, {1, dim(pairs), 1}},
+          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}}};
+}
+
+std::vector<std::size_t> pooled_pass_chunks(const SharedTrunkConfig& config,
+                                            std::int64_t step_samples) {
+  const std::size_t whole = pass_chunks_at_step(config.chunks_per_pass, step_samples);
+  std::vector<std::size_t> chunks;
+  for (const std::size_t tail : config.tail_chunks_per_pass) {
+    if (tail >= config.chunks_per_pass) continue;
+    const std::size_t at_step = pass_chunks_at_step(tail, step_samples);
+    if (at_step < whole) chunks.push_back(at_step);
+  }
+  std::sort(chunks.begin(), chunks.end());
+  chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+  chunks.push_back(whole);
+  return chunks;
+}
+
+std::vector<PooledPassShape> pooled_pass_shapes(const SharedTrunkConfig& config,
+                                                std::int64_t step_samples,
+                                                std::int64_t window_samples,
+                                                const FbankConfig& fbank, std::size_t speakers) {
   config.validate();
   const Fbank frames_of(fbank);
   const std::size_t hop = fbank.window_shift();
@@ -221,18 +283,30 @@ PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t 
   const std::size_t chunk_frames =
       frames_of.num_frames(static_cast<std::size_t>(std::max<std::int64_t>(window_samples, 0)));
   if (chunk_frames == 0) fail("shared trunk: chunks are shorter than one fbank frame");
-  // The widest span of chunks_per_pass consecutive chunks on the grid: the first chunk's start
-  // to the last one's end (grid rounding adds at most one frame), plus a margin on each side.
+  // The widest span of a pass's consecutive chunks on the grid: the first chunk's start to the
+  // last one's end (grid rounding adds at most one frame), plus a margin on each side.
   const std::size_t step_frames = static_cast<std::size_t>(step_samples) / hop;
   const std::size_t margin_grid = config.margin_frames / config.time_stride;
-  const std::size_t pass_chunks = pass_chunks_at_step(config.chunks_per_pass, step_samples);
-  PooledPassShape shape;
-  shape.trunk_frames = ceil_div((pass_chunks - 1) * step_frames, config.time_stride) + 1 +
-                       ceil_div(chunk_frames, config.time_stride) + 2 * margin_grid;
-  shape.frames = shape.trunk_frames * config.time_stride;
-  shape.pairs = pass_chunks * speakers;
-  shape.bins = fbank.num_mel_bins;
-  return shape;
+  std::vector<PooledPassShape> shapes;
+  for (const std::size_t pass_chunks : pooled_pass_chunks(config, step_samples)) {
+    PooledPassShape shape;
+    shape.chunks = pass_chunks;
+    shape.trunk_frames = ceil_div((pass_chunks - 1) * step_frames, config.time_stride) + 1 +
+                         ceil_div(chunk_frames, config.time_stride) + 2 * margin_grid;
+    shape.frames = shape.trunk_frames * config.time_stride;
+    shape.samples = (sample_span_frames(shape.frames, chunk_frames, config.time_stride) - 1) * hop +
+                    fbank.window_size();
+    shape.pairs = pass_chunks * speakers;
+    shape.bins = fbank.num_mel_bins;
+    shapes.push_back(shape);
+  }
+  return shapes;
+}
+
+PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t step_samples,
+                                  std::int64_t window_samples, const FbankConfig& fbank,
+                                  std::size_t speakers) {
+  return pooled_pass_shapes(config, step_samples, window_samples, fbank, speakers).back();
 }
 
 SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> samples,
@@ -245,10 +319,12 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
   config_.validate();
   check_receptive_field(extractor.trunk_receptive_field(), config_);
   hop_ = fbank_.config().window_shift();
-  // Checks the step too. Only the pass length is kept: the pairs follow each range's speakers.
-  const PooledPassShape pass_shape =
-      pooled_pass_shape(config_, plan_.step_samples, plan_.window_samples, fbank_.config(),
-                        /*speakers=*/0);
+  // Checks the step too. Only the pass lengths are kept: the pairs follow each range's speakers.
+  for (const PooledPassShape& shape :
+       pooled_pass_shapes(config_, plan_.step_samples, plan_.window_samples, fbank_.config(),
+                          /*speakers=*/0)) {
+    graph_passes_.push_back({shape.chunks, shape.trunk_frames});
+  }
   // From here on a pass's chunks at this step (pooled_pass_shape counted them the same way).
   config_.chunks_per_pass = pass_chunks_at_step(config_.chunks_per_pass, plan_.step_samples);
   const auto window = static_cast<std::size_t>(plan_.window_samples);
@@ -264,7 +340,6 @@ SharedTrunk::SharedTrunk(EmbeddingExtractor& extractor, std::span<const float> s
         "shared trunk: pooling in the graph needs nearest alignment and a model pooled over its "
         "last axis; use host pooling");
   }
-  graph_pass_grid_frames_ = pass_shape.trunk_frames;
   features_in_graph_ = shared_trunk_features_in_graph(config_, extractor);
   if (features_in_graph_ &&
       (config_.mean != SharedTrunkMean::kSlidingWindow || extractor.opens_per_shape())) {
@@ -319,6 +394,7 @@ NdArray<float> SharedTrunk::centred_features(std::size_t first, std::size_t coun
   NdArray<float> features({count, bins});
   if (config_.mean == SharedTrunkMean::kRecording) {
     const std::vector<float> values = log_mel(first, count);
+    feature_frames_ += count;
     for (std::size_t f = 0; f < count; ++f) {
       for (std::size_t m = 0; m < bins; ++m) {
         features(f, m) =
@@ -336,6 +412,7 @@ NdArray<float> SharedTrunk::centred_features(std::size_t first, std::size_t coun
   const std::size_t span_last = std::max(window_start(first + count - 1) + width, first + count);
   const std::vector<float> values = log_mel(span_first, span_last - span_first);
   const std::size_t span = span_last - span_first;
+  feature_frames_ += span;
   // Prefix sums per bin: prefix[(i) * bins + m] = sum of frames [span_first, span_first + i).
   std::vector<std::int64_t> prefix((span + 1) * bins, 0);
   for (std::size_t i = 0; i < span; ++i) {
@@ -369,12 +446,7 @@ NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size
                                                     const NdArray<float>& inv_weight_sums,
                                                     const NdArray<float>& inv_denominators) {
   const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
-  // Every pass has one span, whatever its windows need (at most count + width frames, and
-  // a stride more past the recording's end), so the graph keeps one set of shapes; whole
-  // blocks of frames, as the graph sums them.
-  const std::size_t block = graph::kFbankGraphFrameBlock;
-  const std::size_t span =
-      ceil_div(count + chunk_fbank_frames_ + config_.time_stride, block) * block;
+  const std::size_t span = sample_span_frames(count, chunk_fbank_frames_, config_.time_stride);
   const std::size_t span_first = std::min(window_start(first), first);
   const std::size_t frame_samples = fbank_.config().window_size();
   NdArray<float> samples({1, (span - 1) * hop_ + frame_samples}, 0.0f);
@@ -397,8 +469,10 @@ NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size
     low(f) = static_cast<float>(lo);
     high(f) = static_cast<float>(lo + width);
   }
+  feature_frames_ += span;
   return extractor_.embed_pooled_from_samples_in_graph(samples, own, low, high, weights,
-                                                       inv_weight_sums, inv_denominators);
+                                                       inv_weight_sums, inv_denominators,
+                                                       PooledSessions::kOnePerShape);
 }
 
 std::size_t SharedTrunk::grid_frames(std::size_t phase) const {
@@ -637,99 +711,123 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
   const std::size_t count = range_segmentations.dim(0);
   const std::size_t frames = range_segmentations.dim(1);
   const std::size_t speakers = range_segmentations.dim(2);
-  const std::size_t dimension = extractor_.dimension();
-  const std::size_t bins = fbank_.config().num_mel_bins;
-  const std::size_t stride = config_.time_stride;
-  const std::size_t margin_grid = config_.margin_frames / stride;
-  const std::size_t pass_grid = graph_pass_grid_frames_;
-  const std::size_t pairs = config_.chunks_per_pass * speakers;
   const EmbeddingConfig& embedding = extractor_.config();
+  const auto preparation_start = std::chrono::steady_clock::now();
   const NdArray<float> masks =
       select_embedding_masks(range_segmentations, embedding.exclude_overlap,
                              min_clean_frames(frames, embedding.min_num_samples,
                                               static_cast<std::size_t>(plan_.window_samples)));
   const std::vector<std::size_t> sources = nearest_source_indices(frames, trunk_frames_per_chunk_);
+  pooling_seconds_ += seconds_since(preparation_start);
+  NdArray<float> embeddings({count, speakers, extractor_.dimension()});
+  const GraphPass& whole = graph_passes_.back();
+  for (std::size_t range_first = 0; range_first < count;) {
+    const std::size_t remaining = count - range_first;
+    // Whole passes, then the rest in the shortest pass that holds it (runtime::plan_batches
+    // plans the same calls from pooled_pass_chunks, so the placement looks up these shapes).
+    const GraphPass& pass = remaining >= whole.chunks
+                                ? whole
+                                : *std::find_if(graph_passes_.begin(), graph_passes_.end(),
+                                                [&](const GraphPass& candidate) {
+                                                  return candidate.chunks >= remaining;
+                                                });
+    const std::size_t range_count = std::min(pass.chunks, remaining);
+    embed_graph_pass(pass, first_chunk, range_first, range_count, masks, sources, embeddings);
+    range_first += range_count;
+  }
+  return embeddings;
+}
+
+void SharedTrunk::embed_graph_pass(const GraphPass& pass, std::size_t first_chunk,
+                                   std::size_t range_first, std::size_t range_count,
+                                   const NdArray<float>& masks,
+                                   std::span<const std::size_t> sources,
+                                   NdArray<float>& embeddings) {
+  const std::size_t frames = masks.dim(2);
+  const std::size_t speakers = masks.dim(1);
+  const std::size_t dimension = extractor_.dimension();
+  const std::size_t bins = fbank_.config().num_mel_bins;
+  const std::size_t stride = config_.time_stride;
+  const std::size_t margin_grid = config_.margin_frames / stride;
+  const std::size_t pass_grid = pass.grid_frames;
+  const std::size_t pairs = pass.chunks * speakers;
   const std::vector<float>& empty = extractor_.empty_pair_embedding();
   const std::vector<float>& bias = extractor_.split().head.bias;
 
-  NdArray<float> embeddings({count, speakers, dimension});
-  for (std::size_t range_first = 0; range_first < count; range_first += config_.chunks_per_pass) {
-    const auto preparation_start = std::chrono::steady_clock::now();
-    const std::size_t range_count = std::min(config_.chunks_per_pass, count - range_first);
-    // The pass starts a margin before the range's first chunk, at the recording's start when
-    // that is earlier (where the trunk pads as in the other modes), and never later than one
-    // pass before the recording's end: a pass only runs past the end (into more zero samples,
-    // whose features are not the trunk's zero padding) by under one trunk frame, or when the
-    // whole recording is shorter than a pass.
-    const std::size_t first_grid = placement(first_chunk + range_first).first_grid;
-    const std::size_t last_start =
-        std::max<std::size_t>(ceil_div(total_frames_, stride), pass_grid) - pass_grid;
-    const std::size_t start_grid =
-        std::min(first_grid >= margin_grid ? first_grid - margin_grid : 0, last_start);
-    NdArray<float> weights({1, pairs, pass_grid});
-    NdArray<float> inv_weight_sums({1, pairs, 1});
-    NdArray<float> inv_denominators({1, pairs, 1});
-    std::vector<char> pooled(range_count * speakers, 0);
-    bool any_pooled = false;
-    for (std::size_t i = 0; i < range_count; ++i) {
-      const std::size_t chunk = range_first + i;
-      const float* chunk_masks = masks.data() + chunk * speakers * frames;
-      const bool chunk_active = std::any_of(chunk_masks, chunk_masks + speakers * frames,
-                                            [](float value) { return value != 0.0f; });
-      const std::size_t column = placement(first_chunk + chunk).first_grid - start_grid;
-      if (column + trunk_frames_per_chunk_ > pass_grid) {
-        fail("shared trunk: chunk {} does not fit its pass of {} trunk frames", first_chunk + chunk,
-             pass_grid);
-      }
-      for (std::size_t s = 0; s < speakers; ++s) {
-        float* out = embeddings.data() + (chunk * speakers + s) * dimension;
-        // As stages/embedding.cpp: a silent chunk gets the layer's bias, a silent speaker of
-        // an active chunk the layer on empty statistics.
-        std::copy_n(chunk_active ? empty.data() : bias.data(), dimension, out);
-        if (!chunk_active) continue;
-        const std::size_t row = i * speakers + s;
-        const PairWeights pair = resample_pair_weights(
-            std::span<const float>(chunk_masks + s * frames, frames), sources,
-            std::span<float>(weights.data() + row * pass_grid + column, trunk_frames_per_chunk_));
-        if (pair.weighted_frames == 0) continue;
-        inv_weight_sums(0, row, 0) = pair.inv_weight_sum;
-        inv_denominators(0, row, 0) = pair.inv_variance_denominator;
-        pooled[row] = 1;
-        any_pooled = true;
-      }
+  const auto preparation_start = std::chrono::steady_clock::now();
+  // The pass starts a margin before the range's first chunk, at the recording's start when
+  // that is earlier (where the trunk pads as in the other modes), and never later than one
+  // pass before the recording's end: a pass only runs past the end (into more zero samples,
+  // whose features are not the trunk's zero padding) by under one trunk frame, or when the
+  // whole recording is shorter than a pass.
+  const std::size_t first_grid = placement(first_chunk + range_first).first_grid;
+  const std::size_t last_start =
+      std::max<std::size_t>(ceil_div(total_frames_, stride), pass_grid) - pass_grid;
+  const std::size_t start_grid =
+      std::min(first_grid >= margin_grid ? first_grid - margin_grid : 0, last_start);
+  NdArray<float> weights({1, pairs, pass_grid});
+  NdArray<float> inv_weight_sums({1, pairs, 1});
+  NdArray<float> inv_denominators({1, pairs, 1});
+  std::vector<char> pooled(range_count * speakers, 0);
+  bool any_pooled = false;
+  for (std::size_t i = 0; i < range_count; ++i) {
+    const std::size_t chunk = range_first + i;
+    const float* chunk_masks = masks.data() + chunk * speakers * frames;
+    const bool chunk_active = std::any_of(chunk_masks, chunk_masks + speakers * frames,
+                                          [](float value) { return value != 0.0f; });
+    const std::size_t column = placement(first_chunk + chunk).first_grid - start_grid;
+    if (column + trunk_frames_per_chunk_ > pass_grid) {
+      fail("shared trunk: chunk {} does not fit its pass of {} trunk frames", first_chunk + chunk,
+           pass_grid);
     }
-    pooling_seconds_ += seconds_since(preparation_start);
-    if (!any_pooled) continue;
-    NdArray<float> pass_embeddings;
-    if (features_in_graph_) {
-      const auto trunk_start = std::chrono::steady_clock::now();
-      pass_embeddings = embed_pass_from_samples(start_grid * stride, pass_grid * stride, weights,
-                                                inv_weight_sums, inv_denominators);
-      trunk_seconds_ += seconds_since(trunk_start);
-    } else {
-      const auto features_start = std::chrono::steady_clock::now();
-      NdArray<float> features = centred_features(start_grid * stride, pass_grid * stride);
-      features = NdArray<float>({1, pass_grid * stride, bins}, std::move(features.values()));
-      const auto trunk_start = std::chrono::steady_clock::now();
-      feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
-      pass_embeddings =
-          extractor_.embed_pooled_in_graph(features, weights, inv_weight_sums, inv_denominators);
-      trunk_seconds_ += seconds_since(trunk_start);
-    }
-    ++trunk_passes_;
-    trunk_input_frames_ += pass_grid * stride;
-    largest_pass_frames_ = std::max(largest_pass_frames_, pass_grid * stride);
-    if (pass_embeddings.size() != pairs * dimension) {
-      fail("shared trunk: the pooled graph returned {} values for {} pairs of {}",
-           pass_embeddings.size(), pairs, dimension);
-    }
-    for (std::size_t row = 0; row < range_count * speakers; ++row) {
-      if (pooled[row] == 0) continue;
-      std::copy_n(pass_embeddings.data() + row * dimension, dimension,
-                  embeddings.data() + (range_first * speakers + row) * dimension);
+    for (std::size_t s = 0; s < speakers; ++s) {
+      float* out = embeddings.data() + (chunk * speakers + s) * dimension;
+      // As stages/embedding.cpp: a silent chunk gets the layer's bias, a silent speaker of
+      // an active chunk the layer on empty statistics.
+      std::copy_n(chunk_active ? empty.data() : bias.data(), dimension, out);
+      if (!chunk_active) continue;
+      const std::size_t row = i * speakers + s;
+      const PairWeights pair = resample_pair_weights(
+          std::span<const float>(chunk_masks + s * frames, frames), sources,
+          std::span<float>(weights.data() + row * pass_grid + column, trunk_frames_per_chunk_));
+      if (pair.weighted_frames == 0) continue;
+      inv_weight_sums(0, row, 0) = pair.inv_weight_sum;
+      inv_denominators(0, row, 0) = pair.inv_variance_denominator;
+      pooled[row] = 1;
+      any_pooled = true;
     }
   }
-  return embeddings;
+  pooling_seconds_ += seconds_since(preparation_start);
+  if (!any_pooled) return;
+  NdArray<float> pass_embeddings;
+  if (features_in_graph_) {
+    const auto trunk_start = std::chrono::steady_clock::now();
+    pass_embeddings = embed_pass_from_samples(start_grid * stride, pass_grid * stride, weights,
+                                              inv_weight_sums, inv_denominators);
+    trunk_seconds_ += seconds_since(trunk_start);
+  } else {
+    const auto features_start = std::chrono::steady_clock::now();
+    NdArray<float> features = centred_features(start_grid * stride, pass_grid * stride);
+    features = NdArray<float>({1, pass_grid * stride, bins}, std::move(features.values()));
+    const auto trunk_start = std::chrono::steady_clock::now();
+    feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
+    pass_embeddings = extractor_.embed_pooled_in_graph(
+        features, weights, inv_weight_sums, inv_denominators, PooledSessions::kOnePerShape);
+    trunk_seconds_ += seconds_since(trunk_start);
+  }
+  ++trunk_passes_;
+  ++graph_passes_by_chunks_[pass.chunks];
+  trunk_input_frames_ += pass_grid * stride;
+  largest_pass_frames_ = std::max(largest_pass_frames_, pass_grid * stride);
+  if (pass_embeddings.size() != pairs * dimension) {
+    fail("shared trunk: the pooled graph returned {} values for {} pairs of {}",
+         pass_embeddings.size(), pairs, dimension);
+  }
+  for (std::size_t row = 0; row < range_count * speakers; ++row) {
+    if (pooled[row] == 0) continue;
+    std::copy_n(pass_embeddings.data() + row * dimension, dimension,
+                embeddings.data() + (range_first * speakers + row) * dimension);
+  }
 }
 
 }  // namespace parley::stages

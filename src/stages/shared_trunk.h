@@ -60,6 +60,16 @@ enum class SharedTrunkFeatures {
 const char* shared_trunk_features_name(SharedTrunkFeatures features);
 SharedTrunkFeatures parse_shared_trunk_features(const std::string& name);
 
+// When the sessions of graph pooling's shorter passes (tail_chunks_per_pass) are made: each pass
+// length has a session of its own (EmbeddingExtractor, PooledSessions::kOnePerShape); the whole
+// pass's is made with the models.
+enum class TailSessions {
+  kAtStart,      // with the models: a longer start, no session made in the middle of a run
+  kAtFirstPass,  // at the first pass of each length: only the lengths a run needs
+};
+const char* tail_sessions_name(TailSessions when);
+TailSessions parse_tail_sessions(const std::string& name);
+
 struct SharedTrunkConfig {
   // Fbank frames (10 ms) whose trunk frames one pass keeps: 6000 = 1 minute. A pass's
   // activations are the peak of a long recording's memory on the CPU, so the block bounds it;
@@ -91,6 +101,17 @@ struct SharedTrunkConfig {
   // search many times a pass's own time. More chunks per pass spend less on margins
   // (docs/benchmarks.md has the GPU figures behind the default).
   std::size_t chunks_per_pass = 256;
+  // Pooling in the graph: shorter passes, counted as chunks_per_pass counts (one-second steps;
+  // those not below it are left out). A range of fewer than chunks_per_pass chunks (a
+  // recording's tail after its whole passes, or a recording shorter than one pass) runs in one
+  // pass of the smallest of these that holds it, instead of a whole pass moved back over chunks
+  // already embedded. Each is one more input shape, run in a session of its own: a static-shape
+  // provider compiles it, and cuDNN searches its kernels at that session's first run only
+  // (docs/embedding.md, "Pooling inside the graph", has the trade). Empty: every pass is whole.
+  std::vector<std::size_t> tail_chunks_per_pass = {64, 192};
+  // Pooling in the graph: when the shorter passes' sessions are made (the pipeline's Diarizer
+  // makes them; docs/embedding.md, "Pooling inside the graph", has the trade measured).
+  TailSessions tail_sessions = TailSessions::kAtStart;
   // Threads computing fbank features.
   int threads = 1;
 
@@ -120,24 +141,41 @@ bool shared_trunk_pools_in_graph(const SharedTrunkConfig& config, bool on_accele
 bool shared_trunk_features_in_graph(const SharedTrunkConfig& config,
                                     const EmbeddingExtractor& extractor);
 
-// The shape of every pass a SharedTrunk pools in the graph (graph/pooled_trunk_graph.h): all its
-// passes have one input length, so a static-shape provider compiles one graph. `parley
-// warm-cache` and the placement use it to name the graph the pipeline will load.
+// The shape of a pass a SharedTrunk pools in the graph (graph/pooled_trunk_graph.h): its passes
+// take a few fixed input lengths (whole passes, and the shorter ones of tail_chunks_per_pass for
+// a range's rest), so a static-shape provider compiles a few graphs. `parley warm-cache` and the
+// placement use them to name the graphs the pipeline will load.
 struct PooledPassShape {
+  std::size_t chunks = 0;        // chunks the pass holds at this step
   std::size_t frames = 0;        // fbank frames of a pass (SharedTrunk::graph_pass_frames())
   std::size_t trunk_frames = 0;  // frames / time_stride
-  std::size_t pairs = 0;         // chunks_per_pass * speakers
+  std::size_t pairs = 0;         // chunks * speakers
   std::size_t bins = 0;          // mel bins
+  std::size_t samples = 0;       // samples a pass computes its features from in the graph
 
   // The pooled graph's inputs for one pass (batch 1), in graph::PooledTrunkGraphNames' order.
   std::vector<runtime::InputShape> inputs() const;
+  // The inputs of the pooled graph with the fbank graph in front (features in the graph), in
+  // the order EmbeddingExtractor::embed_pooled_from_samples_in_graph gives them.
+  std::vector<runtime::InputShape> inputs_from_samples() const;
 };
 
-// The pass shape for chunks of `window_samples` every `step_samples` (which must be a whole
-// number of fbank frames: fails saying what to do otherwise) with `speakers` local speakers.
+// The whole pass's shape for chunks of `window_samples` every `step_samples` (which must be a
+// whole number of fbank frames: fails saying what to do otherwise) with `speakers` local
+// speakers.
 PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t step_samples,
                                   std::int64_t window_samples, const FbankConfig& fbank,
                                   std::size_t speakers);
+// Every pass shape graph pooling may run at this step, shortest first, the whole pass last.
+std::vector<PooledPassShape> pooled_pass_shapes(const SharedTrunkConfig& config,
+                                                std::int64_t step_samples,
+                                                std::int64_t window_samples,
+                                                const FbankConfig& fbank, std::size_t speakers);
+// The chunks of each pass shape at this step (pooled_pass_shapes' order): the runtime's
+// buckets, whose plan (runtime::plan_batches: whole passes, then the rest in the smallest that
+// holds it) is the passes SharedTrunk runs.
+std::vector<std::size_t> pooled_pass_chunks(const SharedTrunkConfig& config,
+                                            std::int64_t step_samples);
 
 class SharedTrunk {
  public:
@@ -156,8 +194,14 @@ class SharedTrunk {
   bool pools_in_graph() const { return pool_in_graph_; }
   // Whether those passes compute their features in the graph too (config features).
   bool features_in_graph() const { return features_in_graph_; }
-  // Fbank frames of every graph-pooling pass (multiple of time_stride).
-  std::size_t graph_pass_frames() const { return graph_pass_grid_frames_ * config_.time_stride; }
+  // Fbank frames of a whole graph-pooling pass (multiple of time_stride).
+  std::size_t graph_pass_frames() const {
+    return graph_passes_.back().grid_frames * config_.time_stride;
+  }
+  // Graph pooling so far: passes run per pass length, keyed by the chunks a pass holds.
+  const std::map<std::size_t, std::size_t>& graph_passes_by_chunks() const {
+    return graph_passes_by_chunks_;
+  }
 
   // Trunk frames [pooled_features, frames_per_chunk] of one chunk from the shared map.
   NdArray<float> chunk_frames(std::size_t chunk);
@@ -181,6 +225,9 @@ class SharedTrunk {
   std::size_t largest_pass_frames() const { return largest_pass_frames_; }
   std::size_t trunk_passes() const { return trunk_passes_; }  // blocks computed so far
   std::size_t trunk_input_frames() const { return trunk_input_frames_; }
+  // Fbank frames whose log mel was computed so far (host or graph), each pass's mean windows
+  // included; total_frames() is what the chunks need once.
+  std::size_t feature_frames() const { return feature_frames_; }
   // Where the time went so far (seconds): features (fbank and centring), trunk passes (the
   // network, host copies included), pooling (slicing the map, statistics, linear layer).
   double feature_seconds() const { return feature_seconds_; }
@@ -191,6 +238,10 @@ class SharedTrunk {
   struct Block {
     std::size_t first = 0;  // first grid frame kept
     NdArray<float> frames;  // [pooled_features, kept grid frames]
+  };
+  struct GraphPass {
+    std::size_t chunks = 0;       // chunks it holds
+    std::size_t grid_frames = 0;  // its input length in trunk frames
   };
   struct Placement {
     std::size_t phase = 0;       // fbank frame of grid frame 0
@@ -223,9 +274,15 @@ class SharedTrunk {
                                          const NdArray<float>& weights,
                                          const NdArray<float>& inv_weight_sums,
                                          const NdArray<float>& inv_denominators);
-  // embed_chunks with the pooling inside the graph: passes of graph_pass_frames().
+  // embed_chunks with the pooling inside the graph: whole passes, then the rest in the shortest
+  // pass of graph_passes_ that holds it.
   NdArray<float> embed_chunks_in_graph(std::size_t first_chunk,
                                        const NdArray<float>& range_segmentations);
+  // Embeddings of chunks [range_first, range_first + range_count) of a range starting at
+  // `first_chunk`, in one pass of `pass`, written into `embeddings` [count, speakers, D].
+  void embed_graph_pass(const GraphPass& pass, std::size_t first_chunk, std::size_t range_first,
+                        std::size_t range_count, const NdArray<float>& masks,
+                        std::span<const std::size_t> sources, NdArray<float>& embeddings);
 
   EmbeddingExtractor& extractor_;
   std::span<const float> samples_;
@@ -240,7 +297,9 @@ class SharedTrunk {
   std::size_t block_grid_frames_ = 0;
   bool pool_in_graph_ = false;
   bool features_in_graph_ = false;
-  std::size_t graph_pass_grid_frames_ = 0;
+  std::vector<GraphPass> graph_passes_;  // the pass lengths, shortest first, the whole one last
+  std::map<std::size_t, std::size_t> graph_passes_by_chunks_;
+  std::size_t feature_frames_ = 0;
   std::vector<double> recording_mean_;  // [bins], SharedTrunkMean::kRecording only
   std::map<std::size_t, std::map<std::size_t, Block>> blocks_;  // phase -> block index -> block
   std::size_t trunk_passes_ = 0;

@@ -9,7 +9,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -561,6 +566,346 @@ TEST(SharedTrunk, PassesSpanTheSameAudioAtALongerStep) {
 
 // The margins must cover the trunk's reach; a trunk that mixes the whole time axis, or keeps a
 // different time stride, cannot be shared at all; an unreadable one is only warned about.
+// Graph pooling's pass lengths: whole passes of chunks_per_pass, and the shorter ones of
+// tail_chunks_per_pass (counted in one-second steps as chunks_per_pass is; those not below it
+// left out), shortest first: the buckets the placement plans, whose plan is the passes run.
+TEST(SharedTrunk, PassLengthsAreTheWholePassAndTheShorterTails) {
+  using Chunks = std::vector<std::size_t>;
+  const SharedTrunkConfig defaults;
+  EXPECT_EQ(pooled_pass_chunks(defaults, kSampleRate), (Chunks{64, 192, 256}));
+  EXPECT_EQ(pooled_pass_chunks(defaults, 2 * kSampleRate), (Chunks{32, 96, 128}));
+  SharedTrunkConfig small = defaults;
+  small.chunks_per_pass = 8;
+  EXPECT_EQ(pooled_pass_chunks(small, kSampleRate), (Chunks{8})) << "tails of a pass or more";
+  small.tail_chunks_per_pass = {6, 2, 6};
+  EXPECT_EQ(pooled_pass_chunks(small, kSampleRate), (Chunks{2, 6, 8}));
+  EXPECT_EQ(pooled_pass_chunks(small, 2 * kSampleRate), (Chunks{1, 3, 4}));
+  small.tail_chunks_per_pass.clear();
+  EXPECT_EQ(pooled_pass_chunks(small, kSampleRate), (Chunks{8})) << "none: whole passes only";
+  small.tail_chunks_per_pass = {0};
+  EXPECT_THROW(small.validate(), Error);
+
+  const FbankConfig fbank = test_model_config().fbank;
+  const std::vector<PooledPassShape> shapes =
+      pooled_pass_shapes(defaults, kSampleRate, 10 * kSampleRate, fbank, 3);
+  ASSERT_EQ(shapes.size(), 3u);
+  // 26,768 fbank frames a whole pass at a 1 s step; a quarter of the chunks, 7,568.
+  EXPECT_EQ(shapes[0].frames, 7568u);
+  EXPECT_EQ(shapes[1].frames, 20368u);
+  EXPECT_EQ(shapes[2].frames, 26768u);
+  EXPECT_EQ(shapes[0].pairs, 64u * 3u);
+  EXPECT_EQ(shapes[2].inputs(),
+            pooled_pass_shape(defaults, kSampleRate, 10 * kSampleRate, fbank, 3).inputs());
+}
+
+// A range shorter than a whole pass (a recording's rest after its whole passes) runs in the
+// shortest pass that holds it, not in a whole pass moved back over chunks already embedded. The
+// whole passes' embeddings do not change; the rest's are within rounding of a whole pass's and
+// as close to host pooling as every graph pass is. Measured here, test model on the CPU: the
+// rest's embeddings are not bit-identical to a whole pass's (the graph centres the map on each
+// feature's mean over its pass before the weighted sums, and the sums run over the pass's
+// length), which is why CPU runs keep host pooling (the RTTM pins).
+TEST(SharedTrunk, ARangesRestRunsInTheShortestPassThatHoldsIt) {
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  const std::size_t dimension = extractor.dimension();
+  // 33 chunks: four whole passes of 8 and 1 more (a pass of 2); 35: 4 x 8 and 3 (a pass of 6).
+  for (const auto& [seconds, tail] : {std::pair<std::size_t, std::size_t>{41, 2}, {43, 6}}) {
+    const auto audio = synthetic_recording(seconds * kSampleRate + 777);
+    const frames::ChunkPlan plan =
+        frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+    const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+    ASSERT_EQ(chunks, seconds - 8);
+    NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t f = 0; f < 589; ++f) {
+        segmentations(c, f, (f / 97 + c) % 3) = 1.0f;
+        if (f % 5 == 0 && f > 300) segmentations(c, f, (c + 1) % 3) = 1.0f;
+      }
+    }
+    SharedTrunkConfig config;
+    config.pooling = SharedTrunkPooling::kGraph;
+    config.chunks_per_pass = 8;
+    config.tail_chunks_per_pass = {2, 6};
+    SharedTrunk tails(extractor, audio, plan, config);
+    const NdArray<float> short_rest = embed_in_ranges(tails, segmentations, 8, dimension);
+    EXPECT_EQ(tails.graph_passes_by_chunks(),
+              (std::map<std::size_t, std::size_t>{{tail, 1}, {8, 4}}));
+    const auto shapes =
+        pooled_pass_shapes(config, kSampleRate, 10 * kSampleRate, test_model_config().fbank, 3);
+    const std::size_t tail_frames = tail == 2 ? shapes[0].frames : shapes[1].frames;
+    EXPECT_EQ(tails.trunk_input_frames(), 4 * shapes[2].frames + tail_frames);
+
+    // The features computed in the graph (what an accelerator runs) in the same passes.
+    SharedTrunkConfig graph_features = config;
+    graph_features.features = SharedTrunkFeatures::kGraph;
+    SharedTrunk graph_trunk(extractor, audio, plan, graph_features);
+    const NdArray<float> graph_rest = embed_in_ranges(graph_trunk, segmentations, 8, dimension);
+    EXPECT_EQ(graph_trunk.graph_passes_by_chunks(), tails.graph_passes_by_chunks());
+    double worst_features = 1.0;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t s = 0; s < 3; ++s) {
+        worst_features =
+            std::min(worst_features, cosine(&graph_rest(c, s, 0), &short_rest(c, s, 0), dimension));
+      }
+    }
+    EXPECT_GE(worst_features, 0.9999) << seconds << " s";
+
+    SharedTrunkConfig whole_config = config;
+    whole_config.tail_chunks_per_pass.clear();
+    SharedTrunk whole(extractor, audio, plan, whole_config);
+    const NdArray<float> whole_rest = embed_in_ranges(whole, segmentations, 8, dimension);
+    EXPECT_EQ(whole.graph_passes_by_chunks(), (std::map<std::size_t, std::size_t>{{8, 5}}));
+    EXPECT_EQ(whole.trunk_input_frames(), 5 * shapes[2].frames);
+
+    SharedTrunkConfig host_config = config;
+    host_config.pooling = SharedTrunkPooling::kHost;
+    SharedTrunk host_trunk(extractor, audio, plan, host_config);
+    const NdArray<float> host = embed_in_ranges(host_trunk, segmentations, 8, dimension);
+
+    const std::size_t per_chunk = 3 * dimension;
+    EXPECT_EQ(0, std::memcmp(short_rest.data(), whole_rest.data(), 32 * per_chunk * sizeof(float)))
+        << "the whole passes are the same passes";
+    double worst_whole = 1.0;
+    double worst_host = 1.0;
+    double worst_host_last = 1.0;
+    std::size_t bit_identical = 0;
+    for (std::size_t c = 32; c < chunks; ++c) {
+      for (std::size_t s = 0; s < 3; ++s) {
+        worst_whole =
+            std::min(worst_whole, cosine(&short_rest(c, s, 0), &whole_rest(c, s, 0), dimension));
+        double& worst = c + 1 < chunks ? worst_host : worst_host_last;
+        worst = std::min(worst, cosine(&short_rest(c, s, 0), &host(c, s, 0), dimension));
+        bit_identical +=
+            std::memcmp(&short_rest(c, s, 0), &whole_rest(c, s, 0), dimension * sizeof(float)) == 0
+                ? 1
+                : 0;
+      }
+    }
+    const std::string suffix = "_" + std::to_string(seconds) + "s";
+    ::testing::Test::RecordProperty("rest_worst_cosine_to_whole_pass" + suffix,
+                                    std::to_string(worst_whole));
+    ::testing::Test::RecordProperty(
+        "rest_pairs_bit_identical_to_whole_pass" + suffix,
+        std::to_string(bit_identical) + " of " + std::to_string((chunks - 32) * 3));
+    EXPECT_GT(worst_whole, 0.99999) << seconds << " s";
+    // The thresholds of PoolingInTheGraphEqualsPoolingOnTheHost, which says why the last chunk's
+    // is lower.
+    if (chunks > 33) {
+      EXPECT_GT(worst_host, 0.99999) << seconds << " s";
+    }
+    EXPECT_GT(worst_host_last, 0.99) << seconds << " s";
+  }
+}
+
+// Each pass length runs in a session of its own (PooledSessions::kOnePerShape), the graph with
+// the features in front apart from the one without: a CUDA convolution keeps the kernels of the
+// last shape it ran only, so a session that ran two lengths searched its kernels again at every
+// change (and outside the new-shape gate, which counts a shape once per session). The sessions
+// are made once and kept for the next recording; one made ahead with the shapes
+// pooled_pass_shapes names (as the Diarizer does) is the one the passes run in.
+TEST(SharedTrunk, EachPassLengthRunsInASessionOfItsOwn) {
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  SharedTrunkConfig config;
+  config.pooling = SharedTrunkPooling::kGraph;
+  config.features = SharedTrunkFeatures::kHost;
+  config.chunks_per_pass = 8;
+  config.tail_chunks_per_pass = {2, 6};
+  const auto shapes =
+      pooled_pass_shapes(config, kSampleRate, 10 * kSampleRate, test_model_config().fbank, 3);
+  ASSERT_EQ(shapes.size(), 3u);
+  // The whole pass's session made ahead; the tails' at their first pass.
+  extractor.open_pooled_session(/*features_in_graph=*/false, {shapes[2].inputs()});
+  ASSERT_EQ(extractor.pass_sessions().size(), 1u);
+  const runtime::OnnxSession* whole_session = extractor.pass_sessions()[0].session;
+
+  const auto embed_recording = [&](std::size_t seconds, const SharedTrunkConfig& trunk_config) {
+    const auto audio = synthetic_recording(seconds * kSampleRate + 777);
+    const frames::ChunkPlan plan =
+        frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+    const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+    NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 97 + c) % 3) = 1.0f;
+    }
+    SharedTrunk trunk(extractor, audio, plan, trunk_config);
+    return embed_in_ranges(trunk, segmentations, 8, extractor.dimension());
+  };
+  // 33 chunks: four whole passes and a pass of 2.
+  const NdArray<float> short_tail = embed_recording(41, config);
+  auto sessions = extractor.pass_sessions();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].session, whole_session) << "the session made ahead ran the whole passes";
+  EXPECT_EQ(sessions[0].shapes, shapes[2].inputs());
+  EXPECT_EQ(sessions[0].runs, 4u);
+  EXPECT_EQ(sessions[1].shapes, shapes[0].inputs());
+  EXPECT_EQ(sessions[1].runs, 1u);
+  EXPECT_NE(sessions[1].session, whole_session);
+
+  // 35 chunks: four whole passes and a pass of 6, a third session; the others are reused.
+  embed_recording(43, config);
+  sessions = extractor.pass_sessions();
+  ASSERT_EQ(sessions.size(), 3u);
+  EXPECT_EQ(sessions[0].session, whole_session);
+  EXPECT_EQ(sessions[0].runs, 8u);
+  EXPECT_EQ(sessions[1].runs, 1u);
+  EXPECT_EQ(sessions[2].shapes, shapes[1].inputs());
+  EXPECT_EQ(sessions[2].runs, 1u);
+  std::set<const runtime::OnnxSession*> distinct;
+  for (const auto& use : sessions) distinct.insert(use.session);
+  EXPECT_EQ(distinct.size(), 3u) << "one session per pass length";
+
+  // The rest in its short pass, in its own session, against whole passes only: the whole passes
+  // bit-identical (the same model and settings), the rest within rounding.
+  SharedTrunkConfig whole_only = config;
+  whole_only.tail_chunks_per_pass.clear();
+  const NdArray<float> whole = embed_recording(41, whole_only);
+  EXPECT_EQ(extractor.pass_sessions().size(), 3u) << "whole passes run in the whole pass's session";
+  const std::size_t dimension = extractor.dimension();
+  EXPECT_EQ(0, std::memcmp(short_tail.data(), whole.data(), 32 * 3 * dimension * sizeof(float)));
+  double worst = 1.0;
+  for (std::size_t s = 0; s < 3; ++s) {
+    worst = std::min(worst, cosine(&short_tail(32, s, 0), &whole(32, s, 0), dimension));
+  }
+  EXPECT_GT(worst, 0.99999);
+  EXPECT_LT(max_abs_difference(short_tail, whole), 1e-4);
+
+  // The features in the graph: sessions of another graph, made ahead from the shapes
+  // pooled_pass_shapes names for it; the passes open none of their own.
+  SharedTrunkConfig graph_features = config;
+  graph_features.features = SharedTrunkFeatures::kGraph;
+  std::vector<std::vector<runtime::InputShape>> sample_shapes;
+  for (const PooledPassShape& shape : shapes) sample_shapes.push_back(shape.inputs_from_samples());
+  extractor.open_pooled_session(/*features_in_graph=*/true, sample_shapes);
+  ASSERT_EQ(extractor.pass_sessions().size(), 6u);
+  const NdArray<float> from_samples = embed_recording(41, graph_features);
+  sessions = extractor.pass_sessions();
+  ASSERT_EQ(sessions.size(), 6u) << "the shapes made ahead are the shapes the passes run";
+  EXPECT_EQ(sessions[3].runs, 1u) << "the pass of 2";
+  EXPECT_EQ(sessions[4].runs, 0u) << "no pass of 6";
+  EXPECT_EQ(sessions[5].runs, 4u) << "the whole passes";
+  double worst_features = 1.0;
+  for (std::size_t c = 0; c < 33; ++c) {
+    for (std::size_t s = 0; s < 3; ++s) {
+      worst_features =
+          std::min(worst_features, cosine(&from_samples(c, s, 0), &short_tail(c, s, 0), dimension));
+    }
+  }
+  EXPECT_GE(worst_features, 0.9999);
+}
+
+// Engines on one GPU share each pass length's session (runtime/session_share.h keys a session
+// by the model's bytes and its settings, the pass's shapes among them); the CPU shows the
+// mechanism with a share that covers CPU sessions.
+TEST(SharedTrunk, EnginesShareEachPassLengthsSession) {
+  const auto share =
+      std::make_shared<runtime::SessionShare>(runtime::SessionShare::Scope::kEverySession);
+  const std::string model = graph::testing::make_test_embedding_model();
+  SharedTrunkConfig config;
+  config.chunks_per_pass = 8;
+  config.tail_chunks_per_pass = {2, 6};
+  std::vector<std::vector<runtime::InputShape>> shapes;
+  for (const PooledPassShape& shape :
+       pooled_pass_shapes(config, kSampleRate, 10 * kSampleRate, test_model_config().fbank, 3)) {
+    shapes.push_back(shape.inputs());
+  }
+  EmbeddingExtractor first(model, "test model", test_model_config(), share);
+  const std::size_t before = share->size();  // the trunk
+  first.open_pooled_session(/*features_in_graph=*/false, shapes);
+  EXPECT_EQ(share->size(), before + 3) << "one session per pass length";
+  EmbeddingExtractor second(model, "test model", test_model_config(), share);
+  second.open_pooled_session(/*features_in_graph=*/false, shapes);
+  EXPECT_EQ(share->size(), before + 3) << "the second engine made none of its own";
+  ASSERT_EQ(second.pass_sessions().size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(second.pass_sessions()[i].session, first.pass_sessions()[i].session);
+  }
+}
+
+TEST(SharedTrunk, TailSessionsNamesRoundTrip) {
+  for (const TailSessions when : {TailSessions::kAtStart, TailSessions::kAtFirstPass}) {
+    EXPECT_EQ(parse_tail_sessions(tail_sessions_name(when)), when);
+  }
+  EXPECT_THROW(parse_tail_sessions("lazy"), Error);
+}
+
+// A nine-minute file (8 min 53 s: 524 chunks at a 1 s step, 263 at 2 s) runs two whole passes
+// and a quarter pass, not three whole passes: 61,104 fbank frames through the trunk for the
+// recording's 53,298 instead of 80,304 at a 1 s step (60,792 instead of 79,992 at 2 s).
+TEST(SharedTrunk, ANineMinuteFilesTailRunsInAQuarterPass) {
+  EmbeddingExtractor extractor(graph::testing::make_test_embedding_model(), "test model",
+                               test_model_config());
+  const auto audio = synthetic_recording(533 * kSampleRate);
+  for (const auto& [step, whole, quarter, frames] :
+       {std::tuple<int, std::size_t, std::size_t, std::size_t>{1, 256, 64, 2 * 26768 + 7568},
+        {2, 128, 32, 2 * 26664 + 7464}}) {
+    const frames::ChunkPlan plan =
+        frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate, 10.0, step);
+    const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+    EXPECT_EQ(chunks, step == 1 ? 524u : 263u);
+    NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 131 + c) % 3) = 1.0f;
+    }
+    SharedTrunkConfig config;
+    config.pooling = SharedTrunkPooling::kGraph;
+    SharedTrunk trunk(extractor, audio, plan, config);
+    embed_in_ranges(trunk, segmentations, whole, extractor.dimension());
+    EXPECT_EQ(trunk.graph_passes_by_chunks(),
+              (std::map<std::size_t, std::size_t>{{quarter, 1}, {whole, 2}}))
+        << "step " << step;
+    EXPECT_EQ(trunk.trunk_input_frames(), frames) << "step " << step;
+    // The padded recording: to the last chunk's end (534 s at 2 s, whose last chunk starts at
+    // 524 s).
+    EXPECT_EQ(trunk.total_frames(), step == 1 ? 53298u : 53398u);
+  }
+}
+
+// What a static-shape provider gets with a tail, forced on the CPU: a session for each pass
+// shape the run uses, opened from the compiled-graph cache with the inputs pooled_pass_shapes
+// names, whole pass first, then the tail's, with the embeddings of one session for all shapes.
+TEST(SharedTrunk, ATailPassOpensTheShapePooledPassShapesNames) {
+  const auto audio = synthetic_recording(24 * kSampleRate + 321);
+  const frames::ChunkPlan plan =
+      frames::plan_chunks(static_cast<std::int64_t>(audio.size()), kSampleRate);
+  const auto chunks = static_cast<std::size_t>(plan.num_chunks());
+  ASSERT_EQ(chunks, 16u);  // three passes of 5 and one chunk
+  NdArray<float> segmentations({chunks, 589, 3}, 0.0f);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (std::size_t f = 0; f < 589; ++f) segmentations(c, f, (f / 131 + c) % 3) = 1.0f;
+  }
+  SharedTrunkConfig config;
+  config.pooling = SharedTrunkPooling::kGraph;
+  config.chunks_per_pass = 5;
+  config.tail_chunks_per_pass = {2};
+  const auto cache_root = std::filesystem::temp_directory_path() /
+                          ("parley_shared_trunk_tail_shapes_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache_root);
+  EmbeddingConfig per_shape_config = test_model_config();
+  per_shape_config.batch_buckets = runtime::Buckets::powers_of_two(per_shape_config.batch_size);
+  per_shape_config.compile_cache_root = cache_root;
+  EmbeddingExtractor per_shape(graph::testing::make_test_embedding_model(), "test model",
+                               per_shape_config);
+  EmbeddingExtractor one_session(graph::testing::make_test_embedding_model(), "test model",
+                                 test_model_config());
+  SharedTrunk per_shape_trunk(per_shape, audio, plan, config);
+  SharedTrunk one_session_trunk(one_session, audio, plan, config);
+  const NdArray<float> actual =
+      embed_in_ranges(per_shape_trunk, segmentations, 5, per_shape.dimension());
+  const NdArray<float> expected =
+      embed_in_ranges(one_session_trunk, segmentations, 5, one_session.dimension());
+  std::filesystem::remove_all(cache_root);
+  EXPECT_LT(max_abs_difference(actual, expected), 1e-5);
+  const auto shapes = pooled_pass_shapes(config, plan.step_samples, plan.window_samples,
+                                         test_model_config().fbank, 3);
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(per_shape_trunk.graph_passes_by_chunks(),
+            (std::map<std::size_t, std::size_t>{{2, 1}, {5, 3}}));
+  EXPECT_EQ(per_shape.opened_shapes(), (std::vector<std::vector<runtime::InputShape>>{
+                                           shapes[1].inputs(), shapes[0].inputs()}));
+}
+
 TEST(SharedTrunk, ChecksTheTrunksReceptiveField) {
   using Kind = graph::TimeReceptiveField::Kind;
   SharedTrunkConfig config;  // margins of 128 fbank frames, time stride 8
