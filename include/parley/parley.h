@@ -328,7 +328,8 @@ PARLEY_API parley_status parley_run_finished(const parley_params* params,
                                              const char* out_dir, const char* format,
                                              const char* name, int* finished);
 /* parley_run_finished from named options (parley_options): the same answer for the same
- * settings. */
+ * settings. Their "exclusive" counts too: set, the record asked for is the exclusive turns' (as
+ * parley_batch_set_exclusive writes them); parley_run_finished asks for the overlapping turns. */
 PARLEY_API parley_status parley_run_finished_from(const parley_options* options,
                                                   const parley_run_options* run, const char* path,
                                                   const char* out_dir, const char* format,
