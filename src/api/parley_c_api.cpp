@@ -1251,9 +1251,8 @@ parley_status parley_score_rttm(const char* reference, const char* hypothesis, d
                                 int skip_overlap, parley_der* der) {
   return guarded([&] {
     require(der, "parley_score_rttm", "der");
-    if (!std::isfinite(collar) || collar < 0.0) {
-      invalid(
-          fmt::format("collar must be a finite number of seconds, at least 0 (got {})", collar));
+    if (const std::string problem = parley::eval::collar_problem(collar); !problem.empty()) {
+      invalid(problem);
     }
     const auto reference_turns = parse_rttm_text(reference, "reference");
     const auto hypothesis_turns = parse_rttm_text(hypothesis, "hypothesis");
