@@ -346,7 +346,8 @@ constexpr std::array<const char*, 4> kReclusterFlags = {"--num-speakers", "--min
                                                         "--clustering", "--ahc-threshold"};
 
 // Refuses flags that would be ignored: the sample format, rate and channels of a decoded file,
-// the batch clustering without --final-recluster, and -o - (standard output carries the events).
+// the batch clustering without --final-recluster, --final-recluster without -o (its result is
+// written nowhere else), and -o - (standard output carries the events).
 void refuse_ignored_flags(const StreamArguments& arguments, const CLI::App& command) {
   const auto given = [&](const char* flag) { return command.get_option(flag)->count() > 0; };
   if (!arguments.raw) {
@@ -369,6 +370,12 @@ void refuse_ignored_flags(const StreamArguments& arguments, const CLI::App& comm
           "the live clustering takes --max-speakers and --match-threshold",
           flag);
     }
+  }
+  if (arguments.config.final_recluster && !given("--out")) {
+    fail(
+        "--final-recluster writes its batch diarization of the whole stream only to the -o file: "
+        "give -o FILE, or leave --final-recluster out (the events on standard output are the "
+        "live ones either way)");
   }
   if (given("--out") && arguments.flags.out == "-") {
     fail(
