@@ -45,8 +45,8 @@ class SpeedTwinWarning(UserWarning):
 # (its message comes through the C API).
 MIN_SAMPLE_RATE: int = _parley.MIN_SAMPLE_RATE
 MAX_SAMPLE_RATE: int = _parley.MAX_SAMPLE_RATE
+MAX_STREAM_CHANNELS: int = _parley.MAX_STREAM_CHANNELS
 _INT_MAX = 2**31 - 1
-MAX_COLLAR = 1e9  # seconds: any finite collar is allowed, and this is past every recording
 
 
 def _integer(name: str, value: Any, low: int, high: int) -> int:
@@ -60,7 +60,8 @@ def _integer(name: str, value: Any, low: int, high: int) -> int:
         value = int(number)
     value = int(value)
     if not low <= value <= high:
-        raise InvalidArgument(f"{name} must be {low} to {high} (got {value})")
+        # The option table's wording (pipeline/option_table.h), as the C API's messages.
+        raise InvalidArgument(f"{name}: must be {low} to {high} (got {value})")
     return value
 
 
@@ -75,11 +76,16 @@ def _speakers(name: str, value: Any) -> Optional[int]:
     return None if value is None else _integer(name, value, 1, _INT_MAX)
 
 
-def _number(name: str, value: Any, low: float, high: float) -> float:
-    """`value` as a finite float in [low, high]."""
+def _real(name: str, value: Any) -> float:
+    """`value` as a float, of any size: bounds are the caller's (or the library's) to check."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ArgumentTypeError(f"{name} must be a number (got {type(value).__name__})")
-    number = _float(name, value)
+    return _float(name, value)
+
+
+def _number(name: str, value: Any, low: float, high: float) -> float:
+    """`value` as a finite float in [low, high]."""
+    number = _real(name, value)
     if not (math.isfinite(number) and low <= number <= high):
         raise InvalidArgument(f"{name} must be a number from {low:g} to {high:g} (got {value!r})")
     return number
@@ -717,7 +723,7 @@ def score(reference: Union[Diarization, str, "os.PathLike[str]"],
     on each side of every reference boundary (md-eval's -c; pyannote.metrics' collar is twice
     this); ``skip_overlap``: leave overlapped reference speech unscored.
     """
-    collar = _number("collar", collar, 0.0, MAX_COLLAR)
+    collar = _real("collar", collar)  # its bounds are the library's (parley_score_rttm)
     skip_overlap = _flag("skip_overlap", skip_overlap)
     reference_text = _rttm_text("reference", reference, None)
     hypothesis_text = _rttm_text("hypothesis", hypothesis, _single_uri(reference_text))
