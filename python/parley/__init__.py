@@ -26,6 +26,7 @@ from ._parley import Cancelled, Error, InvalidArgument
 
 __all__ = ["Pipeline", "Diarization", "Annotation", "Turn", "Segment", "Score", "Error",
            "Cancelled", "InvalidArgument", "ArgumentTypeError", "SpeedTwinWarning", "FORMATS",
+           "DEFAULT_FORMAT",
            "options", "score", "__version__", "SpeakerLibrary", "Identification", "NamedSpeaker",
            "Stream", "StreamEvent"]
 __version__: str = _parley.version()
@@ -276,10 +277,12 @@ class _TurnList(list):
 
 
 # The option table's format choices (parley.options()), as every face offers them.
-FORMATS: tuple[str, ...] = tuple(next(option["choices"]
-                                      for option in json.loads(_parley.options_json())
-                                      if option["name"] == "format"))
+_FORMAT_OPTION = next(option for option in json.loads(_parley.options_json())
+                      if option["name"] == "format")
+FORMATS: tuple[str, ...] = tuple(_FORMAT_OPTION["choices"])
 """What :meth:`Diarization.to_format` writes, as ``parley diarize --format`` does."""
+DEFAULT_FORMAT: str = _FORMAT_OPTION["default"]
+"""The format a result is written in when none is asked for (the table's default)."""
 
 
 class Diarization:
