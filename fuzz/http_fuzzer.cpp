@@ -10,9 +10,9 @@
 #include "server/http_api.h"
 
 #include <httplib.h>
-#include <chrono>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

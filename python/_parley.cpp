@@ -786,6 +786,7 @@ PYBIND11_MODULE(_parley, module) {
   module.attr("DEFAULT_IDENTIFY_THRESHOLD") = PARLEY_DEFAULT_IDENTIFY_THRESHOLD;
   module.attr("MIN_SAMPLE_RATE") = PARLEY_MIN_SAMPLE_RATE;
   module.attr("MAX_SAMPLE_RATE") = PARLEY_MAX_SAMPLE_RATE;
+  module.attr("MAX_STREAM_CHANNELS") = PARLEY_MAX_STREAM_CHANNELS;
   py::class_<NamedResult>(module, "NamedResult")
       .def("format", &NamedResult::format, py::arg("format"), py::arg("exclusive"), py::arg("uri"));
 

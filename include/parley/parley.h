@@ -328,7 +328,8 @@ PARLEY_API parley_status parley_run_finished(const parley_params* params,
                                              const char* out_dir, const char* format,
                                              const char* name, int* finished);
 /* parley_run_finished from named options (parley_options): the same answer for the same
- * settings. */
+ * settings. Their "exclusive" counts too: set, the record asked for is the exclusive turns' (as
+ * parley_batch_set_exclusive writes them); parley_run_finished asks for the overlapping turns. */
 PARLEY_API parley_status parley_run_finished_from(const parley_options* options,
                                                   const parley_run_options* run, const char* path,
                                                   const char* out_dir, const char* format,
@@ -477,6 +478,9 @@ typedef struct parley_stream_params {
 } parley_stream_params;
 
 PARLEY_API parley_stream_params parley_default_stream_params(void);
+/* The most interleaved channels parley_stream_push and parley_stream_push_s16 take (at least 1),
+ * as every face of a stream (`parley stream --channels`, the WebSocket's channels). */
+#define PARLEY_MAX_STREAM_CHANNELS 64
 
 typedef enum parley_stream_event_kind {
   PARLEY_STREAM_TURN_START = 0,  /* `speaker` began speaking at `start` (final) */
@@ -511,7 +515,10 @@ PARLEY_API parley_status parley_stream_push(parley_stream* stream, const float* 
 PARLEY_API parley_status parley_stream_push_s16(parley_stream* stream, const int16_t* samples,
                                                 size_t frame_count, int channels);
 /* Copies up to `capacity` waiting events, oldest first, into `events` and removes them;
- * `count` receives how many. Events wait only while no callback is set. */
+ * `count` receives how many. Events wait only while no callback is set, and every one waits
+ * until it is polled: a stream that is pushed to but never polled holds all its events (its
+ * memory grows with the audio). Poll after each push (until `count` < `capacity`), or set a
+ * callback. */
 PARLEY_API parley_status parley_stream_poll(parley_stream* stream, parley_stream_event* events,
                                             size_t capacity, size_t* count);
 /* Hands events to `callback` as they are made (NULL: back to parley_stream_poll). */

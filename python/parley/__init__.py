@@ -26,6 +26,7 @@ from ._parley import Cancelled, Error, InvalidArgument
 
 __all__ = ["Pipeline", "Diarization", "Annotation", "Turn", "Segment", "Score", "Error",
            "Cancelled", "InvalidArgument", "ArgumentTypeError", "SpeedTwinWarning", "FORMATS",
+           "DEFAULT_FORMAT",
            "options", "score", "__version__", "SpeakerLibrary", "Identification", "NamedSpeaker",
            "Stream", "StreamEvent"]
 __version__: str = _parley.version()
@@ -45,8 +46,8 @@ class SpeedTwinWarning(UserWarning):
 # (its message comes through the C API).
 MIN_SAMPLE_RATE: int = _parley.MIN_SAMPLE_RATE
 MAX_SAMPLE_RATE: int = _parley.MAX_SAMPLE_RATE
+MAX_STREAM_CHANNELS: int = _parley.MAX_STREAM_CHANNELS
 _INT_MAX = 2**31 - 1
-MAX_COLLAR = 1e9  # seconds: any finite collar is allowed, and this is past every recording
 
 
 def _integer(name: str, value: Any, low: int, high: int) -> int:
@@ -60,7 +61,8 @@ def _integer(name: str, value: Any, low: int, high: int) -> int:
         value = int(number)
     value = int(value)
     if not low <= value <= high:
-        raise InvalidArgument(f"{name} must be {low} to {high} (got {value})")
+        # The option table's wording (pipeline/option_table.h), as the C API's messages.
+        raise InvalidArgument(f"{name}: must be {low} to {high} (got {value})")
     return value
 
 
@@ -75,11 +77,16 @@ def _speakers(name: str, value: Any) -> Optional[int]:
     return None if value is None else _integer(name, value, 1, _INT_MAX)
 
 
-def _number(name: str, value: Any, low: float, high: float) -> float:
-    """`value` as a finite float in [low, high]."""
+def _real(name: str, value: Any) -> float:
+    """`value` as a float, of any size: bounds are the caller's (or the library's) to check."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ArgumentTypeError(f"{name} must be a number (got {type(value).__name__})")
-    number = _float(name, value)
+    return _float(name, value)
+
+
+def _number(name: str, value: Any, low: float, high: float) -> float:
+    """`value` as a finite float in [low, high]."""
+    number = _real(name, value)
     if not (math.isfinite(number) and low <= number <= high):
         raise InvalidArgument(f"{name} must be a number from {low:g} to {high:g} (got {value!r})")
     return number
@@ -270,10 +277,12 @@ class _TurnList(list):
 
 
 # The option table's format choices (parley.options()), as every face offers them.
-FORMATS: tuple[str, ...] = tuple(next(option["choices"]
-                                      for option in json.loads(_parley.options_json())
-                                      if option["name"] == "format"))
+_FORMAT_OPTION = next(option for option in json.loads(_parley.options_json())
+                      if option["name"] == "format")
+FORMATS: tuple[str, ...] = tuple(_FORMAT_OPTION["choices"])
 """What :meth:`Diarization.to_format` writes, as ``parley diarize --format`` does."""
+DEFAULT_FORMAT: str = _FORMAT_OPTION["default"]
+"""The format a result is written in when none is asked for (the table's default)."""
 
 
 class Diarization:
@@ -717,7 +726,7 @@ def score(reference: Union[Diarization, str, "os.PathLike[str]"],
     on each side of every reference boundary (md-eval's -c; pyannote.metrics' collar is twice
     this); ``skip_overlap``: leave overlapped reference speech unscored.
     """
-    collar = _number("collar", collar, 0.0, MAX_COLLAR)
+    collar = _real("collar", collar)  # its bounds are the library's (parley_score_rttm)
     skip_overlap = _flag("skip_overlap", skip_overlap)
     reference_text = _rttm_text("reference", reference, None)
     hypothesis_text = _rttm_text("hypothesis", hypothesis, _single_uri(reference_text))

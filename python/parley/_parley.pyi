@@ -76,6 +76,7 @@ def score_rttm(reference: bytes, hypothesis: bytes, collar: float,
 DEFAULT_IDENTIFY_THRESHOLD: float
 MIN_SAMPLE_RATE: int
 MAX_SAMPLE_RATE: int
+MAX_STREAM_CHANNELS: int
 
 class NamedResult:
     def format(self, format: str, exclusive: bool, uri: Optional[str]) -> str: ...

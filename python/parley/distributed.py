@@ -94,7 +94,7 @@ def read_manifest(manifest: Union[str, "os.PathLike[str]"]) -> list[str]:
 
 
 def plan(paths: Sequence[str], out_dir: Union[str, "os.PathLike[str]", None] = None,
-         output_format: str = "rttm", **options: Any) -> dict[str, Any]:
+         output_format: str = parley.DEFAULT_FORMAT, **options: Any) -> dict[str, Any]:
     """libparley's plan of a run of ``paths`` into ``out_dir`` with ``options`` (parley.Pipeline's
     arguments, num/min/max_speakers and exclusive), as ``parley diarize --out-dir`` plans its list
     (parley_corpus_plan_json): ``{"recordings": [...], "repeats": [...]}``. Each recording once,
@@ -278,7 +278,7 @@ def _batches(jobs: list[dict[str, Any]], batch_size: int) -> list[list[dict[str,
 
 
 def iter_archive(client: Client, inputs: Union[str, "os.PathLike[str]", Iterable[str]],
-                 out_dir: Union[str, "os.PathLike[str]"], output_format: str = "rttm",
+                 out_dir: Union[str, "os.PathLike[str]"], output_format: str = parley.DEFAULT_FORMAT,
                  batch_size: Optional[int] = None, **options: Any) -> Iterator[Report]:
     """Diarizes every recording of ``inputs`` (a manifest path, or paths the workers can read)
     into ``out_dir`` on ``client``'s cluster; yields a :class:`Report` per recording as it
@@ -460,7 +460,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         provider_options[key] = value
     if provider_options:
         options["provider_options"] = provider_options
-    output_format = options.pop("format", "rttm")
+    output_format = options.pop("format", parley.DEFAULT_FORMAT)
     if arguments.local is not None:
         import dask
         from distributed import LocalCluster

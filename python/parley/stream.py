@@ -44,10 +44,14 @@ class Stream:
     Args:
         pipeline: the :class:`parley.Pipeline` whose models the stream runs.
         sample_rate: Hz of the pushed samples (resampled to 16 kHz inside).
-        channels: interleaved channels of the pushed samples (averaged to mono).
+        channels: interleaved channels of the pushed samples (averaged to mono; 1 to
+            ``parley.MAX_STREAM_CHANNELS``).
         step: seconds the 10 s window moves between two model runs.
         latency: seconds of audio after which a frame's speaker is final (0.5 to 5).
         max_speakers: most speakers the stream creates.
+
+    The bounds and defaults are the stream's option table's (``parley options --stream``), which
+    the library checks: a value out of them raises :class:`parley.InvalidArgument` naming it.
         match_threshold: cosine distance under which a voice matches a known speaker.
         provisional: also report "turn_update" events for the frames not final yet.
         final_recluster: at the end, diarize the whole stream as the pipeline does and return
@@ -58,18 +62,19 @@ class Stream:
                  step: float = 0.5, latency: float = 2.0, max_speakers: int = 20,
                  match_threshold: float = 0.7, provisional: bool = False,
                  final_recluster: bool = False) -> None:
-        from . import Pipeline, _flag, _float, _integer
+        from . import _INT_MAX, Pipeline, _flag, _float, _integer
 
         if not isinstance(pipeline, Pipeline):
             from . import ArgumentTypeError
 
             raise ArgumentTypeError(f"Stream runs on a parley.Pipeline "
                                     f"(got {type(pipeline).__name__})")
-        self._channels = _integer("channels", channels, 1, 64)
+        # Bounds here only where a value must fit a C int; the rest are the library's.
+        self._channels = _integer("channels", channels, 1, _parley.MAX_STREAM_CHANNELS)
         self._stream = _parley.Stream(
             pipeline._diarizer, sample_rate=_float("sample_rate", sample_rate),
             step=_float("step", step), latency=_float("latency", latency),
-            max_speakers=_integer("max_speakers", max_speakers, 1, 1000),
+            max_speakers=_integer("max_speakers", max_speakers, -_INT_MAX - 1, _INT_MAX),
             match_threshold=_float("match_threshold", match_threshold),
             provisional=_flag("provisional", provisional),
             final_recluster=_flag("final_recluster", final_recluster))
@@ -107,7 +112,9 @@ class Stream:
                                   f"(got dtype {array.dtype})")
 
     def events(self) -> list[StreamEvent]:
-        """The events made since the last call, oldest first."""
+        """The events made since the last call, oldest first. Events wait here until taken: a
+        stream pushed to but never asked for its events keeps them all (its memory grows with
+        the audio), so call this after each :meth:`push`."""
         return [StreamEvent(_KINDS[kind], f"SPEAKER_{speaker:02d}" if speaker >= 0 else None,
                             start, end, audio_time, latency)
                 for kind, speaker, start, end, audio_time, latency in self._stream.poll()]

@@ -82,6 +82,31 @@ def test_provisional_updates_and_settings(pipeline, pcm):
         stream.push(b"\x00\x00")
 
 
+@pytest.mark.skipif(not CLI, reason="the parley command is not built")
+def test_keywords_are_the_stream_option_table(pipeline):
+    """Stream's keywords take the defaults of the stream's option table (`parley options
+    --stream --json`) and refuse, with the table's message, a value past each of its bounds."""
+    import inspect
+
+    table = json.loads(subprocess.run([CLI, "options", "--stream", "--json"], check=True,
+                                      capture_output=True, text=True).stdout)
+    keywords = inspect.signature(parley.Stream).parameters
+    offered = [option for option in table if option["faces"]["python"]]
+    assert {option["name"] for option in offered} <= set(keywords)
+    for option in offered:
+        name, low, high = option["name"], option["minimum"], option["maximum"]
+        assert keywords[name].default == option["default"], name
+        if option["type"] not in ("number", "integer") or high is None:
+            continue
+        step = 1 if option["type"] == "integer" else 0.01
+        bounds = f"{name}: must be {low:g} to {high:g}"
+        for value in (low - step, high + step):
+            with pytest.raises(parley.InvalidArgument, match=bounds):
+                stream = parley.Stream(pipeline, **{name: value})
+                # channels are the pushed samples': checked by the C API at each push.
+                stream.push(np.zeros(0, dtype=np.float32))
+
+
 def test_final_recluster_is_the_batch_diarization(pipeline, pcm):
     _, archived = run(pipeline, [pcm], final_recluster=True)
     batch = pipeline(FALCON)

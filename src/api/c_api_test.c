@@ -495,6 +495,19 @@ static void writes_into_a_folder(const char* models, const char* eval) {
   CHECK(parley_run_finished(&params, NULL, overlapped, folder, "rttm", NULL, &finished) ==
         PARLEY_OK);
   CHECK(finished == 0);
+  /* Named options with exclusive set ask for the exclusive turns' record: finished, as the
+   * batch wrote it; without it, not. */
+  parley_options* exclusive_options = NULL;
+  CHECK(parley_options_new(&params, &exclusive_options) == PARLEY_OK);
+  finished = -1;
+  CHECK(parley_run_finished_from(exclusive_options, NULL, overlapped, folder, "rttm", NULL,
+                                 &finished) == PARLEY_OK);
+  CHECK(finished == 0);
+  CHECK(parley_options_set(exclusive_options, "exclusive", "1") == PARLEY_OK);
+  CHECK(parley_run_finished_from(exclusive_options, NULL, overlapped, folder, "rttm", NULL,
+                                 &finished) == PARLEY_OK);
+  CHECK(finished == 1);
+  parley_options_free(exclusive_options);
   /* Names as the CLI gives them: equal file names in two folders are told apart. */
   const char* paths[] = {"/x/talk.wav", "/y/talk.wav", "/x/other.wav"};
   const char* names = parley_output_names(paths, 3);

@@ -638,9 +638,9 @@ std::unique_ptr<parley_batch> new_batch(DiarizationModels models, DiarizationCon
   return handle;
 }
 
-// Whether `path` was finished into `out_dir` with `config` on `models`: parley_run_finished and
-// parley_run_finished_from.
-bool run_finished(const DiarizationModels& models, DiarizationConfig config,
+// Whether `path` was finished into `out_dir` with `config` on `models`, its turns `exclusive` or
+// not: parley_run_finished and parley_run_finished_from.
+bool run_finished(const DiarizationModels& models, DiarizationConfig config, bool exclusive,
                   const parley_run_options* run, const char* path, const char* out_dir,
                   const char* format, const char* name, const char* function) {
   require(path, function, "path");
@@ -650,7 +650,7 @@ bool run_finished(const DiarizationModels& models, DiarizationConfig config,
   const std::string chosen_name = output_name(name, audio, function);
   if (const auto speakers = speaker_counts(run)) config.speakers = *speakers;
   return with_status(PARLEY_ERROR_FAILED, [&] {
-    const parley::corpus::OutDirWriter writer({out_dir, {chosen_format}, false, {}},
+    const parley::corpus::OutDirWriter writer({out_dir, {chosen_format}, exclusive, {}},
                                               parley::corpus::cached_run_settings(models, config));
     return writer.plan(chosen_name, audio).finished();
   });
@@ -1131,7 +1131,8 @@ parley_status parley_run_finished(const parley_params* params, const parley_run_
     *finished = 0;
     require(params, "parley_run_finished", "params");
     DiarizationConfig config = diarization_config(*params);
-    *finished = run_finished(model_paths(*params), std::move(config), options, path, out_dir,
+    // parley_params has no exclusive: the overlapping turns, a batch's default.
+    *finished = run_finished(model_paths(*params), std::move(config), false, options, path, out_dir,
                              format, name, "parley_run_finished")
                     ? 1
                     : 0;
@@ -1146,8 +1147,9 @@ parley_status parley_run_finished_from(const parley_options* options, const parl
     *finished = 0;
     require(options, "parley_run_finished_from", "options");
     DiarizationConfig config = options_config(*options);
-    *finished = run_finished(options_models(*options), std::move(config), run, path, out_dir,
-                             format, name, "parley_run_finished_from")
+    *finished = run_finished(options_models(*options), std::move(config),
+                             options->values.value("exclusive", false), run, path, out_dir, format,
+                             name, "parley_run_finished_from")
                     ? 1
                     : 0;
   });
@@ -1249,9 +1251,8 @@ parley_status parley_score_rttm(const char* reference, const char* hypothesis, d
                                 int skip_overlap, parley_der* der) {
   return guarded([&] {
     require(der, "parley_score_rttm", "der");
-    if (!std::isfinite(collar) || collar < 0.0) {
-      invalid(
-          fmt::format("collar must be a finite number of seconds, at least 0 (got {})", collar));
+    if (const std::string problem = parley::eval::collar_problem(collar); !problem.empty()) {
+      invalid(problem);
     }
     const auto reference_turns = parse_rttm_text(reference, "reference");
     const auto hypothesis_turns = parse_rttm_text(hypothesis, "hypothesis");

@@ -7,10 +7,15 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "api/handles.h"
 #include "parley/parley.h"
 #include "stream/stream_diarizer.h"
+#include "stream/stream_options.h"
+
+static_assert(PARLEY_MAX_STREAM_CHANNELS == parley::stream::kMaxStreamChannels,
+              "parley.h's channel bound is the stream table's");
 
 struct parley_stream {
   parley_diarizer* diarizer = nullptr;
@@ -63,13 +68,21 @@ std::string with_c_field_names(std::string message) {
   return message;
 }
 
+// A stream option's check (stream/stream_options.h), its message under the C name.
+template <typename Value>
+void check_option(const char* name, const Value& value, const char* function) {
+  try {
+    parley::stream::stream_option(name).check_value(value);
+  } catch (const parley::Error& error) {
+    invalid_argument(fmt::format("{}: {}", function, with_c_field_names(error.what())));
+  }
+}
+
 void check_push(const parley_stream* stream, const void* samples, std::size_t frames, int channels,
                 const char* function) {
   require(stream, function, "stream");
   if (frames > 0) require(samples, function, "samples");
-  if (channels < 1 || channels > 64) {
-    invalid_argument(fmt::format("{}: channels must be 1 to 64 (got {})", function, channels));
-  }
+  check_option("channels", channels, function);
 }
 
 }  // namespace
@@ -96,22 +109,19 @@ parley_status parley_stream_new(parley_diarizer* diarizer, const parley_stream_p
     *stream = nullptr;
     require(diarizer, "parley_stream_new", "diarizer");
     const parley_stream_params given = params ? *params : parley_default_stream_params();
+    // The fields by their options' names, checked by the stream's table as every face's.
+    const nlohmann::json values = {{"sample_rate", given.sample_rate},
+                                   {"step", given.step},
+                                   {"latency", given.latency},
+                                   {"max_speakers", given.max_speakers},
+                                   {"match_threshold", given.match_threshold},
+                                   {"provisional", given.provisional != 0},
+                                   {"final_recluster", given.final_recluster != 0}};
     parley::stream::StreamConfig config;
-    config.sample_rate = given.sample_rate;
-    config.step_seconds = given.step;
-    config.latency_seconds = given.latency;
-    if (given.max_speakers < 1) {
-      invalid_argument(fmt::format("parley_stream_new: max_speakers must be at least 1 (got {})",
-                                   given.max_speakers));
-    }
-    config.max_speakers = static_cast<std::size_t>(given.max_speakers);
-    config.match_threshold = given.match_threshold;
-    config.provisional = given.provisional != 0;
-    config.final_recluster = given.final_recluster != 0;
     try {
-      config.validate();
+      parley::stream::apply_stream_options(values, config);
     } catch (const parley::Error& error) {
-      invalid_argument(with_c_field_names(error.what()));
+      invalid_argument(fmt::format("parley_stream_new: {}", with_c_field_names(error.what())));
     }
     auto handle = std::make_unique<parley_stream>();
     handle->diarizer = diarizer;

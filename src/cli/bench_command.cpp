@@ -82,16 +82,6 @@ double peak_rss_bytes() {
   return static_cast<double>(usage.ru_maxrss) * 1024.0;  // ru_maxrss is KiB on Linux
 }
 
-int device_id(const runtime::ProviderOptions& options) {
-  const auto it = options.find("device_id");
-  if (it == options.end()) return 0;
-  try {
-    return std::stoi(it->second);
-  } catch (const std::exception&) {
-    fail("--provider-option device_id={}: expected a device number", it->second);
-  }
-}
-
 TimedRun run_once(pipeline::Diarizer& diarizer, const std::string& audio, const std::string& uri,
                   Progress& progress) {
   TimedRun run;
@@ -295,25 +285,20 @@ void run_bench(const BenchArguments& arguments) {
   const pipeline::DiarizationModels models = resolve_models(arguments.engine, arguments.flags);
   models::warn_if_speed_twin(models.embedding);
   const ModelProviders providers = model_providers(models, config);
-  // The GPU whose memory is watched: the embedding's, else the segmentation's.
-  const bool embedding_on_gpu = providers.embedding != runtime::ProviderId::kCpu;
-  const runtime::ProviderId gpu_provider =
-      embedding_on_gpu ? providers.embedding : providers.segmentation;
-  const int gpu_device =
-      device_id(embedding_on_gpu ? providers.embedding_options : providers.segmentation_options);
+  const std::optional<runtime::WatchedDevice> watched = providers.watched_device();
 
   std::optional<DeviceMemorySamples> device;
   const auto sample_device = [&] {
     if (!device) return;
-    if (const auto memory = runtime::query_device_memory(gpu_provider, gpu_device)) {
+    if (const auto memory = runtime::query_device_memory(watched->provider, watched->device_id)) {
       device->peak_used_bytes =
           std::max(device->peak_used_bytes, memory->total_bytes - memory->free_bytes);
       device->source = memory->source;
     }
   };
-  if (gpu_provider != runtime::ProviderId::kCpu) {
+  if (watched) {
     device.emplace();
-    device->before_models = runtime::query_device_memory(gpu_provider, gpu_device);
+    device->before_models = runtime::query_device_memory(watched->provider, watched->device_id);
     if (!device->before_models) device->before_models = runtime::DeviceMemory{};
   }
 

@@ -126,12 +126,11 @@ void set_default(T& target, const nlohmann::json& value) {
   if (!value.is_null()) target = value.get<typename OptionalValue<T>::type>();
 }
 
-// Adds the table's option `name` as its flag, with its help, checks and default (written into
-// `target`, which the flag then fills).
+// Adds the option `spec` as its flag, with its help, checks and default (written into `target`,
+// which the flag then fills).
 template <typename T>
-CLI::Option* add_table_option(CLI::App& command, std::string_view name, T& target,
-                              bool with_checks = true) {
-  const pipeline::OptionSpec& spec = pipeline::diarization_option(name);
+CLI::Option* add_spec_option(CLI::App& command, const pipeline::OptionSpec& spec, T& target,
+                             bool with_checks = true) {
   set_default(target, spec.default_value);
   if constexpr (std::is_same_v<T, bool>) {
     return command.add_flag(spec.cli_flag, target, spec.help);
@@ -140,6 +139,13 @@ CLI::Option* add_table_option(CLI::App& command, std::string_view name, T& targe
     if (!spec.default_value.is_null()) option->capture_default_str();
     return with_checks ? with_table_checks(option, spec) : option;
   }
+}
+
+// The same for the diarization table's option `name`.
+template <typename T>
+CLI::Option* add_table_option(CLI::App& command, std::string_view name, T& target,
+                              bool with_checks = true) {
+  return add_spec_option(command, pipeline::diarization_option(name), target, with_checks);
 }
 
 // The options of the table's cli face that a field of EngineFlags, DiarizationFlags,
@@ -235,6 +241,19 @@ CLI::Option* add_table_flag(CLI::App& command, std::string_view name, double& ta
 }
 CLI::Option* add_table_flag(CLI::App& command, std::string_view name, bool& target) {
   return add_table_option(command, name, target);
+}
+CLI::Option* add_spec_flag(CLI::App& command, const pipeline::OptionSpec& spec,
+                           std::string& target) {
+  return add_spec_option(command, spec, target);
+}
+CLI::Option* add_spec_flag(CLI::App& command, const pipeline::OptionSpec& spec, int& target) {
+  return add_spec_option(command, spec, target);
+}
+CLI::Option* add_spec_flag(CLI::App& command, const pipeline::OptionSpec& spec, double& target) {
+  return add_spec_option(command, spec, target);
+}
+CLI::Option* add_spec_flag(CLI::App& command, const pipeline::OptionSpec& spec, bool& target) {
+  return add_spec_option(command, spec, target);
 }
 
 void add_clustering_flags(CLI::App& command, DiarizationFlags& flags) {
@@ -357,6 +376,10 @@ std::string ModelProviders::describe() const {
   return corpus::describe_providers(segmentation, embedding);
 }
 
+std::optional<runtime::WatchedDevice> ModelProviders::watched_device() const {
+  return runtime::watched_device(segmentation, segmentation_options, embedding, embedding_options);
+}
+
 ModelProviders model_providers(const pipeline::DiarizationModels& models,
                                const pipeline::DiarizationConfig& config) {
   const pipeline::ModelSessionPlan plan = pipeline::plan_model_sessions(models, config);
@@ -382,7 +405,7 @@ std::string format_result(const pipeline::DiarizationResult& result,
   check_format(flags, false);
   pipeline::ResultFormatOptions options;
   options.exclusive = flags.exclusive;
-  return pipeline::format_result(result, flags.format.empty() ? "rttm" : flags.format, options);
+  return pipeline::format_result(result, pipeline::result_format_or_default(flags.format), options);
 }
 
 void write_output(const std::string& text, const std::string& out, const OutputOptions& options) {

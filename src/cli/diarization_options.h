@@ -15,6 +15,8 @@
 #include "cli/provider_options.h"
 #include "core/atomic_file.h"
 #include "pipeline/diarizer.h"
+#include "pipeline/option_table.h"
+#include "runtime/device_memory.h"
 
 namespace parley::cli {
 
@@ -45,6 +47,12 @@ CLI::Option* add_table_flag(CLI::App& command, std::string_view name, std::strin
 CLI::Option* add_table_flag(CLI::App& command, std::string_view name, int& target);
 CLI::Option* add_table_flag(CLI::App& command, std::string_view name, double& target);
 CLI::Option* add_table_flag(CLI::App& command, std::string_view name, bool& target);
+// The same for an option of another table (stream/stream_options.h: `parley stream`'s).
+CLI::Option* add_spec_flag(CLI::App& command, const pipeline::OptionSpec& spec,
+                           std::string& target);
+CLI::Option* add_spec_flag(CLI::App& command, const pipeline::OptionSpec& spec, int& target);
+CLI::Option* add_spec_flag(CLI::App& command, const pipeline::OptionSpec& spec, double& target);
+CLI::Option* add_spec_flag(CLI::App& command, const pipeline::OptionSpec& spec, bool& target);
 
 // Checks for numeric options in parley's words ("--num-speakers: must be at least 1 (got 0)");
 // CLI11's own range checks print 1.79e308 as a 309-digit number. A failed check is a usage
@@ -128,6 +136,8 @@ struct ModelProviders {
 
   // "cpu", or "cuda" when both run there, or "segmentation cpu, embedding cuda".
   std::string describe() const;
+  // The device memory reports watch (runtime::watched_device); nullopt on the host alone.
+  std::optional<runtime::WatchedDevice> watched_device() const;
 };
 ModelProviders model_providers(const pipeline::DiarizationModels& models,
                                const pipeline::DiarizationConfig& config);

@@ -186,7 +186,7 @@ void run_diarize(const DiarizeArguments& arguments) {
     fail("--transcript, --asr-cmd and --save-intermediates take one recording at a time");
   }
   const std::filesystem::path audio_path(arguments.audio.front());
-  const std::string output_format = flags.format.empty() ? "rttm" : flags.format;
+  const std::string output_format = pipeline::result_format_or_default(flags.format);
   if (!arguments.transcript.empty() && !arguments.asr_command.empty()) {
     fail("give either --transcript (an existing transcript) or --asr-cmd (a recognizer to run)");
   }

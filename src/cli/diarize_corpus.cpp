@@ -23,6 +23,7 @@
 #include "corpus/run_plan.h"
 #include "corpus/run_record.h"
 #include "models/speed_twin.h"
+#include "pipeline/result_writer.h"
 
 namespace parley::cli {
 namespace fs = std::filesystem;
@@ -110,7 +111,7 @@ void run_corpus(const std::vector<fs::path>& audio, const CorpusFlags& corpus,
   const auto start = std::chrono::steady_clock::now();
   // Warnings from deep in the pipeline name the recording they are about (core/log_subject.h).
   show_log_subjects(*spdlog::default_logger());
-  const std::string format = flags.format.empty() ? "rttm" : flags.format;
+  const std::string format = pipeline::result_format_or_default(flags.format);
   const bool linking = identity.link_speakers;
   const std::string table_path =
       !identity.speakers_table.empty()

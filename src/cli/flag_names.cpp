@@ -6,19 +6,26 @@
 #include <utility>
 
 #include "pipeline/option_table.h"
+#include "stream/stream_options.h"
 
 namespace parley::cli {
 namespace {
 
 // Fields set by CLI flags that are not diarization options of the table (corpus, server and
 // stream flags), or under a second name.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kOtherFlagOfField = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kOtherFlagOfField = {{
     {"accelerator_segmentation_batch_size", "--segmentation-batch"},
     {"dim_buckets", "--dim"},
     {"overwrite_read_only", "--force"},
-    {"latency_seconds", "--latency"},  // parley stream (stream::StreamConfig)
-    {"match_threshold", "--match-threshold"},
 }};
+
+// The stream's options StreamConfig::validate names (`parley stream`'s flags). Not its rate and
+// channels, which may come from a WAV header rather than a flag, nor its embedding, a word of
+// many batch messages.
+bool names_stream_flag(const pipeline::OptionSpec& option) {
+  return option.faces.cli && option.name != "sample_rate" && option.name != "channels" &&
+         option.name != "embedding";
+}
 
 // Option name or configuration field (as library messages name them) -> the flag that sets it.
 const std::map<std::string, std::string, std::less<>>& flag_of_name() {
@@ -26,6 +33,11 @@ const std::map<std::string, std::string, std::less<>>& flag_of_name() {
     std::map<std::string, std::string, std::less<>> pairs;
     for (const auto& option : pipeline::diarization_options()) {
       if (!option.faces.cli) continue;
+      pairs.emplace(option.name, option.cli_flag);
+      if (!option.config_field.empty()) pairs.emplace(option.config_field, option.cli_flag);
+    }
+    for (const auto& option : stream::stream_options()) {
+      if (!names_stream_flag(option)) continue;
       pairs.emplace(option.name, option.cli_flag);
       if (!option.config_field.empty()) pairs.emplace(option.config_field, option.cli_flag);
     }

@@ -1,6 +1,7 @@
 #include "cli/identity_options.h"
 
 #include "identity/named_output.h"
+#include "pipeline/result_writer.h"
 
 namespace parley::cli {
 
@@ -28,7 +29,8 @@ std::string ResultNamer::format(pipeline::DiarizationResult result,
   check_format(flags, false);
   pipeline::ResultFormatOptions options;
   options.exclusive = flags.exclusive;
-  return namer_.format(std::move(result), flags.format.empty() ? "rttm" : flags.format, options);
+  return namer_.format(std::move(result), pipeline::result_format_or_default(flags.format),
+                       options);
 }
 
 std::function<identity::Identification(pipeline::DiarizationResult&)> library_identifier(
@@ -42,7 +44,7 @@ std::string format_linked(pipeline::DiarizationResult result, const identity::Li
   pipeline::ResultFormatOptions options;
   options.exclusive = flags.exclusive;
   return identity::format_linked(std::move(result), linking, index,
-                                 flags.format.empty() ? "rttm" : flags.format, options);
+                                 pipeline::result_format_or_default(flags.format), options);
 }
 
 }  // namespace parley::cli

@@ -9,7 +9,9 @@ spelling, another default) fails here:
   table's default (none shown where the table has none);
 - `parley serve` offers every engine setting of the table (output, speed, placement, models,
   layout) and the speaker library's, as the server's fixed settings;
-- the engine's messages reach the user naming the flag, for plain option names too."""
+- the engine's messages reach the user naming the flag, for plain option names too;
+- `parley stream`'s flags and the WebSocket's query parameters (OpenAPI) are the stream's own
+  table's (`parley options --stream --json`): flags, defaults, bounds."""
 import json
 import os
 import re
@@ -89,6 +91,41 @@ for option in cli_options:
                                  same_default(option, serve[flag])),
               f"parley serve {flag}: {serve.get(flag, 'missing')!r}, the table's "
               f"{option['default']!r}")
+
+# The live stream's own table (`parley options --stream`): `parley stream` offers each option of
+# its CLI face under the table's flag with the table's default (--max-speakers is the batch
+# table's flag, shared with --final-recluster's clustering: its help says the stream's default),
+# and the WebSocket's query parameters in the OpenAPI document have the table's schema.
+stream_table = json.loads(run("options", "--stream", "--json").stdout)
+stream_help = help_flags("stream")
+check(len(stream_table) >= 9, f"the stream table lists its options ({len(stream_table)})")
+for option in stream_table:
+    flag = option["faces"]["cli"]
+    if not flag:
+        continue
+    if flag not in stream_help:
+        check(False, f"parley stream lacks {flag} (the stream table's {option['name']})")
+    elif option["name"] != "max_speakers":
+        check(same_default(option, stream_help[flag]),
+              f"parley stream {flag}: default {stream_help[flag]!r}, the table's "
+              f"{option['default']!r}")
+stream_speakers = next(o for o in stream_table if o["name"] == "max_speakers")
+check(f"(default {stream_speakers['default']})" in run("stream", "--help").stdout,
+      "parley stream --help gives the stream's --max-speakers default")
+openapi = json.loads(run("options", "--openapi").stdout)
+query = {parameter["name"]: parameter["schema"]
+         for parameter in openapi["paths"]["/v1/stream"]["get"]["parameters"]
+         if parameter["in"] == "query"}
+for option in stream_table:
+    if not option["faces"]["server"]:
+        continue
+    name = "rate" if option["name"] == "sample_rate" else option["name"]
+    schema = query.get(name, {})
+    kind = {"flag": "boolean", "choice": "string"}.get(option["type"], option["type"])
+    check(schema.get("type") == kind and schema.get("minimum") == option["minimum"] and
+          schema.get("maximum") == option["maximum"] and schema.get("default") == option["default"]
+          and schema.get("enum", []) == option["choices"],
+          f"GET /v1/stream's {name}: {schema}, the stream table's {option}")
 
 # The engine decides what options mean together; the user reads its message in flags (before
 # any model loads: a second of silence is enough).

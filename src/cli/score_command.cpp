@@ -1,5 +1,5 @@
-#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,14 +84,13 @@ void add_score_command(CLI::App& app) {
                                   "collar is twice this)")
                      ->check(CLI::Validator(
                          [](std::string& text) -> std::string {
-                           double seconds = -1.0;
+                           // Not a number: NaN, which eval::collar_problem refuses too.
+                           double seconds = std::numeric_limits<double>::quiet_NaN();
                            try {
                              seconds = std::stod(text);
                            } catch (const std::exception&) {
                            }
-                           return seconds >= 0.0 && std::isfinite(seconds)
-                                      ? std::string()
-                                      : "collar must be a number of seconds >= 0, got " + text;
+                           return eval::collar_problem(seconds);
                          },
                          "SECONDS"))
                      ->default_val(0.0);

@@ -141,10 +141,7 @@ void run_serve(ServeArguments& arguments) {
   info.engines = engine.engine_count();
   info.providers = providers.describe();
   info.devices = layout.devices;
-  const runtime::ProviderId accelerator = runtime::traits(providers.embedding).accelerator
-                                              ? providers.embedding
-                                              : providers.segmentation;
-  if (runtime::traits(accelerator).accelerator) info.accelerator = accelerator;
+  if (const auto watched = providers.watched_device()) info.accelerator = watched->provider;
   if (speed_twin) {
     info.warning =
         "the embedding model is a speed twin with random weights: speaker labels are "

@@ -34,6 +34,7 @@
 #include "stream/pcm_input.h"
 #include "stream/real_time_pacer.h"
 #include "stream/stream_diarizer.h"
+#include "stream/stream_options.h"
 
 namespace parley::cli {
 namespace {
@@ -346,7 +347,8 @@ constexpr std::array<const char*, 4> kReclusterFlags = {"--num-speakers", "--min
                                                         "--clustering", "--ahc-threshold"};
 
 // Refuses flags that would be ignored: the sample format, rate and channels of a decoded file,
-// the batch clustering without --final-recluster, and -o - (standard output carries the events).
+// the batch clustering without --final-recluster, --final-recluster without -o (its result is
+// written nowhere else), and -o - (standard output carries the events).
 void refuse_ignored_flags(const StreamArguments& arguments, const CLI::App& command) {
   const auto given = [&](const char* flag) { return command.get_option(flag)->count() > 0; };
   if (!arguments.raw) {
@@ -369,6 +371,12 @@ void refuse_ignored_flags(const StreamArguments& arguments, const CLI::App& comm
           "the live clustering takes --max-speakers and --match-threshold",
           flag);
     }
+  }
+  if (arguments.config.final_recluster && !given("--out")) {
+    fail(
+        "--final-recluster writes its batch diarization of the whole stream only to the -o file: "
+        "give -o FILE, or leave --final-recluster out (the events on standard output are the "
+        "live ones either way)");
   }
   if (given("--out") && arguments.flags.out == "-") {
     fail(
@@ -482,45 +490,23 @@ void add_stream_command(CLI::App& app) {
   // The engine's --step is the batch chunk step (kept for --final-recluster); the stream's own
   // step replaces the flag.
   command->remove_option(command->get_option("--step"));
+  // The stream's own options from its table (stream/stream_options.h), as every face's.
   stream::StreamConfig& config = arguments->config;
-  command
-      ->add_option("--step", config.step_seconds,
-                   "seconds the rolling 10 s window moves between two model runs")
-      ->check(number_between(0.1, 5.0))
-      ->capture_default_str();
-  command
-      ->add_option("--latency", config.latency_seconds,
-                   "seconds of audio after which a frame's speaker is final (0.5 to 5)")
-      ->check(number_between(0.5, 5.0))
-      ->capture_default_str();
-  command
-      ->add_option("--match-threshold", config.match_threshold,
-                   "cosine distance under which a voice matches a known speaker")
-      ->check(number_between(0.0, 2.0))
-      ->capture_default_str();
-  command->add_flag("--provisional", config.provisional,
-                    "also print turn_update events for the frames not final yet");
-  command->add_flag("--final-recluster", config.final_recluster,
-                    "at the end, diarize the whole stream as `parley diarize` does and write "
-                    "that (under the live names) with -o");
-  command
-      ->add_option("--stream-embedding", arguments->embedding,
-                   "how windows are embedded: rolling keeps the embedding trunk's frames between "
-                   "steps (less than half the CPU at a 0.5 s step), window runs it on every whole "
-                   "window; auto: rolling with --embedding-mode shared, a step of whole 10 ms "
-                   "and the embedding network on the CPU")
-      ->check(CLI::IsMember({"auto", "window", "rolling"}))
-      ->capture_default_str();
+  add_spec_flag(*command, stream::stream_option("step"), config.step_seconds);
+  add_spec_flag(*command, stream::stream_option("latency"), config.latency_seconds);
+  add_spec_flag(*command, stream::stream_option("match_threshold"), config.match_threshold);
+  add_spec_flag(*command, stream::stream_option("provisional"), config.provisional);
+  add_spec_flag(*command, stream::stream_option("final_recluster"), config.final_recluster)
+      ->description(stream::stream_option("final_recluster").help + ", written with -o");
+  add_spec_flag(*command, stream::stream_option("embedding"), arguments->embedding);
   command->add_flag("--realtime", arguments->realtime,
                     "pace the input at real time (as from a microphone) instead of as fast as "
                     "possible");
   command->add_flag("--raw", arguments->raw, "the input is headerless PCM (see --rate, --format)");
-  command->add_option("--rate", arguments->raw_rate, "sample rate of --raw input (Hz)")
-      ->check(number_between(1000, 768000))
-      ->capture_default_str();
-  command->add_option("--channels", arguments->raw_channels, "--raw channels (interleaved)")
-      ->check(number_between(1, 64))
-      ->capture_default_str();
+  add_spec_flag(*command, stream::stream_option("sample_rate"), arguments->raw_rate)
+      ->description("with --raw: " + stream::stream_option("sample_rate").help);
+  add_spec_flag(*command, stream::stream_option("channels"), arguments->raw_channels)
+      ->description("with --raw: " + stream::stream_option("channels").help);
   command->get_option("--out")->default_str("")->description(
       "file of the final result (written when the input ends, also on SIGINT or SIGTERM); "
       "standard output carries the events");
@@ -528,10 +514,11 @@ void add_stream_command(CLI::App& app) {
     CLI::Option* option = command->get_option(flag);
     option->description("with --final-recluster only: " + option->get_description());
   }
+  const pipeline::OptionSpec& max_speakers = stream::stream_option("max_speakers");
   command->get_option("--max-speakers")
-      ->description(
-          "most speakers the stream creates (default 20); with --final-recluster, also the batch "
-          "clustering's bound");
+      ->description(fmt::format("{} (default {}); with --final-recluster, also the batch "
+                                "clustering's bound",
+                                max_speakers.help, max_speakers.default_value.dump()));
   command->callback([arguments, command] { run_stream(*arguments, *command); });
 }
 

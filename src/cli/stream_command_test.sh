@@ -33,6 +33,10 @@ for flags in "--num-speakers 2" "--min-speakers 2" "--clustering ahc" "--ahc-thr
   status=0; "$parley" stream x.wav $flags 2>"$work/err" || status=$?
   check '[ "$status" -ne 0 ] && grep -q -- "only with --final-recluster" "$work/err"' "$flags without --final-recluster"
 done
+# Without -o the batch diarization would be thrown away: refused before any model loads.
+status=0; "$parley" stream x.wav --final-recluster 2>"$work/err" || status=$?
+check '[ "$status" -ne 0 ] && grep -q -- "--final-recluster writes .* only to the -o file" "$work/err"' \
+  "--final-recluster without -o refused"
 status=0; "$parley" stream x.wav -o - 2>"$work/err" || status=$?
 check '[ "$status" -ne 0 ] && grep -q -- "standard output carries the events" "$work/err"' "-o - refused"
 "$parley" stream --help >"$work/help"

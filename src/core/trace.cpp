@@ -42,33 +42,34 @@ void TraceRecorder::append(Event event) {
   events_.push_back(std::move(event));
 }
 
-void TraceRecorder::complete(std::string_view name, std::string_view category, std::uint32_t pid,
-                             std::uint32_t tid, Clock::time_point start, Clock::time_point end,
-                             TraceArgs args) {
+TraceRecorder::Event TraceRecorder::timed(char phase, std::string_view name,
+                                          std::string_view category, std::uint32_t pid,
+                                          Clock::time_point start, Clock::time_point end,
+                                          TraceArgs args) const {
   Event event;
-  event.phase = 'X';
+  event.phase = phase;
   event.name = name;
   event.category = category;
   event.pid = pid;
-  event.tid = tid;
   event.start_ns = since_origin(start);
   event.duration_ns = std::max<std::int64_t>(0, since_origin(end) - event.start_ns);
   event.args = std::move(args);
+  return event;
+}
+
+void TraceRecorder::complete(std::string_view name, std::string_view category, std::uint32_t pid,
+                             std::uint32_t tid, Clock::time_point start, Clock::time_point end,
+                             TraceArgs args) {
+  Event event = timed('X', name, category, pid, start, end, std::move(args));
+  event.tid = tid;
   append(std::move(event));
 }
 
 void TraceRecorder::span(std::string_view name, std::string_view category, std::uint32_t pid,
                          std::uint64_t id, Clock::time_point start, Clock::time_point end,
                          TraceArgs args) {
-  Event event;
-  event.phase = 'b';
-  event.name = name;
-  event.category = category;
-  event.pid = pid;
+  Event event = timed('b', name, category, pid, start, end, std::move(args));
   event.id = id;
-  event.start_ns = since_origin(start);
-  event.duration_ns = std::max<std::int64_t>(0, since_origin(end) - event.start_ns);
-  event.args = std::move(args);
   append(std::move(event));
 }
 

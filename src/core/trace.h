@@ -94,6 +94,10 @@ class TraceRecorder {
     TraceArgs args;
   };
   std::int64_t since_origin(Clock::time_point at) const;
+  // An event of `phase` from `start` to `end` (never of negative length): what complete() and
+  // span() record, before the thread or id that tells them apart.
+  Event timed(char phase, std::string_view name, std::string_view category, std::uint32_t pid,
+              Clock::time_point start, Clock::time_point end, TraceArgs args) const;
   void append(Event event);
 
   const Clock::time_point origin_;

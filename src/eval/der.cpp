@@ -126,11 +126,16 @@ std::string_view convention_name(Convention convention) {
   return "unknown";
 }
 
+std::string collar_problem(double collar) {
+  if (collar >= 0.0 && std::isfinite(collar)) return "";
+  return fmt::format("collar must be a finite number of seconds, at least 0 (got {})", collar);
+}
+
 FileScore score_file(std::string file_id, std::span<const Turn> reference,
                      std::span<const Turn> hypothesis, const Timeline* uem,
                      const ScoringOptions& options) {
-  if (!(options.collar >= 0.0) || !std::isfinite(options.collar)) {
-    fail("collar must be a number of seconds >= 0, got {}", options.collar);
+  if (const std::string problem = collar_problem(options.collar); !problem.empty()) {
+    fail("{}", problem);
   }
   const SpeakerSpeech ref = speech_by_speaker(reference);
   const SpeakerSpeech hyp = speech_by_speaker(hypothesis);

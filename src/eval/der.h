@@ -39,6 +39,10 @@ struct ScoringOptions {
   ImplicitUem implicit_uem = ImplicitUem::reference_and_hypothesis;
 };
 
+// "" when `collar` is a valid ScoringOptions::collar (a finite number of seconds, at least 0),
+// else what is wrong: what score_file fails with, and every face's check of a given collar.
+std::string collar_problem(double collar);
+
 // The three settings results are published under.
 enum class Convention {
   strict,       // collar 0, overlap scored (pyannote.audio benchmarks, DIHARD "full")

@@ -210,7 +210,7 @@ std::vector<OptionSpec> make_options() {
             "a Batch takes it per recording (submit_to(..., exclusive=True))"));
   {
     const auto names = result_format_names();
-    add(choice("format", {names.begin(), names.end()}, "rttm",
+    add(choice("format", {names.begin(), names.end()}, std::string(kDefaultResultFormat),
                "output format: rttm, json, txt, srt or vtt (subtitles naming the speaker); with "
                "a transcript txt, srt and vtt are the speaker-labelled transcript and json adds "
                "it (the CLI's default is then txt, POST /v1/diarize's json)",
@@ -416,6 +416,8 @@ std::string_view OptionSpec::target_name() const {
       return "face";
     case OptionTarget::kIdentity:
       return "identity";
+    case OptionTarget::kStream:
+      return "stream";
     case OptionTarget::kDiagnostics:
       return "diagnostics";
   }

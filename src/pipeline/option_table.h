@@ -40,7 +40,8 @@ enum class OptionType {
 // which model files load, how a face writes its result (format, exclusive, and how it reads and
 // fuses a transcript: transcript_format, gap_tolerance), or who the speakers are (identity/: the
 // speaker library, its threshold, linking across a corpus), or what a run records about itself
-// (diagnostics: a trace of its stages), which changes neither the output nor the speed.
+// (diagnostics: a trace of its stages), which changes neither the output nor the speed; or a live
+// stream (stream/stream_options.h: the stream's own table, which StreamConfig checks against).
 // pipeline/option_values.h applies the first three to a DiarizationConfig.
 enum class OptionTarget {
   kOutput,
@@ -50,7 +51,8 @@ enum class OptionTarget {
   kModels,
   kFace,
   kIdentity,
-  kDiagnostics
+  kDiagnostics,
+  kStream
 };
 
 struct OptionFaces {

@@ -63,6 +63,10 @@ std::string scored_label(const std::string& label, std::span<const SpeakerScore>
 
 std::span<const std::string_view> result_format_names() { return kFormats; }
 
+std::string result_format_or_default(std::string_view format) {
+  return std::string(format.empty() ? kDefaultResultFormat : format);
+}
+
 bool is_result_format(std::string_view name) {
   return std::find(kFormats.begin(), kFormats.end(), name) != kFormats.end();
 }

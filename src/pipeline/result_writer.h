@@ -25,6 +25,10 @@ namespace parley::pipeline {
 // "rttm", "json", "txt", "srt", "vtt": what format_result takes.
 std::span<const std::string_view> result_format_names();
 bool is_result_format(std::string_view name);
+// The format a result is written in when none is asked for (the option "format"'s default).
+inline constexpr std::string_view kDefaultResultFormat = "rttm";
+// `format`, or kDefaultResultFormat where it is empty (a face's "not given").
+std::string result_format_or_default(std::string_view format);
 
 // The scores of one named speaker; `label` is the label its turns carry (the name).
 struct SpeakerScore {

@@ -151,6 +151,18 @@ int device_id_option(const ProviderOptions& options) {
   }
 }
 
+std::optional<WatchedDevice> watched_device(ProviderId segmentation,
+                                            const ProviderOptions& segmentation_options,
+                                            ProviderId embedding,
+                                            const ProviderOptions& embedding_options) {
+  if (traits(embedding).accelerator)
+    return WatchedDevice{embedding, device_id_option(embedding_options)};
+  if (traits(segmentation).accelerator) {
+    return WatchedDevice{segmentation, device_id_option(segmentation_options)};
+  }
+  return std::nullopt;
+}
+
 std::string format_bytes(std::uintmax_t bytes) {
   constexpr double kKiB = 1024.0;
   const double value = static_cast<double>(bytes);

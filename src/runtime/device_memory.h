@@ -65,6 +65,18 @@ int sessions_that_fit(const std::optional<DeviceMemory>& memory, std::uintmax_t 
 // option when it is not a number.
 int device_id_option(const ProviderOptions& options);
 
+// The device whose memory a report watches (`parley bench`'s device memory, the server's
+// metrics): the embedding's accelerator, else the segmentation's (the embedding holds the most).
+struct WatchedDevice {
+  ProviderId provider = ProviderId::kCpu;
+  int device_id = 0;  // device_id_option of that network's provider options
+};
+// nullopt when both networks run on the host (nothing to watch).
+std::optional<WatchedDevice> watched_device(ProviderId segmentation,
+                                            const ProviderOptions& segmentation_options,
+                                            ProviderId embedding,
+                                            const ProviderOptions& embedding_options);
+
 // "1.5 GiB", "300 MiB", "12 KiB", "17 B".
 std::string format_bytes(std::uintmax_t bytes);
 

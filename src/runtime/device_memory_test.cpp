@@ -68,5 +68,21 @@ TEST(DeviceMemory, SessionsThatFit) {
   EXPECT_THROW(device_id_option({{"device_id", "gpu"}}), Error);
 }
 
+// `parley bench` and the server's metrics watch the same device: the embedding's accelerator, else
+// the segmentation's, each with its own network's device number.
+TEST(DeviceMemory, WatchedDeviceIsTheEmbeddingsAcceleratorFirst) {
+  const ProviderOptions first{{"device_id", "1"}};
+  const ProviderOptions second{{"device_id", "2"}};
+  const auto both = watched_device(ProviderId::kCuda, first, ProviderId::kCuda, second);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->provider, ProviderId::kCuda);
+  EXPECT_EQ(both->device_id, 2);
+  const auto segmentation = watched_device(ProviderId::kRocm, first, ProviderId::kCpu, second);
+  ASSERT_TRUE(segmentation);
+  EXPECT_EQ(segmentation->provider, ProviderId::kRocm);
+  EXPECT_EQ(segmentation->device_id, 1);
+  EXPECT_FALSE(watched_device(ProviderId::kCpu, {}, ProviderId::kCpu, {}));
+}
+
 }  // namespace
 }  // namespace parley::runtime

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/sample_rate.h"
 #include "core/version.h"
+#include "eval/rttm.h"
 #include "identity/speaker_library.h"
 #include "identity/voiceprint.h"
 #include "pipeline/option_table.h"
@@ -35,6 +36,7 @@
 #include "server/messages.h"
 #include "server/result_documents.h"
 #include "server/websocket.h"
+#include "stream/stream_options.h"
 #include "transcript/transcript.h"
 
 namespace parley::server {
@@ -132,19 +134,6 @@ bool same_token(const std::string& given, const std::string& expected) {
     difference |= static_cast<unsigned char>(given[i] ^ expected[i]);
   }
   return difference == 0;
-}
-
-// A client's file name as the recording's name, as `parley diarize` names it (the stem, blanks
-// as '_'); it is only ever written into results, never used as a path.
-std::string recording_name(const std::string& filename) {
-  std::string name = fs::path(filename).filename().stem().string();
-  for (char& c : name) {
-    if (std::isspace(static_cast<unsigned char>(c)) ||
-        std::iscntrl(static_cast<unsigned char>(c))) {
-      c = '_';
-    }
-  }
-  return name.empty() ? "audio" : name;
 }
 
 // A client's file extension, kept only when it is plain letters and digits (decoders and the
@@ -567,10 +556,11 @@ void HttpApi::add_routes() {
              }));
   server.Get(R"(/v1/jobs/([^/]+)/result)",
              guarded([this, job_id](const httplib::Request& request, httplib::Response& response) {
-               answer_result(
-                   job_id(request),
-                   request.has_param("format") ? request.get_param_value("format") : "rttm",
-                   response);
+               answer_result(job_id(request),
+                             request.has_param("format")
+                                 ? request.get_param_value("format")
+                                 : std::string(pipeline::kDefaultResultFormat),
+                             response);
              }));
   server.Delete(R"(/v1/jobs/([^/]+))", guarded([this, job_id](const httplib::Request& request,
                                                               httplib::Response& response) {
@@ -580,19 +570,24 @@ void HttpApi::add_routes() {
 
 namespace {
 
-int integer_parameter(const httplib::Request& request, const std::string& name, int fallback,
-                      int low, int high) {
-  if (!request.has_param(name)) return fallback;
-  const std::string text = request.get_param_value(name);
-  int value = 0;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || status != std::errc() || end != text.data() + text.size() || value < low ||
-      value > high) {
-    refuse(400, "bad_request",
-           fmt::format("{} must be a whole number in [{}, {}] (got '{}')", name, low, high,
-                       text.substr(0, 40)));
+// The stream option (stream/stream_options.h) a query parameter of /v1/stream names, by its
+// name or an alias ("rate"); null for any other parameter.
+const pipeline::OptionSpec* stream_parameter(const std::string& name) {
+  for (const pipeline::OptionSpec& spec : stream::stream_options()) {
+    if (!spec.faces.server) continue;
+    if (spec.name == name || stream::query_parameter_name(spec) == name) return &spec;
   }
-  return value;
+  return nullptr;
+}
+
+// `text` as the value of the stream option `spec` that the client named `name`, or a refusal
+// with the table's message under that name.
+nlohmann::json stream_parameter_value(const pipeline::OptionSpec& spec, const std::string& name,
+                                      const std::string& text) {
+  if (const std::string problem = spec.check(text); !problem.empty()) {
+    refuse(400, "bad_request", fmt::format("{}: {}", valid_utf8(name), problem));
+  }
+  return spec.parse(text);
 }
 
 // Frees a live stream's place once its session (or the refused upgrade) is over.
@@ -629,7 +624,8 @@ void HttpApi::open_live_stream(const httplib::Request& request, httplib::Respons
   }
   LiveStreamRequest stream_request;
   for (const auto& [name, value] : request.params) {
-    if (name == "rate" || name == "channels" || name == "token") continue;
+    if (name == "token") continue;
+    const pipeline::OptionSpec* setting = stream_parameter(name);
     if (name == "format") {
       if (value == "s16le") {
         stream_request.format = PcmFormat::kS16le;
@@ -639,28 +635,36 @@ void HttpApi::open_live_stream(const httplib::Request& request, httplib::Respons
         refuse(400, "bad_request",
                fmt::format("format must be s16le or f32le (got '{}')", value.substr(0, 40)));
       }
-    } else if (name == "step" || name == "latency" || name == "provisional" ||
-               name == "final_recluster" || name == "embedding" || name == "max_speakers" ||
-               name == "match_threshold") {
+    } else if (setting != nullptr) {
       // Any value but false is refused where final_recluster is: true, or a value it refuses.
-      if (name == "final_recluster" && !config_.allow_final_recluster && value != "false" &&
-          value != "0") {
+      if (setting->name == "final_recluster" && !config_.allow_final_recluster &&
+          value != "false" && value != "0") {
         refuse(400, "bad_request",
                "this server does not take final_recluster (its operator turned it off: it holds "
                "the models for the whole batch diarization at the stream's end, and the audio in "
                "a temporary file meanwhile); leave it out");
       }
-      stream_request.settings[name] = value;
+      // The audio's shape, which the transport reads too; the rest is the stream's.
+      if (setting->name == "sample_rate" || setting->name == "channels") {
+        const nlohmann::json parsed = stream_parameter_value(*setting, name, value);
+        if (setting->name == "channels") {
+          stream_request.channels = parsed.get<int>();
+        } else {
+          stream_request.sample_rate = parsed.get<double>();
+        }
+      } else {
+        stream_request.settings[name] = value;
+      }
     } else {
+      std::vector<std::string> names;
+      for (const pipeline::OptionSpec& spec : stream::stream_options()) {
+        if (spec.faces.server) names.emplace_back(stream::query_parameter_name(spec));
+      }
       refuse(400, "bad_request",
-             fmt::format("unknown parameter '{}' (rate, format, channels, step, latency, "
-                         "provisional, final_recluster, embedding, max_speakers, "
-                         "match_threshold, token)",
-                         valid_utf8(name.substr(0, 40))));
+             fmt::format("unknown parameter '{}' ({}, format, token)",
+                         valid_utf8(name.substr(0, 40)), fmt::join(names, ", ")));
     }
   }
-  stream_request.sample_rate = integer_parameter(request, "rate", 16000, 8000, 192000);
-  stream_request.channels = integer_parameter(request, "channels", 1, 1, 8);
   if (!metrics_.open_stream(static_cast<std::size_t>(config_.max_streams))) {
     HttpError error{503, "busy",
                     fmt::format("this server has {} live streams open, as many as it takes; try "
@@ -749,31 +753,61 @@ const std::vector<std::string>& form_fields() {
 
 }  // namespace
 
+namespace {
+
+// An option's JSON schema in the OpenAPI document: type, choices, bounds, default.
+nlohmann::ordered_json option_schema(const pipeline::OptionSpec& option) {
+  nlohmann::ordered_json schema;
+  switch (option.type) {
+    case pipeline::OptionType::kNumber:
+      schema["type"] = "number";
+      break;
+    case pipeline::OptionType::kInteger:
+      schema["type"] = "integer";
+      break;
+    case pipeline::OptionType::kFlag:
+      schema["type"] = "boolean";
+      break;
+    default:
+      schema["type"] = "string";
+  }
+  if (!option.choices.empty()) schema["enum"] = option.choices;
+  if (option.minimum) schema["minimum"] = *option.minimum;
+  if (option.maximum) schema["maximum"] = *option.maximum;
+  if (!option.default_value.is_null()) schema["default"] = option.default_value;
+  return schema;
+}
+
+}  // namespace
+
 std::string openapi_with_options() {
   auto document = nlohmann::ordered_json::parse(openapi_document());
   auto& properties = document["components"]["schemas"]["JobForm"]["properties"];
   for (const auto& option : pipeline::diarization_options()) {
     if (!option.faces.server) continue;
-    nlohmann::ordered_json schema;
-    switch (option.type) {
-      case pipeline::OptionType::kNumber:
-        schema["type"] = "number";
-        break;
-      case pipeline::OptionType::kInteger:
-        schema["type"] = "integer";
-        break;
-      case pipeline::OptionType::kFlag:
-        schema["type"] = "boolean";
-        break;
-      default:
-        schema["type"] = "string";
-    }
-    if (!option.choices.empty()) schema["enum"] = option.choices;
-    if (option.minimum) schema["minimum"] = *option.minimum;
-    if (option.maximum) schema["maximum"] = *option.maximum;
-    if (!option.default_value.is_null()) schema["default"] = option.default_value;
+    nlohmann::ordered_json schema = option_schema(option);
     schema["description"] = option.help;
     properties[option.name] = std::move(schema);
+  }
+  // The WebSocket's query parameters: their schemas from the stream's table
+  // (stream/stream_options.h); the document's own description where it has one (what the server
+  // adds), else the table's help.
+  auto& stream_parameters = document["paths"]["/v1/stream"]["get"]["parameters"];
+  for (const auto& option : stream::stream_options()) {
+    if (!option.faces.server) continue;
+    const std::string name(stream::query_parameter_name(option));
+    const auto listed = std::find_if(
+        stream_parameters.begin(), stream_parameters.end(), [&](const auto& parameter) {
+          return parameter.value("name", "") == name && parameter.value("in", "") == "query";
+        });
+    if (listed != stream_parameters.end()) {
+      (*listed)["schema"] = option_schema(option);
+    } else {
+      stream_parameters.push_back({{"name", name},
+                                   {"in", "query"},
+                                   {"description", option.help},
+                                   {"schema", option_schema(option)}});
+    }
   }
   for (auto& parameter : document["paths"]["/v1/jobs/{id}/result"]["parameters"]) {
     if (parameter.value("name", "") == "format") {
@@ -943,7 +977,7 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
   // named with its values; the per_job ones are the job's (the format is how its result is
   // written); all of them reach the engine through job_configuration.
   Job job;
-  std::string format = wait ? "json" : "rttm";
+  std::string format = wait ? "json" : std::string(pipeline::kDefaultResultFormat);
   const nlohmann::json fixed = config_.fixed_settings();
   for (const pipeline::OptionSpec& spec : pipeline::diarization_options()) {
     if (!spec.faces.server) continue;
@@ -1054,7 +1088,8 @@ void HttpApi::accept_job(const httplib::Request& request, const httplib::Content
   }
   job.id = id;
   const fs::path folder = store_.job_folder(job.id);
-  job.uri = recording_name(filename);
+  // As `parley diarize` names it; only ever written into results, never used as a path.
+  job.uri = eval::recording_uri(filename);
   job.options["filename"] = fs::path(filename).filename().string();
   try {
     fs::path readable;

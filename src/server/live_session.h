@@ -23,11 +23,11 @@ enum class PcmFormat { kS16le, kF32le };
 // The query parameters of /v1/stream: the audio's shape (the transport needs it to count
 // seconds and whole samples), and the stream diarizer's settings as the client named them.
 struct LiveStreamRequest {
-  int sample_rate = 16000;
+  double sample_rate = 16000.0;
   PcmFormat format = PcmFormat::kS16le;
   int channels = 1;
-  // step, latency, provisional, final_recluster, embedding: checked by the diarizer's own
-  // configuration.
+  // The stream's other options (stream/stream_options.h: step, latency, provisional, ...) by the
+  // names the client gave, checked by the stream's option table.
   std::map<std::string, std::string> settings;
 
   std::size_t bytes_per_frame() const;  // one sample of every channel

@@ -110,6 +110,23 @@ class Browser:
                                               "awaitPromise": True})["result"].get("value")
 
 
+# The classes of the live timeline's turn bars ("turn final", "turn open", ...).
+LIVE_BARS = ("(() => [...document.querySelectorAll('#live_timeline rect.turn')]"
+             ".map(r => r.getAttribute('class')))()")
+
+
+def live_turns(browser, seconds=60):
+    """The live timeline's turn bars once one is final or open, or as they are after `seconds`."""
+    deadline = time.time() + seconds
+    bars = []
+    while time.time() < deadline:
+        bars = browser.evaluate(LIVE_BARS) or []
+        if any("final" in bar or "open" in bar for bar in bars):
+            break
+        time.sleep(0.3)
+    return bars
+
+
 def wait_for_url(process, path):
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -184,16 +201,8 @@ try:
         print(f"page shows {len(speakers)} speakers and {len(api)} turns; screenshot {work}/page.png")
 
         # Live: the fake microphone streams; turns show before Stop, the result after it.
-        live_bars = ("(() => [...document.querySelectorAll('#live_timeline rect.turn')]"
-                     ".map(r => r.getAttribute('class')))()")
         browser.evaluate("document.getElementById('live_start').click()")
-        deadline = time.time() + 60
-        bars = []
-        while time.time() < deadline:
-            bars = browser.evaluate(live_bars) or []
-            if any("final" in bar or "open" in bar for bar in bars):
-                break
-            time.sleep(0.3)
+        bars = live_turns(browser)
         live_status = browser.evaluate("document.getElementById('live_status').textContent")
         live_error = browser.evaluate("document.getElementById('error').textContent")
         check(any("final" in bar or "open" in bar for bar in bars),
@@ -209,7 +218,7 @@ try:
                 break
             time.sleep(0.3)
         check(status.startswith("done"), f"the live stream's result: {status!r}")
-        final = browser.evaluate(live_bars)
+        final = browser.evaluate(LIVE_BARS)
         check(final and all("final" in bar for bar in final), f"the result's turns drawn: {final}")
         shot = browser.call("Page.captureScreenshot", {"format": "png"})["data"]
         with open(f"{work}/live.png", "wb") as picture:
@@ -247,13 +256,7 @@ try:
                   "after a wrong token the stream can be started again")
             browser.evaluate(set_token % json.dumps("page-secret"))
             browser.evaluate("document.getElementById('live_start').click()")
-            deadline = time.time() + 60
-            bars = []
-            while time.time() < deadline:
-                bars = browser.evaluate(live_bars) or []
-                if any("final" in bar or "open" in bar for bar in bars):
-                    break
-                time.sleep(0.3)
+            bars = live_turns(browser)
             live_status = browser.evaluate("document.getElementById('live_status').textContent")
             check(any("final" in bar or "open" in bar for bar in bars),
                   f"live turns with the token: {bars}; status {live_status!r}")

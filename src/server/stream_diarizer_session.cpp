@@ -2,8 +2,6 @@
 
 #include <array>
 #include <cctype>
-#include <charconv>
-#include <cmath>
 #include <string_view>
 #include <utility>
 
@@ -13,53 +11,10 @@
 #include "pipeline/option_table.h"
 #include "pipeline/result_writer.h"
 #include "stream/pcm_input.h"
+#include "stream/stream_options.h"
 
 namespace parley::server {
 namespace {
-
-double seconds_setting(const std::string& name, const std::string& text) {
-  double value = 0.0;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || status != std::errc() || end != text.data() + text.size() ||
-      !std::isfinite(value)) {
-    fail("{} must be a number of seconds (got '{}')", name, text.substr(0, 40));
-  }
-  return value;
-}
-
-// The stream's embedding as the option table's choices read it (the grammar and message of every
-// other option of the API); `parley stream --stream-embedding` takes the same three.
-stream::StreamEmbedding embedding_setting(const std::string& text) {
-  static const pipeline::OptionSpec spec = [] {
-    pipeline::OptionSpec embedding;
-    embedding.name = "embedding";
-    embedding.type = pipeline::OptionType::kChoice;
-    embedding.choices = {"auto", "window", "rolling"};
-    embedding.default_value = "auto";
-    embedding.help = "how the stream's windows are embedded (docs/live.md)";
-    return embedding;
-  }();
-  return stream::parse_stream_embedding(spec.parse(text).get<std::string>());
-}
-
-std::size_t count_setting(const std::string& name, const std::string& text) {
-  std::size_t value = 0;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || status != std::errc() || end != text.data() + text.size()) {
-    fail("{} must be a whole number (got '{}')", name, text.substr(0, 40));
-  }
-  return value;
-}
-
-double number_setting(const std::string& name, const std::string& text) {
-  double value = 0.0;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || status != std::errc() || end != text.data() + text.size() ||
-      !std::isfinite(value)) {
-    fail("{} must be a number (got '{}')", name, text.substr(0, 40));
-  }
-  return value;
-}
 
 // StreamConfig's messages name its fields; a WebSocket client knows the query parameters, which
 // are named otherwise (as the CLI shows its flags instead: cli/flag_names.h).
@@ -80,12 +35,6 @@ std::string with_parameter_names(std::string message) {
     }
   }
   return message;
-}
-
-bool flag_setting(const std::string& name, const std::string& text) {
-  if (text == "true" || text == "1") return true;
-  if (text == "false" || text == "0") return false;
-  fail("{} must be true or false (got '{}')", name, text.substr(0, 40));
 }
 
 class DiarizerStream : public LiveStream {
@@ -132,31 +81,14 @@ class DiarizerStream : public LiveStream {
 stream::StreamConfig stream_config(const LiveStreamRequest& request,
                                    const stream::StreamConfig& defaults) {
   stream::StreamConfig config = defaults;
-  config.sample_rate = request.sample_rate;
-  for (const auto& [name, value] : request.settings) {
-    if (name == "step") {
-      config.step_seconds = seconds_setting(name, value);
-    } else if (name == "latency") {
-      config.latency_seconds = seconds_setting(name, value);
-    } else if (name == "provisional") {
-      config.provisional = flag_setting(name, value);
-    } else if (name == "final_recluster") {
-      config.final_recluster = flag_setting(name, value);
-    } else if (name == "embedding") {
-      config.embedding = embedding_setting(value);
-    } else if (name == "max_speakers") {
-      config.max_speakers = count_setting(name, value);
-    } else if (name == "match_threshold") {
-      config.match_threshold = number_setting(name, value);
-    } else {
-      fail(
-          "unknown stream setting '{}' (step, latency, provisional, final_recluster, embedding, "
-          "max_speakers, match_threshold)",
-          name);
-    }
-  }
   try {
-    config.validate();
+    // Each setting read and checked by its row of the stream's option table, as every face's.
+    nlohmann::json values = {{"sample_rate", request.sample_rate}};
+    for (const auto& [name, text] : request.settings) {
+      const pipeline::OptionSpec& spec = stream::stream_option(name);
+      values[spec.name] = spec.parse(text);
+    }
+    stream::apply_stream_options(values, config);
   } catch (const Error& error) {
     throw Error(with_parameter_names(error.what()));
   }

@@ -7,9 +7,10 @@
 namespace parley::server {
 
 // Streams over `models` (which must outlive every stream) with `defaults` for what a request
-// does not name. The request's settings (step, latency, provisional, final_recluster, embedding)
-// are parsed and checked by StreamConfig: a bad one throws parley::Error naming it, and so does
-// the stream's construction when the models cannot embed as asked.
+// does not name. The request's settings (step, latency, provisional, final_recluster, embedding,
+// ...) are parsed and checked by the stream's option table (stream/stream_options.h): a bad one
+// throws parley::Error naming it, and so does the stream's construction when the models cannot
+// embed as asked.
 LiveStreamFactory stream_diarizer_factory(const stream::StreamModels& models,
                                           stream::StreamConfig defaults);
 

@@ -75,7 +75,8 @@ TEST(StreamDiarizerSession, SpeakerBoundAndMatchThresholdAreStreamSettings) {
   EXPECT_EQ(config.match_threshold, 0.25);
 }
 
-// StreamConfig's checks, in the WebSocket's parameter names (not the configuration's fields).
+// The stream option table's checks and messages (stream/stream_options.h), in the WebSocket's
+// parameter names (not the configuration's fields).
 TEST(StreamDiarizerSession, RangeErrorsNameTheQueryParameters) {
   const auto message = [](std::map<std::string, std::string> settings, int rate = 16000) {
     LiveStreamRequest request;
@@ -89,25 +90,30 @@ TEST(StreamDiarizerSession, RangeErrorsNameTheQueryParameters) {
     return std::string();
   };
   const std::string latency = message({{"latency", "60"}});
-  EXPECT_NE(latency.find("latency must be between 0.5 and 5"), std::string::npos) << latency;
+  EXPECT_NE(latency.find("latency: must be 0.5 to 5 (got 60)"), std::string::npos) << latency;
   EXPECT_EQ(latency.find("latency_seconds"), std::string::npos) << latency;
   const std::string both = message({{"latency", "1"}, {"step", "2"}});
   EXPECT_NE(both.find("latency (1) must be at least step (2)"), std::string::npos) << both;
   const std::string step = message({{"step", "0.01"}});
-  EXPECT_NE(step.find("step must be between"), std::string::npos) << step;
+  EXPECT_NE(step.find("step: must be 0.1 to 5 (got 0.01)"), std::string::npos) << step;
   EXPECT_EQ(step.find("step_seconds"), std::string::npos) << step;
   const std::string speakers = message({{"max_speakers", "0"}});
-  EXPECT_NE(speakers.find("max_speakers must be between 1 and 1000"), std::string::npos)
+  EXPECT_NE(speakers.find("max_speakers: must be 1 to 1000 (got 0)"), std::string::npos)
       << speakers;
-  EXPECT_NE(message({{"max_speakers", "-1"}}).find("max_speakers must be a whole number"),
+  EXPECT_NE(message({{"max_speakers", "-1"}}).find("max_speakers: must be 1 to 1000"),
             std::string::npos);
-  EXPECT_NE(message({{"max_speakers", "2.5"}}).find("max_speakers"), std::string::npos);
-  EXPECT_NE(message({{"match_threshold", "3"}}).find("match_threshold must be"), std::string::npos);
-  EXPECT_NE(message({{"match_threshold", "nan"}}).find("match_threshold must be a number"),
+  EXPECT_NE(message({{"max_speakers", "2.5"}}).find("max_speakers: expects a whole number"),
             std::string::npos);
+  EXPECT_NE(message({{"match_threshold", "3"}}).find("match_threshold: must be 0 to 2 (got 3)"),
+            std::string::npos);
+  EXPECT_NE(message({{"match_threshold", "nan"}}).find("match_threshold: "), std::string::npos);
   const std::string rate = message({}, 500);
-  EXPECT_NE(rate.find("rate must be"), std::string::npos) << rate;
+  EXPECT_NE(rate.find("rate: must be 1000 to 768000 (got 500)"), std::string::npos) << rate;
   EXPECT_EQ(rate.find("sample_rate"), std::string::npos) << rate;
+  // The table's bounds, the engine's (audio::kMinSampleRate to kMaxSampleRate): past the
+  // WebSocket's former 8000 to 192000.
+  EXPECT_EQ(message({}, 1000), "");
+  EXPECT_EQ(message({}, 768000), "");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "frames/sliding_window.h"
 #include "stages/rolling_trunk.h"
 #include "stream/live_names.h"
+#include "stream/stream_options.h"
 
 namespace parley::stream {
 
@@ -290,28 +291,18 @@ StreamEmbedding parse_stream_embedding(const std::string& name) {
 }
 
 void StreamConfig::validate() const {
-  if (!(sample_rate >= 1000.0 && sample_rate <= 768000.0)) {
-    fail("stream sample_rate must be between 1000 and 768000 Hz (got {})", sample_rate);
-  }
-  if (!(step_seconds >= 0.1 && step_seconds <= 5.0)) {
-    fail("stream step_seconds must be between 0.1 and 5 (got {})", step_seconds);
-  }
-  if (!(latency_seconds >= 0.5 && latency_seconds <= 5.0)) {
-    fail("stream latency_seconds must be between 0.5 and 5 (got {})", latency_seconds);
-  }
+  // The bounds of the stream's option table, which every face reads (stream/stream_options.h).
+  stream_option("sample_rate").check_value(sample_rate);
+  stream_option("step").check_value(step_seconds);
+  stream_option("latency").check_value(latency_seconds);
   if (latency_seconds < step_seconds) {
     fail(
         "stream latency_seconds ({}) must be at least step_seconds ({}): a frame is final only "
         "after a window has ended past it",
         latency_seconds, step_seconds);
   }
-  if (max_speakers < 1 || max_speakers > 1000) {
-    fail("stream max_speakers must be between 1 and 1000 (got {})", max_speakers);
-  }
-  if (!(match_threshold >= 0.0 && match_threshold <= 2.0)) {
-    fail("stream match_threshold must be a cosine distance between 0 and 2 (got {})",
-         match_threshold);
-  }
+  stream_option("max_speakers").check_value(max_speakers);
+  stream_option("match_threshold").check_value(match_threshold);
   if (!(min_update_activity >= 0.0 && min_update_activity <= 1.0)) {
     fail("stream min_update_activity must be between 0 and 1 (got {})", min_update_activity);
   }
