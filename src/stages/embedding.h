@@ -146,12 +146,14 @@ class EmbeddingExtractor {
   bool pools_exact_in_graph() const;
   // Embeddings [B, pairs, D] of features [B, frames, bins] pooled per pair through the trunk
   // with the pooling and linear layer in one graph, on this extractor's provider; the inputs
-  // are those of graph/pooled_trunk_graph.h. The session is created at the first call, unless
-  // open_pooled_session() created it before.
+  // are those of graph/pooled_trunk_graph.h (`valid_frames` [B]: the frames of each item that
+  // hold audio, the rest treated as past its end). The session is created at the first call,
+  // unless open_pooled_session() created it before.
   NdArray<float> embed_pooled_in_graph(const NdArray<float>& features,
                                        const NdArray<float>& pair_weights,
                                        const NdArray<float>& inv_weight_sums,
-                                       const NdArray<float>& inv_variance_denominators);
+                                       const NdArray<float>& inv_variance_denominators,
+                                       const NdArray<float>& valid_frames);
   // Creates embed_pooled_in_graph's session now, with the models, rather than at its first
   // call: on a GPU a session is created alone in the process (runtime/new_shape_gate.h), which
   // in the middle of a run stops every other engine's model calls. Nothing to do where sessions
@@ -166,7 +168,7 @@ class EmbeddingExtractor {
       const NdArray<float>& samples, const NdArray<float>& frame_index,
       const NdArray<float>& window_low, const NdArray<float>& window_high,
       const NdArray<float>& pair_weights, const NdArray<float>& inv_weight_sums,
-      const NdArray<float>& inv_variance_denominators);
+      const NdArray<float>& inv_variance_denominators, const NdArray<float>& valid_frames);
   // How far the trunk's frames reach along time into its features (graph/receptive_field.h),
   // read from the graph at the first call: what the shared trunk's margins must cover.
   const graph::TimeReceptiveField& trunk_receptive_field() const;

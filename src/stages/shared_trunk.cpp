@@ -203,7 +203,8 @@ std::vector<runtime::InputShape> PooledPassShape::inputs() const {
   return {{Names::kFeatures, {1, dim(frames), dim(bins)}},
           {Names::kPairWeights, {1, dim(pairs), dim(trunk_frames)}},
           {Names::kInvWeightSums, {1, dim(pairs), 1}},
-          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}}};
+          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}},
+          {Names::kValidFrames, {1}}};
 }
 
 PooledPassShape pooled_pass_shape(const SharedTrunkConfig& config, std::int64_t step_samples,
@@ -367,7 +368,8 @@ std::size_t SharedTrunk::window_start(std::size_t frame) const {
 NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size_t count,
                                                     const NdArray<float>& weights,
                                                     const NdArray<float>& inv_weight_sums,
-                                                    const NdArray<float>& inv_denominators) {
+                                                    const NdArray<float>& inv_denominators,
+                                                    const NdArray<float>& valid_frames) {
   const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
   // Every pass has one span, whatever its windows need (at most count + width frames, and
   // a stride more past the recording's end), so the graph keeps one set of shapes; whole
@@ -397,8 +399,8 @@ NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size
     low(f) = static_cast<float>(lo);
     high(f) = static_cast<float>(lo + width);
   }
-  return extractor_.embed_pooled_from_samples_in_graph(samples, own, low, high, weights,
-                                                       inv_weight_sums, inv_denominators);
+  return extractor_.embed_pooled_from_samples_in_graph(
+      samples, own, low, high, weights, inv_weight_sums, inv_denominators, valid_frames);
 }
 
 std::size_t SharedTrunk::grid_frames(std::size_t phase) const {
@@ -658,9 +660,9 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
     const std::size_t range_count = std::min(config_.chunks_per_pass, count - range_first);
     // The pass starts a margin before the range's first chunk, at the recording's start when
     // that is earlier (where the trunk pads as in the other modes), and never later than one
-    // pass before the recording's end: a pass only runs past the end (into more zero samples,
-    // whose features are not the trunk's zero padding) by under one trunk frame, or when the
-    // whole recording is shorter than a pass.
+    // pass before the recording's end: a pass only runs past the end by under one trunk frame,
+    // or when the whole recording is shorter than a pass. There the graph masks the frames past
+    // the end (valid_frames), so its trunk pads with zeros as host pooling's does.
     const std::size_t first_grid = placement(first_chunk + range_first).first_grid;
     const std::size_t last_start =
         std::max<std::size_t>(ceil_div(total_frames_, stride), pass_grid) - pass_grid;
@@ -698,13 +700,16 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
         any_pooled = true;
       }
     }
+    // The padded recording's frames from the pass's start.
+    const NdArray<float> valid_frames(
+        {1}, static_cast<float>(std::min(total_frames_ - start_grid * stride, pass_grid * stride)));
     pooling_seconds_ += seconds_since(preparation_start);
     if (!any_pooled) continue;
     NdArray<float> pass_embeddings;
     if (features_in_graph_) {
       const auto trunk_start = std::chrono::steady_clock::now();
       pass_embeddings = embed_pass_from_samples(start_grid * stride, pass_grid * stride, weights,
-                                                inv_weight_sums, inv_denominators);
+                                                inv_weight_sums, inv_denominators, valid_frames);
       trunk_seconds_ += seconds_since(trunk_start);
     } else {
       const auto features_start = std::chrono::steady_clock::now();
@@ -712,8 +717,8 @@ NdArray<float> SharedTrunk::embed_chunks_in_graph(std::size_t first_chunk,
       features = NdArray<float>({1, pass_grid * stride, bins}, std::move(features.values()));
       const auto trunk_start = std::chrono::steady_clock::now();
       feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
-      pass_embeddings =
-          extractor_.embed_pooled_in_graph(features, weights, inv_weight_sums, inv_denominators);
+      pass_embeddings = extractor_.embed_pooled_in_graph(features, weights, inv_weight_sums,
+                                                         inv_denominators, valid_frames);
       trunk_seconds_ += seconds_since(trunk_start);
     }
     ++trunk_passes_;

@@ -222,7 +222,8 @@ class SharedTrunk {
   NdArray<float> embed_pass_from_samples(std::size_t first, std::size_t count,
                                          const NdArray<float>& weights,
                                          const NdArray<float>& inv_weight_sums,
-                                         const NdArray<float>& inv_denominators);
+                                         const NdArray<float>& inv_denominators,
+                                         const NdArray<float>& valid_frames);
   // embed_chunks with the pooling inside the graph: passes of graph_pass_frames().
   NdArray<float> embed_chunks_in_graph(std::size_t first_chunk,
                                        const NdArray<float>& range_segmentations);
