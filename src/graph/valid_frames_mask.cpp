@@ -147,9 +147,13 @@ class Walk {
     const std::int64_t offset = padding - dilation * (kernel[s] - 1) - 1;
     // MaxPool's padding is never the maximum; the others pad with zeros.
     const float fill = node.op_type() == "MaxPool" ? -std::numeric_limits<float>::infinity() : 0.0f;
-    const std::string masked = g_.node(
-        "Where", {mask_for(first, node.input(0)), node.input(0), fill_of(fill, first.element_type)},
-        "masked_input");
+    const std::string masked =
+        fill == 0.0f
+            ? g_.node("Mul", {node.input(0), factor_for(first, node.input(0))}, "masked_input")
+            : g_.node("Where",
+                      {mask_for(first, node.input(0)), node.input(0),
+                       fill_of(fill, first.element_type)},
+                      "masked_input");
     node.set_input(0, masked);
     ++result.masked_operators;
     Tracked next = first;
@@ -204,6 +208,15 @@ class Walk {
     return mask;
   }
 
+  std::string factor_for(const Tracked& tracked, const std::string& tensor) {
+    const std::string mask = mask_for(tracked, tensor);
+    const auto key = std::make_pair(mask, tracked.element_type);
+    if (const auto found = factors_.find(key); found != factors_.end()) return found->second;
+    std::string factor = g_.cast(mask, tracked.element_type, "valid_factor");
+    factors_.emplace(key, factor);
+    return factor;
+  }
+
   std::string fill_of(float value, int element_type) {
     const auto key = std::make_pair(value, element_type);
     if (const auto found = fills_.find(key); found != fills_.end()) return found->second;
@@ -218,6 +231,7 @@ class Walk {
   std::map<std::tuple<std::string, std::int64_t, std::int64_t, bool>, std::string> lengths_;
   std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>, std::string> masks_;
   std::map<std::pair<float, int>, std::string> fills_;
+  std::map<std::pair<std::string, int>, std::string> factors_;
 };
 
 }  // namespace

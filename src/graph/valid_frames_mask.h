@@ -6,7 +6,9 @@
 //
 // Walks the graph from the input along the time axis (as graph/receptive_field.h does) and, in
 // front of every Conv, MaxPool, AveragePool or LpPool reached, sets the time positions at or past
-// that operator's valid length to what its padding holds (zero; -inf for MaxPool). The valid
+// that operator's valid length to what its padding holds: zero, as a product with a 0/1 mask
+// (a Where cost three times as much on the CPU; the values there are finite, the features of
+// zero samples and what convolutions make of them), or -inf for MaxPool, through Where. The valid
 // length of each operator's output follows from its kernel, stride, dilation, pads and ceil_mode
 // along time, as the output length of a trunk run on the shorter input does, so a frame the
 // shorter run computes reads the same values in both. Positions past the valid length hold
@@ -18,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "graph/graph_edit.h"
 

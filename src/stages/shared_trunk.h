@@ -165,7 +165,8 @@ class SharedTrunk {
   // Features (centred log mel) [frames, bins] of fbank frames [first, first + count) of the
   // padded recording, as the shared map's passes see them. Frames past the end are those of
   // more zero samples, centred with the last window's mean (graph pooling's passes all have one
-  // length, so a recording shorter than a pass, or the last few frames of a longer one, run on).
+  // length, so a recording shorter than a pass, or the last few frames of a longer one, run on;
+  // the pooled graph masks them, graph/valid_frames_mask.h).
   NdArray<float> centred_features(std::size_t first, std::size_t count);
 
   // Trunk frames [pooled_features, count] of grid frames [first, first + count) of `phase`,
