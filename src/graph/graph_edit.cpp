@@ -221,6 +221,15 @@ std::string GraphAppender::ints(const std::string& stem, const std::vector<std::
   return name;
 }
 
+std::string GraphAppender::int_scalar(const std::string& stem, std::int64_t value) {
+  auto* tensor = graph_.add_initializer();
+  std::string name = fresh(stem);
+  tensor->set_name(name);
+  tensor->set_data_type(onnx::TensorProto::INT64);
+  tensor->set_raw_data(&value, sizeof(value));
+  return name;
+}
+
 std::string GraphAppender::mean_over_last_axis(const std::string& input, const std::string& stem) {
   if (opset_ >= 18) {
     const std::string axes = ints(stem + "_axes", {-1});

@@ -76,6 +76,8 @@ class GraphAppender {
   std::string doubles(const std::string& stem, const std::vector<std::int64_t>& dims,
                       const std::vector<double>& values);
   std::string ints(const std::string& stem, const std::vector<std::int64_t>& values);
+  // An INT64 scalar (rank 0), e.g. a Gather index that leaves a scalar.
+  std::string int_scalar(const std::string& stem, std::int64_t value);
   // ReduceMean over the last axis, keeping it: `axes` is an attribute before opset 18.
   std::string mean_over_last_axis(const std::string& input, const std::string& stem);
   // Cast to an onnx::TensorProto data type.

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "graph/graph_edit.h"
+#include "graph/valid_frames_mask.h"
 
 namespace parley::graph {
 namespace {
@@ -75,8 +76,9 @@ std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
   onnx::GraphProto& graph = *model.mutable_graph();
   std::set<std::string> trunk_names;
   collect_names(graph, trunk_names);
-  for (const char* name : {Names::kFeatures, Names::kPairWeights, Names::kInvWeightSums,
-                           Names::kInvVarianceDenominators, Names::kEmbeddings}) {
+  for (const char* name :
+       {Names::kFeatures, Names::kPairWeights, Names::kInvWeightSums,
+        Names::kInvVarianceDenominators, Names::kValidFrames, Names::kEmbeddings}) {
     if (trunk_names.count(name) > 0 && name != split.features_input) {
       fail(
           "{}: the trunk already has a tensor named '{}', which pooling on the accelerator "
@@ -87,16 +89,42 @@ std::string build_pooled_trunk_model(const StatisticsPoolingSplit& split,
   rename_input(graph, split.features_input, Names::kFeatures, model_name);
   name_dynamic_axes(graph, Names::kFeatures, {"B", "frames", "bins"});
   graph.clear_output();
-  GraphAppender g(graph, default_domain_opset(model), "pooled");
+  const std::int64_t opset = default_domain_opset(model);
+  GraphAppender g(graph, opset, "pooled");
   g.float_input(Names::kPairWeights, {"B", "pairs", "trunk_frames"});
   g.float_input(Names::kInvWeightSums, {"B", "pairs", "1"});
   g.float_input(Names::kInvVarianceDenominators, {"B", "pairs", "1"});
+  g.float_input(Names::kValidFrames, {"B"});
+  const ValidFramesMask valid =
+      mask_past_valid_frames(graph, g, opset, Names::kFeatures,
+                             /*input_time_axis=*/1, Names::kValidFrames, split.pooling_input);
 
-  // [B, features, frames'] about each feature's mean over the pass.
+  // [B, features, frames'] about each feature's mean over the pass's valid frames, the others
+  // zero (the weights leave them out; zeros keep whatever the trunk made of them out of the
+  // products).
   const std::string map =
       g.node("Reshape", {split.pooling_input, g.ints("map_shape", {0, features, -1})}, "map");
-  const std::string map_mean = g.mean_over_last_axis(map, "map_mean");  // [B, features, 1]
-  const std::string centred = g.node("Sub", {map, map_mean}, "centred");
+  std::string map_mean;  // [B, features, 1]
+  std::string centred;
+  if (valid.output_length.empty()) {  // the walk lost time before any window: every frame
+    map_mean = g.mean_over_last_axis(map, "map_mean");
+    centred = g.node("Sub", {map, map_mean}, "centred");
+  } else {
+    const std::string mask = g.cast(
+        unsqueeze(g, opset, valid_time_mask(g, opset, map, 2, valid.output_length, "map_valid"),
+                  {1}, "map_valid_broadcast"),
+        onnx::TensorProto::FLOAT, "map_valid_float");  // [B, 1, frames']
+    // The mean of the valid frames: that of the masked map over the share of valid frames,
+    // exactly the plain mean where every frame is valid (the share is then 1).
+    const std::string share = g.node(
+        "Max", {g.mean_over_last_axis(mask, "valid_share"), g.floats("min_share", {}, {1e-30f})},
+        "valid_share_positive");
+    map_mean = g.node(
+        "Div",
+        {g.mean_over_last_axis(g.node("Mul", {map, mask}, "map_valid_only"), "map_sum"), share},
+        "map_valid_mean");
+    centred = g.node("Mul", {g.node("Sub", {map, map_mean}, "centred_all"), mask}, "centred");
+  }
   const std::string by_time = g.node("Transpose", {centred}, "by_time");  // [B, frames', F]
   g.ints_attribute("perm", {0, 2, 1});
   const std::string squares = g.node("Mul", {by_time, by_time}, "squares");

@@ -11,9 +11,17 @@
 //   inv_weight_sums   [B, pairs, 1]             1 / (sum of the weights + 1e-8), as StatsPool
 //   inv_variance_denominators [B, pairs, 1]     1 / (v1 - v2 / v1 + 1e-8); 0 for a pair with
 //                                               fewer than two weighted frames (variance 0)
+//   valid_frames      [B]                       frames of `features` that hold the recording
+//                                               (whole numbers as floats); the trunk treats the
+//                                               rest as past the end of its input
 //   -> embeddings     [B, pairs, D]
 // The dynamic axes are named as above (the source model's own names for the features' axes are
 // replaced), so dimension overrides for a static-shape provider are the same for any model.
+//
+// A pass has one length whatever it holds (static shapes), so the last pass of a recording runs
+// past its end. graph/valid_frames_mask.h masks each convolution's input at valid_frames
+// (scaled to its resolution), so the trunk frames equal those of a trunk run on the valid frames
+// alone, zero padding and all, and the pass mean below leaves the frames past the end out.
 //
 // The weighted moments are two matrix products of the weights with the map and its square,
 // taken about each feature's mean over the pass so that the variance does not come from the
@@ -31,6 +39,7 @@ struct PooledTrunkGraphNames {
   static constexpr const char* kPairWeights = "pair_weights";
   static constexpr const char* kInvWeightSums = "inv_weight_sums";
   static constexpr const char* kInvVarianceDenominators = "inv_variance_denominators";
+  static constexpr const char* kValidFrames = "valid_frames";
   static constexpr const char* kEmbeddings = "embeddings";
 };
 

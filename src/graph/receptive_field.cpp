@@ -74,6 +74,8 @@ TimeReceptiveField stopped(Kind kind, const onnx::NodeProto& node, const std::st
 
 }  // namespace
 
+bool is_elementwise_op(const std::string& op) { return kElementwise.count(op) > 0; }
+
 std::string TimeReceptiveField::to_string() const {
   switch (kind) {
     case Kind::kLocal:
@@ -133,7 +135,7 @@ TimeReceptiveField time_receptive_field(const std::string& model_bytes,
       if (!over_time) return stopped(Kind::kUnknown, node, "is not followed along time");
       return stopped(Kind::kGlobal, node, "mixes the whole time axis");
     }
-    if (kElementwise.count(op) > 0) {
+    if (is_elementwise_op(op)) {
       // Broadcasting aligns axes from the last one: time must sit as far from the end in every
       // input that carries it.
       const std::int64_t from_end = first.rank - first.axis;

@@ -25,6 +25,10 @@ struct TimeReceptiveField {
   std::string to_string() const;
 };
 
+// Whether `op` is applied element by element (broadcasting constants such as biases or
+// batch-norm statistics), so that time frames pass through it unmixed.
+bool is_elementwise_op(const std::string& op);
+
 // The field of `output` with respect to input `input`, whose time axis is `input_time_axis`.
 // Fails naming `model_name` when the bytes are not a model or the names are not in it.
 TimeReceptiveField time_receptive_field(const std::string& model_bytes,

@@ -190,12 +190,13 @@ std::vector<runtime::InputShape> shapes_of(const NamedInputs& inputs) {
 NdArray<float> EmbeddingExtractor::embed_pooled_in_graph(
     const NdArray<float>& features, const NdArray<float>& pair_weights,
     const NdArray<float>& inv_weight_sums, const NdArray<float>& inv_variance_denominators,
-    PooledSessions sessions) {
+    const NdArray<float>& valid_frames, PooledSessions sessions) {
   using Names = graph::PooledTrunkGraphNames;
   const NamedInputs inputs = {{Names::kFeatures, &features},
                               {Names::kPairWeights, &pair_weights},
                               {Names::kInvWeightSums, &inv_weight_sums},
-                              {Names::kInvVarianceDenominators, &inv_variance_denominators}};
+                              {Names::kInvVarianceDenominators, &inv_variance_denominators},
+                              {Names::kValidFrames, &valid_frames}};
   if (opens_per_shape()) {
     if (!pooled_graph_) {
       pooled_graph_ = std::make_unique<EmbeddingGraph>(
@@ -217,7 +218,8 @@ NdArray<float> EmbeddingExtractor::embed_pooled_from_samples_in_graph(
     const NdArray<float>& samples, const NdArray<float>& frame_index,
     const NdArray<float>& window_low, const NdArray<float>& window_high,
     const NdArray<float>& pair_weights, const NdArray<float>& inv_weight_sums,
-    const NdArray<float>& inv_variance_denominators, PooledSessions sessions) {
+    const NdArray<float>& inv_variance_denominators, const NdArray<float>& valid_frames,
+    PooledSessions sessions) {
   using Names = graph::PooledTrunkGraphNames;
   using FbankNames = graph::FbankGraphNames;
   if (opens_per_shape()) {
@@ -229,7 +231,8 @@ NdArray<float> EmbeddingExtractor::embed_pooled_from_samples_in_graph(
                               {FbankNames::kWindowHigh, &window_high},
                               {Names::kPairWeights, &pair_weights},
                               {Names::kInvWeightSums, &inv_weight_sums},
-                              {Names::kInvVarianceDenominators, &inv_variance_denominators}};
+                              {Names::kInvVarianceDenominators, &inv_variance_denominators},
+                              {Names::kValidFrames, &valid_frames}};
   if (sessions == PooledSessions::kOnePerShape) {
     return pass_session(/*features_in_graph=*/true, shapes_of(inputs))
         .run(inputs, {Names::kEmbeddings})
@@ -523,8 +526,10 @@ NdArray<float> EmbeddingExtractor::embed_chunks_pooled(const NdArray<float>& chu
           inv_denominators(pair) = weighted.inv_variance_denominator;
           pooled[pair] = weighted.weighted_frames > 0 ? 1 : 0;
         }
+        // Every chunk's features hold audio (the last chunk's padding is part of the chunk).
+        const NdArray<float> valid_frames({count}, static_cast<float>(feats.dim(1)));
         NdArray<float> embeddings =
-            embed_pooled_in_graph(feats, weights, inv_weight_sums, inv_denominators);
+            embed_pooled_in_graph(feats, weights, inv_weight_sums, inv_denominators, valid_frames);
         if (embeddings.size() != count * speakers * dimension()) {
           fail("{}: the pooled graph returned {} values for {} pairs", model_name_,
                embeddings.size(), count * speakers);

@@ -159,13 +159,15 @@ class EmbeddingExtractor {
   bool pools_exact_in_graph() const;
   // Embeddings [B, pairs, D] of features [B, frames, bins] pooled per pair through the trunk
   // with the pooling and linear layer in one graph, on this extractor's provider; the inputs
-  // are those of graph/pooled_trunk_graph.h. The session is created at the first call, unless
-  // open_pooled_session() created it before. `sessions`: whether this call's input shapes get
-  // a session of their own (PooledSessions).
+  // are those of graph/pooled_trunk_graph.h (`valid_frames` [B]: the frames of each item that
+  // hold audio, the rest treated as past its end). The session is created at the first call,
+  // unless open_pooled_session() created it before. `sessions`: whether this call's input shapes
+  // get a session of their own (PooledSessions).
   NdArray<float> embed_pooled_in_graph(const NdArray<float>& features,
                                        const NdArray<float>& pair_weights,
                                        const NdArray<float>& inv_weight_sums,
                                        const NdArray<float>& inv_variance_denominators,
+                                       const NdArray<float>& valid_frames,
                                        PooledSessions sessions = PooledSessions::kOneForAllShapes);
   // Creates embed_pooled_in_graph's session now, with the models, rather than at its first
   // call: on a GPU a session is created alone in the process (runtime/new_shape_gate.h), which
@@ -184,7 +186,7 @@ class EmbeddingExtractor {
       const NdArray<float>& samples, const NdArray<float>& frame_index,
       const NdArray<float>& window_low, const NdArray<float>& window_high,
       const NdArray<float>& pair_weights, const NdArray<float>& inv_weight_sums,
-      const NdArray<float>& inv_variance_denominators,
+      const NdArray<float>& inv_variance_denominators, const NdArray<float>& valid_frames,
       PooledSessions sessions = PooledSessions::kOneForAllShapes);
   // The sessions of PooledSessions::kOnePerShape so far, in the order they were opened: each
   // one's input shapes, which session it is (for telling sessions apart, never null) and the

@@ -122,7 +122,9 @@ TEST_F(EmbeddingGraphsTest, PooledGraphNamesItsDynamicAxesItself) {
       graph::testing::make_test_embedding_model(), "test model");
   const auto pooled = pooled_trunk_graph(split, "test model", root_, 0.0);
   using Names = graph::PooledTrunkGraphNames;
-  ASSERT_EQ(pooled.inputs.size(), 4u);
+  ASSERT_EQ(pooled.inputs.size(), 5u);
+  EXPECT_EQ(pooled.inputs[4].name, Names::kValidFrames);
+  EXPECT_EQ(pooled.inputs[4].symbols, (std::vector<std::string>{"B"}));
   EXPECT_EQ(pooled.inputs[0].name, Names::kFeatures);
   EXPECT_EQ(pooled.inputs[0].dims, (std::vector<std::int64_t>{-1, -1, 80}));
   EXPECT_EQ(pooled.inputs[0].symbols, (std::vector<std::string>{"B", "frames", ""}));

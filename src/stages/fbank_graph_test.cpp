@@ -162,7 +162,8 @@ TEST(FbankGraph, PrependRefusesAModelWithoutTheFeaturesOrWithATakenName) {
                         Names::kSamples, Names::kFrameIndex, Names::kWindowLow, Names::kWindowHigh,
                         graph::PooledTrunkGraphNames::kPairWeights,
                         graph::PooledTrunkGraphNames::kInvWeightSums,
-                        graph::PooledTrunkGraphNames::kInvVarianceDenominators}));
+                        graph::PooledTrunkGraphNames::kInvVarianceDenominators,
+                        graph::PooledTrunkGraphNames::kValidFrames}));
 }
 
 // The configuration field's names (`--embedding-features`) round-trip; others fail naming them.

@@ -236,7 +236,8 @@ std::vector<runtime::InputShape> PooledPassShape::inputs() const {
   return {{Names::kFeatures, {1, dim(frames), dim(bins)}},
           {Names::kPairWeights, {1, dim(pairs), dim(trunk_frames)}},
           {Names::kInvWeightSums, {1, dim(pairs), 1}},
-          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}}};
+          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}},
+          {Names::kValidFrames, {1}}};
 }
 
 std::vector<runtime::InputShape> PooledPassShape::inputs_from_samples() const {
@@ -249,7 +250,8 @@ std::vector<runtime::InputShape> PooledPassShape::inputs_from_samples() const {
           {FbankNames::kWindowHigh, {dim(frames)}},
           {Names::kPairWeights, {1, dim(pairs), dim(trunk_frames)}},
           {Names::kInvWeightSums, {1, dim(pairs), 1}},
-          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}}};
+          {Names::kInvVarianceDenominators, {1, dim(pairs), 1}},
+          {Names::kValidFrames, {1}}};
 }
 
 std::vector<std::size_t> pooled_pass_chunks(const SharedTrunkConfig& config,
@@ -444,7 +446,8 @@ std::size_t SharedTrunk::window_start(std::size_t frame) const {
 NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size_t count,
                                                     const NdArray<float>& weights,
                                                     const NdArray<float>& inv_weight_sums,
-                                                    const NdArray<float>& inv_denominators) {
+                                                    const NdArray<float>& inv_denominators,
+                                                    const NdArray<float>& valid_frames) {
   const std::size_t width = std::min(chunk_fbank_frames_, total_frames_);
   const std::size_t span = sample_span_frames(count, chunk_fbank_frames_, config_.time_stride);
   const std::size_t span_first = std::min(window_start(first), first);
@@ -472,7 +475,7 @@ NdArray<float> SharedTrunk::embed_pass_from_samples(std::size_t first, std::size
   feature_frames_ += span;
   return extractor_.embed_pooled_from_samples_in_graph(samples, own, low, high, weights,
                                                        inv_weight_sums, inv_denominators,
-                                                       PooledSessions::kOnePerShape);
+                                                       valid_frames, PooledSessions::kOnePerShape);
 }
 
 std::size_t SharedTrunk::grid_frames(std::size_t phase) const {
@@ -757,9 +760,9 @@ void SharedTrunk::embed_graph_pass(const GraphPass& pass, std::size_t first_chun
   const auto preparation_start = std::chrono::steady_clock::now();
   // The pass starts a margin before the range's first chunk, at the recording's start when
   // that is earlier (where the trunk pads as in the other modes), and never later than one
-  // pass before the recording's end: a pass only runs past the end (into more zero samples,
-  // whose features are not the trunk's zero padding) by under one trunk frame, or when the
-  // whole recording is shorter than a pass.
+  // pass before the recording's end: a pass only runs past the end by under one trunk frame,
+  // or when the whole recording is shorter than a pass. There the graph masks the frames past
+  // the end (valid_frames), so its trunk pads with zeros as host pooling's does.
   const std::size_t first_grid = placement(first_chunk + range_first).first_grid;
   const std::size_t last_start =
       std::max<std::size_t>(ceil_div(total_frames_, stride), pass_grid) - pass_grid;
@@ -797,13 +800,16 @@ void SharedTrunk::embed_graph_pass(const GraphPass& pass, std::size_t first_chun
       any_pooled = true;
     }
   }
+  // The padded recording's frames from the pass's start.
+  const NdArray<float> valid_frames(
+      {1}, static_cast<float>(std::min(total_frames_ - start_grid * stride, pass_grid * stride)));
   pooling_seconds_ += seconds_since(preparation_start);
   if (!any_pooled) return;
   NdArray<float> pass_embeddings;
   if (features_in_graph_) {
     const auto trunk_start = std::chrono::steady_clock::now();
     pass_embeddings = embed_pass_from_samples(start_grid * stride, pass_grid * stride, weights,
-                                              inv_weight_sums, inv_denominators);
+                                              inv_weight_sums, inv_denominators, valid_frames);
     trunk_seconds_ += seconds_since(trunk_start);
   } else {
     const auto features_start = std::chrono::steady_clock::now();
@@ -812,7 +818,8 @@ void SharedTrunk::embed_graph_pass(const GraphPass& pass, std::size_t first_chun
     const auto trunk_start = std::chrono::steady_clock::now();
     feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
     pass_embeddings = extractor_.embed_pooled_in_graph(
-        features, weights, inv_weight_sums, inv_denominators, PooledSessions::kOnePerShape);
+        features, weights, inv_weight_sums, inv_denominators, valid_frames,
+        PooledSessions::kOnePerShape);
     trunk_seconds_ += seconds_since(trunk_start);
   }
   ++trunk_passes_;

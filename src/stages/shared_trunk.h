@@ -209,7 +209,8 @@ class SharedTrunk {
   // Features (centred log mel) [frames, bins] of fbank frames [first, first + count) of the
   // padded recording, as the shared map's passes see them. Frames past the end are those of
   // more zero samples, centred with the last window's mean (graph pooling's passes all have one
-  // length, so a recording shorter than a pass, or the last few frames of a longer one, run on).
+  // length, so a recording shorter than a pass, or the last few frames of a longer one, run on;
+  // the pooled graph masks them, graph/valid_frames_mask.h).
   NdArray<float> centred_features(std::size_t first, std::size_t count);
 
   // Trunk frames [pooled_features, count] of grid frames [first, first + count) of `phase`,
@@ -273,7 +274,8 @@ class SharedTrunk {
   NdArray<float> embed_pass_from_samples(std::size_t first, std::size_t count,
                                          const NdArray<float>& weights,
                                          const NdArray<float>& inv_weight_sums,
-                                         const NdArray<float>& inv_denominators);
+                                         const NdArray<float>& inv_denominators,
+                                         const NdArray<float>& valid_frames);
   // embed_chunks with the pooling inside the graph: whole passes, then the rest in the shortest
   // pass of graph_passes_ that holds it.
   NdArray<float> embed_chunks_in_graph(std::size_t first_chunk,
