@@ -211,8 +211,8 @@ WarmModelPlan plan_warm_model(const fs::path& model, const runtime::ShapeProfile
   if (const auto targets = stages::embedding_compile_targets(model, cache_root, settings)) {
     // On an accelerator the pipeline splits an embedding model and loads its trunk (exact mode;
     // chunks at the batch buckets) or the trunk with the pooling in the graph (shared mode; its
-    // few pass shapes per step: whole passes and the shorter ones of a recording's tail), never the file itself: compiling the file would only fill the cache
-    // with graphs no run opens.
+    // few pass shapes per step: whole passes and the shorter ones of a recording's tail), never the
+    // file itself: compiling the file would only fill the cache with graphs no run opens.
     plan.embedding = true;
     plan.targets.push_back(embedding_target(targets->trunk, targets->trunk_shapes, true));
     if (targets->pooled) {

@@ -817,9 +817,9 @@ void SharedTrunk::embed_graph_pass(const GraphPass& pass, std::size_t first_chun
     features = NdArray<float>({1, pass_grid * stride, bins}, std::move(features.values()));
     const auto trunk_start = std::chrono::steady_clock::now();
     feature_seconds_ += std::chrono::duration<double>(trunk_start - features_start).count();
-    pass_embeddings = extractor_.embed_pooled_in_graph(
-        features, weights, inv_weight_sums, inv_denominators, valid_frames,
-        PooledSessions::kOnePerShape);
+    pass_embeddings =
+        extractor_.embed_pooled_in_graph(features, weights, inv_weight_sums, inv_denominators,
+                                         valid_frames, PooledSessions::kOnePerShape);
     trunk_seconds_ += seconds_since(trunk_start);
   }
   ++trunk_passes_;
