@@ -271,6 +271,7 @@ Diarizer::Diarizer(DiarizationModels models, DiarizationConfig config,
       passes.erase(passes.begin(), passes.end() - 1);  // the whole pass is the last
     }
     std::vector<std::vector<runtime::InputShape>> pass_shapes;
+    pass_shapes.reserve(passes.size());
     for (const stages::PooledPassShape& pass : passes) {
       pass_shapes.push_back(features_in_graph ? pass.inputs_from_samples() : pass.inputs());
     }

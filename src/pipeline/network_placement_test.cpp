@@ -160,6 +160,8 @@ TEST_F(NetworkPlacementTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmen
   const auto sessions = plan(config, gpu_statuses_);
   EXPECT_EQ(sessions.segmentation.provider, ProviderId::kCuda);
   EXPECT_EQ(sessions.segmentation.provider_options.at("device_id"), "0");
+  EXPECT_EQ(sessions.segmentation.provider_options.at("use_tf32"), "0");
+  EXPECT_FALSE(sessions.embedding.session.provider_options.contains("use_tf32"));
   EXPECT_EQ(sessions.segmentation.threads, 1);
   EXPECT_EQ(sessions.segmentation.batch_size, 128u);  // the GPU default, an hour of chunks
   EXPECT_FALSE(sessions.segmentation.batch_buckets);  // CUDA takes any batch: no padding
@@ -171,6 +173,17 @@ TEST_F(NetworkPlacementTest, NamedCudaReachesBothSessionConfigsWithBatchedSegmen
             std::string::npos)
       << sessions.segmentation_placement->reason;
   EXPECT_TRUE(said_.empty());
+}
+
+// Segmentation runs in full float32 on CUDA (its frames move with TF32), unless the user asks.
+TEST_F(NetworkPlacementTest, SegmentationLeavesTf32OffUnlessTheUsersOptionsTurnItOn) {
+  DiarizationConfig config = routed("cuda");
+  config.placement->options = {{"use_tf32", "1"}};
+  const auto sessions = plan(config, gpu_statuses_);
+  EXPECT_EQ(sessions.segmentation.provider_options.at("use_tf32"), "1");
+  EXPECT_EQ(sessions.embedding.session.provider_options.at("use_tf32"), "1");
+  const auto on_cpu = plan(routed("auto"), cpu_statuses_);
+  EXPECT_TRUE(on_cpu.segmentation.provider_options.empty());
 }
 
 // Float16 reaches only models on a dynamic-shape accelerator; on the CPU the flag changes nothing.

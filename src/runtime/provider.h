@@ -51,6 +51,9 @@ struct ProviderTraits {
   bool static_shapes = false;  // compiles one graph per input shape: pad inputs to buckets
   bool graph_capture = false;  // can replay a captured graph (CUDA graphs and the like)
   std::string_view graph_capture_option;  // provider option that turns it on
+  // Provider option that, set to "0", keeps float32 arithmetic at full precision (CUDA's TF32
+  // tensor-core mode rounds products to 10-bit mantissas); empty where there is none.
+  std::string_view reduced_precision_option;
   // Run() may be called on one session from several threads at once, each run on a device
   // stream of its own (ONNX Runtime's CPU, CUDA and ROCm providers; DirectML allows one Run at a
   // time). runtime/session_share.h shares only such sessions.
